@@ -1,0 +1,40 @@
+// aegis: the command-line tool. `aegis sim` replays traces through the scheduling engine;
+// `aegis config` and `aegis policies` show what the engine will do and with which numbers.
+#include <cstdio>
+#include <fmt/format.h>
+
+#include "apps/aegis/commands.h"
+#include "core/param_table.h"
+#include "sim/csv.h"
+#include "sim/simulator.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"aegis: GPU-sharing scheduler for deep-learning training jobs, and its simulator"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "aegis 0.1.0");
+  aegis::cli::add_sim(app);
+  aegis::cli::add_config(app);
+  aegis::cli::add_policies(app);
+  aegis::cli::add_calibrate(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    fmt::print(stderr, "aegis: error: {}\n", e.what());
+    fmt::print(stderr, "Run with --help for more information.\n");
+    return 2;
+  } catch (const aegis::InputError& e) {
+    fmt::print(stderr, "aegis: error: {}\n", e.what());
+    return 1;
+  } catch (const aegis::ConfigError& e) {
+    fmt::print(stderr, "aegis: error: {}\n", e.what());
+    return 2;
+  } catch (const aegis::SimError& e) {
+    fmt::print(stderr, "aegis: error: {}\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "aegis: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

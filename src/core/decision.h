@@ -1,0 +1,53 @@
+// The engine's output: what the driver must do now, in order, and when to ask again.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/job.h"
+#include "core/units.h"
+
+namespace aegis {
+
+struct Launch {
+  JobId job = 0;
+  std::vector<int> gpus;      // GpuView::index values
+  bool exclusive = false;     // no other job may join these GPUs while it runs
+  MiB admitted_mib = 0;       // memory booked per GPU (estimate, or floor when none)
+  MiB free_at_placement = 0;  // smallest effective free memory among its GPUs
+};
+
+// A failed job goes back to the recovery queue with a new recovery state.
+struct Requeue {
+  JobId job = 0;
+  RecoveryState recovery;
+  std::string why;
+};
+
+// A job leaves for good (failure that is not an OOM, or the ladder is exhausted).
+struct Stop {
+  JobId job = 0;
+  std::string reason;
+};
+
+// Why the head of the queue could not be placed, for users and for drivers.
+struct Blocked {
+  JobId job = 0;
+  std::string reason;           // one line, e.g. "gpu0: observing; gpu1: pressure"
+  bool by_pressure = false;     // some GPU passed every stage but the pressure filter
+};
+
+struct EngineState {
+  int rr_cursor = -1;  // last GPU index chosen by the round-robin order
+};
+
+struct Decisions {
+  std::vector<Requeue> requeues;  // apply first
+  std::vector<Stop> stops;
+  std::vector<Launch> launches;   // in queue order
+  std::optional<Blocked> blocked;
+  std::optional<Seconds> wake_at; // earliest time a time-based gate opens
+  EngineState state;
+};
+
+}  // namespace aegis

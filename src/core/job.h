@@ -1,0 +1,50 @@
+// What the scheduler knows about a job: its request and the hints a policy may use.
+// The truth about a job (its real memory peak, its real activity) is not here: the
+// simulator and the real GPU own that. A job knows only what was declared or profiled.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "core/units.h"
+
+namespace aegis {
+
+// Memory estimates from the different sources; a policy picks one by name
+// (see sched/estimate_source.h). Absent = that estimator could not tell.
+struct MemoryEstimates {
+  std::optional<MiB> declared;     // the user's --mem
+  std::optional<MiB> profiled;     // measured peak from a solo profile
+  std::optional<MiB> analytical;   // Horus formula
+  std::optional<MiB> faketensor;   // PyTorch FakeTensor
+  std::optional<MiB> learned;      // GPUMemNet-style model
+  std::optional<MiB> history;      // peak recorded for the same job signature
+};
+
+// Profile-derived hints used by the profile-based baselines (Lucid, Horus).
+struct ProfileHints {
+  std::optional<double> gpu_util;      // mean coarse GPU utilisation alone, in [0,1]
+  std::optional<int> sharing_score;    // Lucid's sharing score 0, 1 or 2
+};
+
+struct JobSpec {
+  JobId id = 0;
+  std::string name;        // workload or command name, for humans
+  int num_gpus = 1;
+  Seconds submit_time = 0;
+  MemoryEstimates estimates;
+  ProfileHints hints;
+};
+
+// Where a job stands on the OOM recovery path.
+struct RecoveryState {
+  MiB floor_mib = 0;           // free-memory floor a GPU must offer; 0 = policy default
+  bool exclusive_only = false; // must run alone on idle GPUs
+  int oom_count = 0;           // OOM failures so far
+};
+
+struct QueuedJob {
+  JobSpec spec;
+  RecoveryState recovery;
+};
+
+}  // namespace aegis

@@ -1,0 +1,113 @@
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fmt/format.h>
+
+
+#include "estimate/source.h"
+#include "sched/config_params.h"
+
+namespace aegis {
+
+MiB EngineConfig::memory_guard(MiB total_mib) const {
+  const auto frac = static_cast<MiB>(std::ceil(memory_guard_fraction * static_cast<double>(total_mib)));
+  return std::max(memory_guard_min_mib, frac);
+}
+
+namespace {
+
+constexpr double kInf = kParamInf;
+
+// The documented parameter table. Defaults live in config.h; sources in docs/config.md.
+#define P(...) AEGIS_PARAM(EngineConfig, __VA_ARGS__)
+const ParamEntry<EngineConfig> kEntries[] = {
+    P("memory_guard_min_mib", memory_guard_min_mib, 0, kInf, "",
+                "Free-memory guard: at least this many MiB are taken off reported free memory"),
+    P("memory_guard_fraction", memory_guard_fraction, 0, 0.5, "",
+                "Free-memory guard: or this fraction of total memory, whichever is larger"),
+    P("memory_margin_mib", memory_margin_mib, 0, kInf, "",
+                "Margin required on top of a job's memory estimate"),
+    P("estimator_free_floor_mib", estimator_free_floor_mib, 0, kInf, "",
+                "Free memory a GPU must offer a job without an estimate"),
+    P("estimator", estimator, 0, 0,
+                "none,declared,profiled,peak,analytical,horus,faketensor,learned,gpumemnet,history",
+                "Memory estimate the memory filter uses (none = estimator-free)"),
+    P("memory_accounting", memory_accounting, 0, 0, "reported,booked,both",
+                "Free memory seen by the filter: reported by the GPU, capacity minus booked "
+                "estimates, or the smaller of the two"),
+    P("observation", observation, 0, 0, "",
+                "Close a GPU after a placement until the new job has been active for the window"),
+    P("observation_window_s", observation_window_s, 0, kInf, "",
+                "Seconds after a new job's first GPU activity before its GPU takes more work"),
+    P("observation_max_wait_s", observation_max_wait_s, 0, kInf, "",
+                "Reopen a GPU if its new job shows no GPU activity this long (0 = wait forever)"),
+    P("pressure_filter", pressure_filter, 0, 0, "",
+                "Exclude GPUs whose recent activity shows they are already busy"),
+    P("telemetry_window_samples", telemetry_window_samples, 1, 100000, "",
+                "Telemetry samples per GPU the risk scores are computed over"),
+    P("telemetry_sample_hz", telemetry_sample_hz, 0.001, 1000, "",
+                "Telemetry samples per second"),
+    P("risk_weight_mean", risk_weights.mean, 0, 1, "", "Risk score weight of the window mean"),
+    P("risk_weight_median", risk_weights.median, 0, 1, "", "Risk score weight of the window median"),
+    P("risk_weight_p95", risk_weights.p95, 0, 1, "", "Risk score weight of the window p95"),
+    P("risk_weight_ewma", risk_weights.ewma, 0, 1, "",
+                "Risk score weight of the window EWMA (alpha = 2/(n+1))"),
+    P("smact_threshold", smact_threshold, 0, 1000, "",
+                "Pressure rule a: exclude iff SMACT risk >= a AND (SMOCC >= b OR DRAMA >= c)"),
+    P("smocc_threshold", smocc_threshold, 0, 1000, "", "Pressure rule b (SM occupancy)"),
+    P("drama_threshold", drama_threshold, 0, 1000, "", "Pressure rule c (DRAM activity)"),
+    P("util_threshold", util_threshold, 0, 1000, "",
+                "Coarse fallback when only utilisation exists: keep a GPU iff its risk < this"),
+    P("collocate", collocate, 0, 0, "", "Allow more than one job per GPU"),
+    P("exclusive_first", exclusive_first, 0, 0, "",
+                "Give the head job idle GPUs to itself when enough are idle and open"),
+    P("strict_head_of_line", strict_head_of_line, 0, 0, "",
+                "If the head job cannot be placed, try no other job this tick"),
+    P("order", order, 0, 0, "magm,bf,lug,ff,rr,lpu",
+                "GPU order: most free memory, best fit, least SM activity, first fit, round "
+                "robin, least projected utilisation"),
+    P("max_jobs_per_gpu", max_jobs_per_gpu, 0, 1000, "", "Jobs per GPU at most (0 = no cap)"),
+    P("util_cap", util_cap, 0, 100, "",
+                "Horus rule: profiled utilisation of a GPU's jobs sums to at most this (0 = off)"),
+    P("sharing_score_cap", sharing_score_cap, -1, 1000, "",
+                "Lucid rule: sharing scores of a GPU's jobs sum to at most this (-1 = off)"),
+    P("same_gpu_count", same_gpu_count, 0, 0, "",
+                "Lucid rule: only jobs with the same GPU count share a GPU"),
+    P("recovery", recovery, 0, 0, "ladder,retry",
+                "After an OOM: climb the memory-floor ladder, or retry then run alone"),
+    P("ladder_fractions", ladder_fractions, 0, 0, "",
+                "Ladder rungs as fractions of GPU memory, ascending, each in (0,1)"),
+    P("ladder_max_step_mib", ladder_max_step_mib, 1, kInf, "",
+                "Ladder rungs are at most this far apart (extra rungs are inserted)"),
+    P("retries_before_exclusive", retries_before_exclusive, 0, 1000, "",
+                "For recovery = retry: OOM retries under the same policy before running alone"),
+};
+
+#undef P
+
+}  // namespace
+
+std::span<const ParamEntry<EngineConfig>> engine_param_table() { return kEntries; }
+
+std::vector<ParamInfo> describe(const EngineConfig& c) { return describe_params<EngineConfig>(kEntries, c); }
+
+void set_param(EngineConfig& c, std::string_view name, std::string_view text) {
+  if (!set_param_in<EngineConfig>(kEntries, c, name, text))
+    throw ConfigError(fmt::format("unknown parameter '{}' (see `aegis config`)", name));
+  validate(c);
+}
+
+void validate(const EngineConfig& c) {
+  if (!parse_estimate_source(c.estimator))
+    throw ConfigError(fmt::format("estimator: '{}' is not one of {}", c.estimator, estimate_source_names()));
+  if (c.ladder_fractions.empty()) throw ConfigError("ladder_fractions: needs at least one rung");
+  for (std::size_t i = 0; i < c.ladder_fractions.size(); ++i) {
+    const double f = c.ladder_fractions[i];
+    if (!(f > 0 && f < 1)) throw ConfigError(fmt::format("ladder_fractions: {} is not in (0,1)", f));
+    if (i > 0 && !(f > c.ladder_fractions[i - 1]))
+      throw ConfigError("ladder_fractions: must be strictly ascending");
+  }
+  check_params<EngineConfig>(kEntries, c);
+}
+
+}  // namespace aegis

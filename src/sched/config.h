@@ -1,0 +1,57 @@
+// Every number of the scheduling engine, in one place, with the published defaults.
+// Each field is documented in config.cpp's parameter table (name, meaning, range), which
+// also drives `--set name=value`, config files, and the config printed with every run.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/units.h"
+#include "telemetry/risk.h"
+
+namespace aegis {
+
+struct EngineConfig {
+  // --- Stage 1: memory feasibility ---------------------------------------------------
+  MiB memory_guard_min_mib = 512;        // subtracted from reported free memory ...
+  double memory_guard_fraction = 0.01;   // ... or this fraction of total, whichever is larger
+  MiB memory_margin_mib = 2048;          // required on top of an estimate
+  MiB estimator_free_floor_mib = 5120;   // required free memory when there is no estimate
+  std::string estimator = "none";        // which estimate a job is admitted with
+  std::string memory_accounting = "reported";  // reported | booked | both
+
+  // --- Stage 2: post-placement observation -------------------------------------------
+  bool observation = true;
+  Seconds observation_window_s = 30;     // after the new job's first GPU activity
+  Seconds observation_max_wait_s = 300;  // reopen anyway if no activity shows this long (0 = never)
+
+  // --- Stage 3: runtime-pressure filter ------------------------------------------------
+  bool pressure_filter = true;
+  int telemetry_window_samples = 30;
+  double telemetry_sample_hz = 1.0;
+  RiskWeights risk_weights{};            // 0.25 each of mean, median, p95, EWMA
+  double smact_threshold = 0.65;         // exclude iff SMACT >= a AND (SMOCC >= b OR DRAMA >= c)
+  double smocc_threshold = 0.35;
+  double drama_threshold = 0.50;
+  double util_threshold = 0.70;          // coarse fallback: keep iff utilisation < this
+
+  // --- Stage 4: placement --------------------------------------------------------------
+  bool collocate = true;                 // false = one job per GPU (the exclusive policy)
+  bool exclusive_first = true;           // idle GPUs go to the head job alone first
+  bool strict_head_of_line = true;       // if the head cannot be placed, nothing else is tried
+  std::string order = "magm";            // magm | bf | lug | ff | rr | lpu
+  int max_jobs_per_gpu = 0;              // 0 = no cap
+  double util_cap = 0;                   // Horus: sum of profiled utilisation <= cap (0 = off)
+  int sharing_score_cap = -1;            // Lucid: sum of sharing scores <= cap (-1 = off)
+  bool same_gpu_count = false;           // Lucid: only jobs with equal GPU counts share
+
+  // --- Stage 5: OOM-aware recovery -----------------------------------------------------
+  std::string recovery = "ladder";       // ladder | retry
+  std::vector<double> ladder_fractions{0.25, 0.50, 0.75};
+  MiB ladder_max_step_mib = 8192;
+  int retries_before_exclusive = 1;      // for recovery = retry
+
+  // Memory guard for a GPU of this size: max(min, ceil(fraction * total)).
+  MiB memory_guard(MiB total_mib) const;
+};
+
+}  // namespace aegis

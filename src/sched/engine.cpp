@@ -1,0 +1,230 @@
+#include "sched/engine.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+
+#include "sched/config_params.h"
+#include "sched/filters/filters.h"
+#include "sched/orders/orders.h"
+#include "sched/recovery/recovery.h"
+
+namespace aegis {
+
+namespace {
+
+constexpr Seconds kNever = std::numeric_limits<Seconds>::infinity();
+
+// When the observation gate of a GPU opens again for a job launched on it.
+Seconds gate_opens_at(const EngineConfig& c, Seconds launched_at, std::optional<Seconds> first_activity) {
+  if (first_activity) return *first_activity + c.observation_window_s;
+  return c.observation_max_wait_s > 0 ? launched_at + c.observation_max_wait_s : kNever;
+}
+
+struct Tick {
+  const EngineConfig& cfg;
+  const Snapshot& snap;
+  std::vector<GpuCandidate> gpus;
+
+  void add_job(const JobSpec& spec, const std::vector<int>& on, bool exclusive, MiB admitted,
+               Seconds launched_at, std::optional<Seconds> first_activity) {
+    for (int g : on) {
+      if (g < 0 || g >= static_cast<int>(gpus.size())) continue;
+      auto& c = gpus[g];
+      c.job_count += 1;
+      c.booked_mib += admitted;
+      c.has_exclusive = c.has_exclusive || exclusive;
+      c.util_sum += spec.hints.gpu_util.value_or(1.0);
+      c.score_sum += spec.hints.sharing_score.value_or(2);
+      c.min_gpu_count = c.job_count == 1 ? spec.num_gpus : std::min(c.min_gpu_count, spec.num_gpus);
+      c.max_gpu_count = std::max(c.max_gpu_count, spec.num_gpus);
+      if (cfg.observation) {
+        const Seconds opens = gate_opens_at(cfg, launched_at, first_activity);
+        if (snap.now < opens) {
+          c.observing = true;
+          c.opens_at = std::max(c.opens_at, opens);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace
+
+Engine::Engine(EngineConfig config) : config_(std::move(config)) {
+  validate(config_);
+  estimate_source_ = *parse_estimate_source(config_.estimator);
+  accounting_ = parse_memory_accounting(config_.memory_accounting);
+  // Cheap, structural filters first; the pressure filter (telemetry) last, so that a
+  // GPU rejected by it passed everything else.
+  filters_.push_back(make_exclusive_guard());
+  if (config_.max_jobs_per_gpu > 0) filters_.push_back(make_job_count_cap(config_.max_jobs_per_gpu));
+  if (config_.same_gpu_count) filters_.push_back(make_same_gpu_count());
+  if (config_.sharing_score_cap >= 0) filters_.push_back(make_sharing_score_cap(config_.sharing_score_cap));
+  if (config_.util_cap > 0) filters_.push_back(make_util_cap(config_.util_cap));
+  filters_.push_back(make_memory_fit());
+  if (config_.observation) filters_.push_back(make_observation_gate());
+  if (config_.pressure_filter) filters_.push_back(make_pressure_filter(config_));
+  order_ = make_order(config_.order, config_);
+  recovery_ = make_recovery(config_);
+  uses_telemetry_ = config_.collocate && (config_.pressure_filter || config_.order == "lug");
+}
+
+Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
+
+std::string Engine::describe() const {
+  std::string s = config_.exclusive_first ? "exclusive-first" : "";
+  if (config_.collocate) {
+    for (const auto& f : filters_) s += (s.empty() ? "" : " > ") + std::string(f->name());
+    s += " | " + std::string(order_->name());
+  } else {
+    s += " (no collocation)";
+  }
+  s += " | " + std::string(recovery_->name());
+  s += " | estimate: " + std::string(to_string(estimate_source_));
+  return s;
+}
+
+Decisions Engine::tick(const Snapshot& snap) const {
+  Decisions d;
+  d.state = snap.state;
+  const EngineConfig& cfg = config_;
+
+  // --- Stage 5, first half: what happens to jobs that just failed.
+  std::vector<QueuedJob> requeued;
+  for (const auto& f : snap.failures) {
+    if (f.kind != FailureKind::Oom) {
+      d.stops.push_back({f.job.spec.id, f.detail.empty() ? "failed (not out of memory)" : f.detail});
+      continue;
+    }
+    auto outcome = recovery_->after_oom(f.job);
+    if (auto* r = std::get_if<Requeue>(&outcome)) {
+      requeued.push_back({f.job.spec, r->recovery});
+      d.requeues.push_back(std::move(*r));
+    } else {
+      d.stops.push_back(std::get<Stop>(std::move(outcome)));
+    }
+  }
+
+  // --- The GPUs as the stages see them.
+  Tick t{cfg, snap, {}};
+  t.gpus.resize(snap.gpus.size());
+  for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
+    t.gpus[i].view = &snap.gpus[i];
+    t.gpus[i].guard_mib = cfg.memory_guard(snap.gpus[i].total_mib);
+  }
+  for (const auto& r : snap.running)
+    t.add_job(r.spec, r.gpus, r.exclusive, r.admitted_mib, r.launched_at, r.first_activity);
+  for (auto& g : t.gpus) g.free_mib = effective_free(g, accounting_);
+
+  // --- Queue order: recovery queue, then jobs requeued this tick, then the main queue.
+  // Walked lazily: with strict head-of-line only the first few entries are looked at.
+  std::size_t main_pos = 0, rec_pos = 0;
+  const std::size_t rec_size = snap.recovery_queue ? snap.recovery_queue->size() : 0;
+  const std::size_t main_size = snap.main_queue ? snap.main_queue->size() : 0;
+  std::size_t req_pos = 0;
+  auto next_job = [&]() -> const QueuedJob* {
+    if (rec_pos < rec_size) return &(*snap.recovery_queue)[rec_pos++];
+    if (req_pos < requeued.size()) return &requeued[req_pos++];
+    if (main_pos < main_size) return &(*snap.main_queue)[main_pos++];
+    return nullptr;
+  };
+
+  std::vector<const GpuCandidate*> pick;
+  std::string why;
+  bool by_pressure = false;
+  bool any_waiting = false;
+  while (const QueuedJob* job = next_job()) {
+    const int n = job->spec.num_gpus;
+    PlacementRequest req;
+    req.job = job;
+    req.now = snap.now;
+    req.estimate = select_estimate(job->spec.estimates, estimate_source_);
+    const MiB floor = job->recovery.floor_mib;
+    if (req.estimate) {
+      req.required_free_mib = std::max(*req.estimate + cfg.memory_margin_mib, floor);
+      req.admitted_mib = std::max(*req.estimate, floor);
+    } else {
+      req.required_free_mib = floor > 0 ? floor : cfg.estimator_free_floor_mib;
+      req.admitted_mib = req.required_free_mib;
+    }
+
+    pick.clear();
+    bool exclusive = false;
+    why.clear();
+    by_pressure = false;
+    if (n < 1 || n > static_cast<int>(t.gpus.size())) {
+      why = fmt::format("needs {} GPUs; this server has {}", n, t.gpus.size());
+    } else {
+      // Exclusive first: enough idle, open GPUs give the head job GPUs to itself.
+      if (cfg.exclusive_first || job->recovery.exclusive_only || !cfg.collocate) {
+        for (const auto& g : t.gpus)
+          if (g.idle() && !g.observing) pick.push_back(&g);
+        if (static_cast<int>(pick.size()) >= n) {
+          order_->sort(pick, req, d.state);
+          exclusive = job->recovery.exclusive_only || !cfg.collocate;
+        } else {
+          pick.clear();
+          if (job->recovery.exclusive_only || !cfg.collocate)
+            why = fmt::format("waiting for {} idle GPU{}", n, n > 1 ? "s" : "");
+        }
+      }
+      // Otherwise collocate: every filter must admit a GPU.
+      if (pick.empty() && why.empty()) {
+        for (const auto& g : t.gpus) {
+          const Filter* failed = nullptr;
+          for (const auto& f : filters_)
+            if (!f->admits(req, g)) { failed = f.get(); break; }
+          if (!failed) {
+            pick.push_back(&g);
+          } else {
+            if (failed->name() == "pressure") by_pressure = true;
+            why += fmt::format("{}gpu{}: {}", why.empty() ? "" : ", ", g.view->index, failed->name());
+          }
+        }
+        if (static_cast<int>(pick.size()) >= n) {
+          order_->sort(pick, req, d.state);
+        } else {
+          why = fmt::format("needs {} GPU{} with {} MiB free; {}", n, n > 1 ? "s" : "",
+                            req.required_free_mib, why.empty() ? "none admitted" : why);
+          pick.clear();
+        }
+      }
+    }
+
+    if (pick.empty()) {
+      any_waiting = true;
+      if (!d.blocked) d.blocked = Blocked{job->spec.id, why, by_pressure};
+      if (cfg.strict_head_of_line) break;
+      continue;
+    }
+
+    Launch l;
+    l.job = job->spec.id;
+    l.exclusive = exclusive;
+    l.admitted_mib = req.admitted_mib;
+    l.free_at_placement = std::numeric_limits<MiB>::max();
+    for (int k = 0; k < n; ++k) {
+      l.gpus.push_back(pick[k]->view->index);
+      l.free_at_placement = std::min(l.free_at_placement, pick[k]->free_mib);
+    }
+    std::sort(l.gpus.begin(), l.gpus.end());
+    d.state.rr_cursor = pick[n - 1]->view->index;
+    t.add_job(job->spec, l.gpus, l.exclusive, l.admitted_mib, snap.now, std::nullopt);
+    for (int g : l.gpus) t.gpus[g].free_mib = effective_free(t.gpus[g], accounting_);
+    d.launches.push_back(std::move(l));
+  }
+
+  // The next time a gate opens, for drivers that sleep between events.
+  if (any_waiting) {
+    Seconds wake = kNever;
+    for (const auto& g : t.gpus)
+      if (g.observing && g.opens_at < wake) wake = g.opens_at;
+    if (wake < kNever) d.wake_at = wake;
+  }
+  return d;
+}
+
+}  // namespace aegis

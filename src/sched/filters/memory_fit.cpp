@@ -1,0 +1,20 @@
+#include "sched/filters/filters.h"
+
+namespace aegis {
+namespace {
+
+// Stage 1. GpuCandidate::free_mib is already the effective free memory under the
+// policy's accounting (see memory_accounting.h).
+class MemoryFit final : public Filter {
+ public:
+  std::string_view name() const override { return "memory"; }
+  bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
+    return g.free_mib >= r.required_free_mib;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Filter> make_memory_fit() { return std::make_unique<MemoryFit>(); }
+
+}  // namespace aegis

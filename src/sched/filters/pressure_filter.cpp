@@ -1,0 +1,39 @@
+#include "sched/filters/filters.h"
+
+namespace aegis {
+namespace {
+
+// Stage 3. Full telemetry: exclude iff SMACT >= a AND (SMOCC >= b OR DRAMA >= c), each
+// a risk score of the window. Coarse telemetry: keep iff utilisation risk < threshold.
+// No activity metrics: keep (memory-only mode).
+class PressureFilter final : public Filter {
+ public:
+  explicit PressureFilter(const EngineConfig& c)
+      : w_(c.risk_weights), a_(c.smact_threshold), b_(c.smocc_threshold),
+        c_(c.drama_threshold), util_(c.util_threshold) {}
+  std::string_view name() const override { return "pressure"; }
+  bool admits(const PlacementRequest&, const GpuCandidate& g) const override {
+    switch (g.view->level) {
+      case TelemetryLevel::MemoryOnly: return true;
+      case TelemetryLevel::Coarse: return g.risks(w_).util < util_;
+      case TelemetryLevel::Full: {
+        const auto& r = g.risks(w_);
+        const bool busy = r.smact >= a_ && (r.smocc >= b_ || r.drama >= c_);
+        return !busy;
+      }
+    }
+    return true;
+  }
+
+ private:
+  RiskWeights w_;
+  double a_, b_, c_, util_;
+};
+
+}  // namespace
+
+std::unique_ptr<Filter> make_pressure_filter(const EngineConfig& c) {
+  return std::make_unique<PressureFilter>(c);
+}
+
+}  // namespace aegis

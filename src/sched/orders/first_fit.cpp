@@ -1,0 +1,19 @@
+#include "sched/orders/orders.h"
+
+namespace aegis {
+namespace {
+
+// FF: GPU index order.
+class FirstFit final : public Order {
+ public:
+  std::string_view name() const override { return "ff"; }
+  void sort(std::vector<const GpuCandidate*>& g, const PlacementRequest&, const EngineState&) const override {
+    sort_by_key(g, [](const GpuCandidate&) { return 0; });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Order> make_first_fit_order() { return std::make_unique<FirstFit>(); }
+
+}  // namespace aegis

@@ -1,0 +1,31 @@
+// Factories for the GPU orders; each lives in its own file in this folder.
+#pragma once
+#include <algorithm>
+#include <memory>
+#include <string_view>
+
+#include "sched/stage.h"
+
+namespace aegis {
+
+std::unique_ptr<Order> make_most_free_memory_order();    // "magm": most free memory first
+std::unique_ptr<Order> make_best_fit_order();            // "bf": least free memory first
+std::unique_ptr<Order> make_least_utilised_order(const EngineConfig& c);  // "lug"
+std::unique_ptr<Order> make_first_fit_order();           // "ff": GPU index order
+std::unique_ptr<Order> make_round_robin_order();         // "rr": after the last GPU chosen
+std::unique_ptr<Order> make_least_projected_util_order();  // "lpu": Horus
+
+// By config name; throws std::invalid_argument for an unknown name.
+std::unique_ptr<Order> make_order(std::string_view name, const EngineConfig& c);
+
+// Shared helper: stable sort by key ascending, ties by GPU index.
+template <class Key>
+void sort_by_key(std::vector<const GpuCandidate*>& gpus, Key key) {
+  std::sort(gpus.begin(), gpus.end(), [&](const GpuCandidate* a, const GpuCandidate* b) {
+    const auto ka = key(*a), kb = key(*b);
+    if (ka != kb) return ka < kb;
+    return a->view->index < b->view->index;
+  });
+}
+
+}  // namespace aegis

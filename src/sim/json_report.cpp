@@ -1,0 +1,41 @@
+#include "sim/json_report.h"
+
+namespace aegis {
+
+Json value_to_json(const ParamValue& v) {
+  return std::visit([](const auto& x) { return Json(x); }, v);
+}
+
+Json to_json(const std::vector<ParamInfo>& params) {
+  Json j = Json::object();
+  for (const auto& p : params) j[std::string(p.name)] = value_to_json(p.value);
+  return j;
+}
+
+Json to_json(const RunMetrics& m) {
+  Json j;
+  j["policy"] = m.policy;
+  j["trace"] = m.trace;
+  j["jobs"] = m.jobs;
+  j["completed"] = m.completed;
+  j["stopped"] = m.stopped;
+  j["makespan_s"] = m.makespan_s;
+  j["jct_mean_s"] = m.jct_mean_s;
+  j["jct_p50_s"] = m.jct_p50_s;
+  j["jct_p95_s"] = m.jct_p95_s;
+  j["queue_mean_s"] = m.queue_mean_s;
+  j["queue_p95_s"] = m.queue_p95_s;
+  j["exec_total_s"] = m.exec_total_s;
+  j["attempts"] = m.attempts;
+  j["failed_attempts"] = m.failed_attempts;
+  j["oom_attempts"] = m.oom_attempts;
+  j["collocated_attempts"] = m.collocated_attempts;
+  j["slowdown_mean"] = m.slowdown_mean;
+  j["slowdown_max"] = m.slowdown_max;
+  j["energy_j"] = m.energy_j;
+  j["gpu_mem_util_mean"] = m.gpu_mem_util_mean;
+  j["sm_util_mean"] = m.sm_util_mean;
+  return j;
+}
+
+}  // namespace aegis

@@ -1,0 +1,53 @@
+#include "sim/sim_config.h"
+
+#include <string>
+
+namespace aegis {
+namespace {
+
+constexpr double kInf = kParamInf;
+#define P(...) AEGIS_PARAM(SimConfig, __VA_ARGS__)
+
+const ParamEntry<SimConfig> kEntries[] = {
+    P("first_activity_median_s", first_activity_median_s, 0.001, kInf, "",
+      "Median delay from launch to first GPU activity (published: 8.2 s)"),
+    P("first_activity_p95_s", first_activity_p95_s, 0.001, kInf, "",
+      "95th percentile of that delay (published: 20.6 s)"),
+    P("first_activity_max_s", first_activity_max_s, 0, kInf, "",
+      "Cap on that delay (published maximum: 55.5 s)"),
+    P("memory_initial_fraction", memory_initial_fraction, 0, 1, "",
+      "Fraction of its peak a job allocates at its first GPU activity"),
+    P("memory_ramp_s", memory_ramp_s, 0, kInf, "",
+      "Seconds from first activity until a job holds its full peak"),
+    P("interference_util_coeff", interference_util_coeff, 0, 100, "",
+      "Slowdown per unit of utilisation product with co-located jobs (fitted on Lucid pairs)"),
+    P("interference_dram_coeff", interference_dram_coeff, 0, 100, "",
+      "Slowdown per unit of DRAM-activity product with co-located jobs (fitted on Lucid pairs)"),
+    P("power_idle_w", power_idle_w, 0, 10000, "", "GPU power when idle, W"),
+    P("power_max_w", power_max_w, 0, 10000, "", "GPU power at full SM activity, W"),
+    P("telemetry_noise", telemetry_noise, 0, 1, "",
+      "Std. deviation of seeded noise added to each synthesised telemetry sample"),
+};
+
+#undef P
+
+}  // namespace
+
+std::span<const ParamEntry<SimConfig>> sim_param_table() { return kEntries; }
+
+std::vector<ParamInfo> describe(const SimConfig& c) { return describe_params<SimConfig>(kEntries, c); }
+
+void set_param(SimConfig& c, std::string_view name, std::string_view text) {
+  if (!set_param_in<SimConfig>(kEntries, c, name, text))
+    throw ConfigError("unknown simulator parameter '" + std::string(name) + "'");
+  validate(c);
+}
+
+void validate(const SimConfig& c) {
+  check_params<SimConfig>(kEntries, c);
+  if (c.first_activity_p95_s < c.first_activity_median_s)
+    throw ConfigError("first_activity_p95_s: must be >= first_activity_median_s");
+  if (c.power_max_w < c.power_idle_w) throw ConfigError("power_max_w: must be >= power_idle_w");
+}
+
+}  // namespace aegis

@@ -1,0 +1,45 @@
+// Every number of the simulator's world models, in one place, with documented sources
+// (docs/simulator.md). The engine's own numbers are in sched/config.h.
+#pragma once
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/param_table.h"
+#include "core/units.h"
+
+namespace aegis {
+
+struct SimConfig {
+  // First GPU activity after launch: log-normal through the published median and p95,
+  // capped at the published maximum.
+  Seconds first_activity_median_s = 8.2;
+  Seconds first_activity_p95_s = 20.6;
+  Seconds first_activity_max_s = 55.5;
+
+  // Memory ramp: at first activity a job holds this fraction of its peak; it reaches
+  // the peak this many seconds later.
+  double memory_initial_fraction = 0.5;
+  Seconds memory_ramp_s = 10;
+
+  // Interference (process time-slicing): a job's speed on a shared GPU is
+  // 1 / (1 + util_coeff * u_i * sum(u_j) + dram_coeff * d_i * sum(d_j)) over the other
+  // active jobs j; fitted on measured pairs (`aegis calibrate`, docs/interference.md).
+  double interference_util_coeff = 0.28;
+  double interference_dram_coeff = 0.45;
+
+  // Power per GPU: idle + (max - idle) * SM activity (A100 SXM4 40 GB: 400 W TDP).
+  double power_idle_w = 50;
+  double power_max_w = 400;
+
+  // Telemetry synthesis: standard deviation of seeded per-sample noise (0 = exact means).
+  double telemetry_noise = 0;
+};
+
+std::span<const ParamEntry<SimConfig>> sim_param_table();
+std::vector<ParamInfo> describe(const SimConfig& c);
+// Throws ConfigError for an unknown name or a bad value.
+void set_param(SimConfig& c, std::string_view name, std::string_view text);
+void validate(const SimConfig& c);
+
+}  // namespace aegis

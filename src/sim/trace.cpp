@@ -1,0 +1,46 @@
+#include "sim/trace.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <set>
+
+#include "sim/csv.h"
+
+namespace aegis {
+
+Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) {
+  Trace t;
+  t.path = path;
+  t.name = std::filesystem::path(path).stem().string();
+  CsvReader r = CsvReader::open(path);
+  for (const char* col : {"job_index", "submit_time_s", "workload_name", "num_gpus"})
+    if (!r.has_column(col)) throw InputError(fmt::format("{}:1: missing column '{}'", path, col));
+  std::set<std::int64_t> seen;
+  while (r.next()) {
+    TraceJob j;
+    j.where = fmt::format("{}:{}", path, r.line());
+    j.index = r.get_int("job_index");
+    if (!seen.insert(j.index).second) r.fail("job_index", fmt::format("duplicate job index {}", j.index));
+    j.submit_time = r.get_double("submit_time_s");
+    if (j.submit_time < 0) r.fail("submit_time_s", "must not be negative");
+    j.workload = r.get_text("workload_name");
+    const auto g = r.get_int("num_gpus");
+    if (g < 1 || g > 1024) r.fail("num_gpus", fmt::format("{} is not in [1, 1024]", g));
+    j.num_gpus = static_cast<int>(g);
+    const WorkloadProfile* w = catalog.find(j.workload);
+    if (!w) r.fail("workload_name", fmt::format("unknown workload '{}' (not in {})", j.workload, catalog.path()));
+    if (!w->problem.empty())
+      r.fail("workload_name", fmt::format("workload '{}' cannot be simulated: {} ({})", j.workload, w->problem, w->where));
+    if (w->num_gpus != j.num_gpus)
+      r.fail("num_gpus", fmt::format("{} but workload '{}' is profiled on {} GPUs", j.num_gpus, j.workload, w->num_gpus));
+    t.jobs.push_back(std::move(j));
+  }
+  if (t.jobs.empty()) throw InputError(fmt::format("{}: no jobs", path));
+  std::stable_sort(t.jobs.begin(), t.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
+    return a.submit_time != b.submit_time ? a.submit_time < b.submit_time : a.index < b.index;
+  });
+  return t;
+}
+
+}  // namespace aegis

@@ -1,0 +1,64 @@
+#include "telemetry/risk.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+namespace aegis {
+
+namespace {
+
+// Quantile q in [0,1] of sorted values, linear between closest ranks.
+double quantile_sorted(std::span<const float> sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
+}
+
+}  // namespace
+
+WindowStats window_stats(std::span<const float> samples) {
+  WindowStats s;
+  const std::size_t n = samples.size();
+  if (n == 0) return s;
+
+  double sum = 0;
+  const double alpha = 2.0 / (static_cast<double>(n) + 1.0);
+  double ewma = samples[0];
+  for (std::size_t i = 0; i < n; ++i) {
+    sum += samples[i];
+    if (i > 0) ewma = alpha * samples[i] + (1 - alpha) * ewma;
+  }
+  s.mean = sum / static_cast<double>(n);
+  s.ewma = ewma;
+
+  // Windows are small (30 samples by default): sort a stack copy when it fits.
+  std::array<float, 128> small{};
+  std::vector<float> big;
+  std::span<float> sorted;
+  if (n <= small.size()) {
+    std::copy(samples.begin(), samples.end(), small.begin());
+    sorted = std::span<float>(small.data(), n);
+  } else {
+    big.assign(samples.begin(), samples.end());
+    sorted = std::span<float>(big);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  s.median = quantile_sorted(sorted, 0.5);
+  s.p95 = quantile_sorted(sorted, 0.95);
+  return s;
+}
+
+double risk_score(const WindowStats& s, const RiskWeights& w) {
+  return w.mean * s.mean + w.median * s.median + w.p95 * s.p95 + w.ewma * s.ewma;
+}
+
+double risk_score(std::span<const float> samples, const RiskWeights& w) {
+  if (samples.empty()) return 0;
+  return risk_score(window_stats(samples), w);
+}
+
+}  // namespace aegis

@@ -1,0 +1,29 @@
+// Summaries of a telemetry window: mean, median, p95, EWMA, and the weighted "risk"
+// that blends them, as the published system scores a GPU's recent activity.
+#pragma once
+#include <span>
+
+namespace aegis {
+
+struct RiskWeights {
+  double mean = 0.25;
+  double median = 0.25;
+  double p95 = 0.25;
+  double ewma = 0.25;
+};
+
+struct WindowStats {
+  double mean = 0;
+  double median = 0;
+  double p95 = 0;   // linear interpolation between closest ranks (numpy's default)
+  double ewma = 0;  // alpha = 2/(n+1), seeded with the oldest sample, oldest to newest
+};
+
+// Stats of the samples, oldest first. An empty window gives all zeros.
+WindowStats window_stats(std::span<const float> samples);
+
+// Weighted blend of the stats; 0 for an empty window.
+double risk_score(std::span<const float> samples, const RiskWeights& w);
+double risk_score(const WindowStats& s, const RiskWeights& w);
+
+}  // namespace aegis

@@ -10,10 +10,10 @@ namespace aegis {
 
 // One telemetry sample of a whole GPU, each field in [0,1].
 struct GpuSample {
-  float smact = 0;  // SM active (DCGM 1002 / GPM SM_UTIL)
-  float smocc = 0;  // SM occupancy (DCGM 1003 / GPM SM_OCCUPANCY)
-  float drama = 0;  // DRAM active (DCGM 1005 / GPM DRAM_BW_UTIL)
-  float util = 0;   // coarse utilisation (nvidia-smi utilization.gpu)
+  double smact = 0;  // SM active (DCGM 1002 / GPM SM_UTIL)
+  double smocc = 0;  // SM occupancy (DCGM 1003 / GPM SM_OCCUPANCY)
+  double drama = 0;  // DRAM active (DCGM 1005 / GPM DRAM_BW_UTIL)
+  double util = 0;   // coarse utilisation (nvidia-smi utilization.gpu)
 };
 
 // Which activity metrics a GPU can give; decides which pressure rule applies.

@@ -10,14 +10,14 @@ const GpuCandidate::Risks& GpuCandidate::risks(const RiskWeights& w) const {
   if (risks_) return *risks_;
   const auto& win = view->window;
   const std::size_t n = win.size();
-  std::vector<float> buf(4 * n);
+  std::vector<double> buf(4 * n);
   for (std::size_t i = 0; i < n; ++i) {
     buf[i] = win[i].smact;
     buf[n + i] = win[i].smocc;
     buf[2 * n + i] = win[i].drama;
     buf[3 * n + i] = win[i].util;
   }
-  auto part = [&](std::size_t k) { return std::span<const float>(buf.data() + k * n, n); };
+  auto part = [&](std::size_t k) { return std::span<const double>(buf.data() + k * n, n); };
   Risks r;
   r.smact = risk_score(part(0), w);
   r.smocc = risk_score(part(1), w);

@@ -92,9 +92,11 @@ std::span<const ParamEntry<EngineConfig>> engine_param_table() { return kEntries
 std::vector<ParamInfo> describe(const EngineConfig& c) { return describe_params<EngineConfig>(kEntries, c); }
 
 void set_param(EngineConfig& c, std::string_view name, std::string_view text) {
-  if (!set_param_in<EngineConfig>(kEntries, c, name, text))
+  EngineConfig next = c;  // all or nothing: a rejected value leaves `c` as it was
+  if (!set_param_in<EngineConfig>(kEntries, next, name, text))
     throw ConfigError(fmt::format("unknown parameter '{}' (see `aegis config`)", name));
-  validate(c);
+  validate(next);
+  c = std::move(next);
 }
 
 void validate(const EngineConfig& c) {

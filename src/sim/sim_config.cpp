@@ -38,9 +38,11 @@ std::span<const ParamEntry<SimConfig>> sim_param_table() { return kEntries; }
 std::vector<ParamInfo> describe(const SimConfig& c) { return describe_params<SimConfig>(kEntries, c); }
 
 void set_param(SimConfig& c, std::string_view name, std::string_view text) {
-  if (!set_param_in<SimConfig>(kEntries, c, name, text))
+  SimConfig next = c;  // all or nothing: a rejected value leaves `c` as it was
+  if (!set_param_in<SimConfig>(kEntries, next, name, text))
     throw ConfigError("unknown simulator parameter '" + std::string(name) + "'");
-  validate(c);
+  validate(next);
+  c = std::move(next);
 }
 
 void validate(const SimConfig& c) {

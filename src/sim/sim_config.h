@@ -26,7 +26,7 @@ struct SimConfig {
   // 1 / (1 + util_coeff * u_i * sum(u_j) + dram_coeff * d_i * sum(d_j)) over the other
   // active jobs j; fitted on measured pairs (`aegis calibrate`, docs/interference.md).
   double interference_util_coeff = 0.28;
-  double interference_dram_coeff = 0.45;
+  double interference_dram_coeff = 0.44;
 
   // Power per GPU: idle + (max - idle) * SM activity (A100 SXM4 40 GB: 400 W TDP).
   double power_idle_w = 50;

@@ -259,6 +259,7 @@ class Run {
     a.gpus = l.gpus;
     a.exclusive = l.exclusive;
     a.floor_mib = j.recovery.floor_mib;
+    a.admitted_mib = l.admitted_mib;
     j.rec.attempts.push_back(a);
 
     RunningJob r;
@@ -339,10 +340,10 @@ class Run {
       d += j.speed * j.w->drama;
       u += j.speed * j.w->util;
     }
-    s.smact = static_cast<float>(std::min(1.0, a));
-    s.smocc = static_cast<float>(std::min(1.0, o));
-    s.drama = static_cast<float>(std::min(1.0, d));
-    s.util = static_cast<float>(std::min(1.0, u));
+    s.smact = std::min(1.0, a);
+    s.smocc = std::min(1.0, o);
+    s.drama = std::min(1.0, d);
+    s.util = std::min(1.0, u);
     Gpu& gpu = gpus_[g];
     if (s.smact == gpu.sample.smact && s.smocc == gpu.sample.smocc && s.drama == gpu.sample.drama &&
         s.util == gpu.sample.util)
@@ -406,13 +407,13 @@ class Run {
   }
 
   GpuSample noisy(GpuSample s, int g, std::int64_t k) const {
-    auto jitter = [&](float x, std::uint64_t m) {
+    auto jitter = [&](double x, std::uint64_t m) {
       if (x <= 0) return x;  // an idle GPU reads zero
       const double z = standard_normal(hash_keys(opt_.seed, 0x7e1e, static_cast<std::uint64_t>(g) * 8 + m,
                                                  static_cast<std::uint64_t>(k)),
                                        hash_keys(opt_.seed, 0x7e1f, static_cast<std::uint64_t>(g) * 8 + m,
                                                  static_cast<std::uint64_t>(k)));
-      return static_cast<float>(std::clamp(x + opt_.sim.telemetry_noise * z, 0.0, 1.0));
+      return std::clamp(x + opt_.sim.telemetry_noise * z, 0.0, 1.0);
     };
     return {jitter(s.smact, 0), jitter(s.smocc, 1), jitter(s.drama, 2), jitter(s.util, 3)};
   }

@@ -30,6 +30,7 @@ struct AttemptRecord {
   std::vector<int> gpus;
   bool exclusive = false;
   MiB floor_mib = 0;
+  MiB admitted_mib = 0;   // memory the engine booked per GPU for this attempt
   AttemptOutcome outcome = AttemptOutcome::Completed;
 };
 
@@ -50,7 +51,7 @@ struct JobRecord {
 struct GpuPoint {
   Seconds t = 0;
   MiB used_mib = 0;
-  float smact = 0;
+  double smact = 0;
   int jobs = 0;
 };
 

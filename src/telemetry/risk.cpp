@@ -10,7 +10,7 @@ namespace aegis {
 namespace {
 
 // Quantile q in [0,1] of sorted values, linear between closest ranks.
-double quantile_sorted(std::span<const float> sorted, double q) {
+double quantile_sorted(std::span<const double> sorted, double q) {
   const double pos = q * static_cast<double>(sorted.size() - 1);
   const auto lo = static_cast<std::size_t>(std::floor(pos));
   const auto hi = std::min(lo + 1, sorted.size() - 1);
@@ -20,7 +20,7 @@ double quantile_sorted(std::span<const float> sorted, double q) {
 
 }  // namespace
 
-WindowStats window_stats(std::span<const float> samples) {
+WindowStats window_stats(std::span<const double> samples) {
   WindowStats s;
   const std::size_t n = samples.size();
   if (n == 0) return s;
@@ -36,15 +36,15 @@ WindowStats window_stats(std::span<const float> samples) {
   s.ewma = ewma;
 
   // Windows are small (30 samples by default): sort a stack copy when it fits.
-  std::array<float, 128> small{};
-  std::vector<float> big;
-  std::span<float> sorted;
+  std::array<double, 128> small{};
+  std::vector<double> big;
+  std::span<double> sorted;
   if (n <= small.size()) {
     std::copy(samples.begin(), samples.end(), small.begin());
-    sorted = std::span<float>(small.data(), n);
+    sorted = std::span<double>(small.data(), n);
   } else {
     big.assign(samples.begin(), samples.end());
-    sorted = std::span<float>(big);
+    sorted = std::span<double>(big);
   }
   std::sort(sorted.begin(), sorted.end());
   s.median = quantile_sorted(sorted, 0.5);
@@ -56,7 +56,7 @@ double risk_score(const WindowStats& s, const RiskWeights& w) {
   return w.mean * s.mean + w.median * s.median + w.p95 * s.p95 + w.ewma * s.ewma;
 }
 
-double risk_score(std::span<const float> samples, const RiskWeights& w) {
+double risk_score(std::span<const double> samples, const RiskWeights& w) {
   if (samples.empty()) return 0;
   return risk_score(window_stats(samples), w);
 }

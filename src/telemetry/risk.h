@@ -20,10 +20,10 @@ struct WindowStats {
 };
 
 // Stats of the samples, oldest first. An empty window gives all zeros.
-WindowStats window_stats(std::span<const float> samples);
+WindowStats window_stats(std::span<const double> samples);
 
 // Weighted blend of the stats; 0 for an empty window.
-double risk_score(std::span<const float> samples, const RiskWeights& w);
+double risk_score(std::span<const double> samples, const RiskWeights& w);
 double risk_score(const WindowStats& s, const RiskWeights& w);
 
 }  // namespace aegis

@@ -17,7 +17,7 @@ struct ActivityProfile {
 
 struct InterferenceModel {
   double util_coeff = 0.28;
-  double dram_coeff = 0.45;
+  double dram_coeff = 0.44;
 
   // Speed of `self` next to `others` (all active on one GPU).
   double speed(const ActivityProfile& self, double others_util, double others_drama) const {

@@ -1,0 +1,90 @@
+// Helpers that build engine snapshots by hand for the stage and engine tests.
+#pragma once
+#include <deque>
+#include <vector>
+
+#include "sched/engine.h"
+#include "sched/policies.h"
+
+namespace aegis::test {
+
+inline QueuedJob job(JobId id, int gpus = 1, std::optional<MiB> profiled = std::nullopt) {
+  QueuedJob q;
+  q.spec.id = id;
+  q.spec.name = "job" + std::to_string(id);
+  q.spec.num_gpus = gpus;
+  q.spec.estimates.profiled = profiled;
+  return q;
+}
+
+// A hand-built world: GPUs, queues, running jobs, telemetry windows.
+struct World {
+  std::vector<GpuView> gpus;
+  std::vector<std::vector<GpuSample>> windows;
+  JobQueue main_queue, recovery_queue;
+  std::vector<RunningJob> running;
+  std::vector<Failure> failures;
+  Seconds now = 100;
+  EngineState state;
+
+  explicit World(int n, MiB total = 40960) {
+    gpus.resize(n);
+    windows.resize(n);
+    for (int i = 0; i < n; ++i) {
+      gpus[i].index = i;
+      gpus[i].uuid = "GPU-" + std::to_string(i);
+      gpus[i].total_mib = total;
+      gpus[i].free_mib = total;
+    }
+  }
+
+  // Fills GPU g's window with `n` identical samples.
+  void busy(int g, double smact, double smocc, double drama, double util = 0, int n = 30) {
+    windows[g].assign(n, GpuSample{smact, smocc, drama, util});
+  }
+
+  // A job already running on `on`, active since long enough that no gate is closed.
+  RunningJob& run(JobId id, std::vector<int> on, MiB used_per_gpu, Seconds launched = 0,
+                  std::optional<Seconds> first_activity = 1.0) {
+    RunningJob r;
+    r.spec.id = id;
+    r.spec.num_gpus = static_cast<int>(on.size());
+    r.gpus = on;
+    r.launched_at = launched;
+    r.first_activity = first_activity;
+    r.admitted_mib = used_per_gpu;
+    r.gpu_total_mib = gpus[on[0]].total_mib;
+    for (int g : on) {
+      gpus[g].free_mib -= used_per_gpu;
+      gpus[g].process_count += first_activity ? 1 : 0;
+    }
+    running.push_back(r);
+    return running.back();
+  }
+
+  Snapshot snapshot() {
+    for (std::size_t i = 0; i < gpus.size(); ++i) gpus[i].window = windows[i];
+    Snapshot s;
+    s.now = now;
+    s.main_queue = &main_queue;
+    s.recovery_queue = &recovery_queue;
+    s.gpus = gpus;
+    s.running = running;
+    s.failures = failures;
+    s.state = state;
+    return s;
+  }
+
+  Decisions tick(const Engine& e) {
+    auto s = snapshot();
+    return e.tick(s);
+  }
+};
+
+inline Engine engine(const std::string& policy = "aegis", void (*tweak)(EngineConfig&) = nullptr) {
+  EngineConfig c = policy_config(policy);
+  if (tweak) tweak(c);
+  return Engine(c);
+}
+
+}  // namespace aegis::test

@@ -1,0 +1,236 @@
+// The engine loop: queue discipline, exclusive-first, orders, multi-GPU jobs, failures.
+#include <gtest/gtest.h>
+
+#include "tests/engine_fixture.h"
+
+namespace aegis {
+namespace {
+
+using test::World;
+
+TEST(Engine, StrictHeadOfLineBlocksLaterJobs) {
+  // Head needs 2 GPUs, only GPU 1 can take work; a 1-GPU job behind it would fit.
+  World w(2);
+  w.run(1, {0}, 39000);
+  w.main_queue.push_back(test::job(2, 2));
+  w.main_queue.push_back(test::job(3, 1));
+  const auto d = w.tick(test::engine("aegis"));
+  EXPECT_TRUE(d.launches.empty());
+  ASSERT_TRUE(d.blocked);
+  EXPECT_EQ(d.blocked->job, 2);
+
+  const auto relaxed = w.tick(test::engine("aegis", [](EngineConfig& c) { c.strict_head_of_line = false; }));
+  ASSERT_EQ(relaxed.launches.size(), 1u);
+  EXPECT_EQ(relaxed.launches[0].job, 3);
+}
+
+TEST(Engine, ExclusiveFirstTakesIdleGpusWithoutFilters) {
+  // GPU 0 shares well (low pressure, lots of memory); GPU 1 is idle but its window still
+  // shows its last job's activity. Exclusive-first gives the idle GPU to the head job.
+  World w(2);
+  w.run(1, {0}, 1000);
+  w.busy(1, 1, 1, 1);
+  w.main_queue.push_back(test::job(2));
+  auto d = w.tick(test::engine("aegis"));
+  ASSERT_EQ(d.launches.size(), 1u);
+  EXPECT_EQ(d.launches[0].gpus, std::vector<int>{1});
+  EXPECT_FALSE(d.launches[0].exclusive);  // others may join later
+
+  // Without exclusive-first the pressure filter rules GPU 1 out and MAGM takes GPU 0.
+  d = w.tick(test::engine("aegis", [](EngineConfig& c) { c.exclusive_first = false; }));
+  ASSERT_EQ(d.launches.size(), 1u);
+  EXPECT_EQ(d.launches[0].gpus, std::vector<int>{0});
+}
+
+TEST(Engine, PlacesSeveralJobsPerTickClosingEachGpu) {
+  World w(3);
+  for (int i = 0; i < 5; ++i) w.main_queue.push_back(test::job(10 + i));
+  const auto d = w.tick(test::engine("aegis"));
+  // Three idle GPUs, one job each; the fourth job finds every GPU observing.
+  ASSERT_EQ(d.launches.size(), 3u);
+  EXPECT_EQ(d.blocked->job, 13);
+  EXPECT_NE(d.blocked->reason.find("observing"), std::string::npos);
+}
+
+TEST(Engine, NaivePacksFirstFitWithoutObservation) {
+  World w(2);
+  w.run(1, {0}, 1000);
+  w.run(2, {1}, 1000);
+  for (int i = 0; i < 3; ++i) w.main_queue.push_back(test::job(10 + i));
+  const auto d = w.tick(test::engine("naive"));
+  ASSERT_EQ(d.launches.size(), 3u);
+  for (const auto& l : d.launches) EXPECT_EQ(l.gpus, std::vector<int>{0});
+}
+
+TEST(Engine, RecoveryQueueGoesFirst) {
+  World w(1);
+  w.main_queue.push_back(test::job(1));
+  QueuedJob r = test::job(2);
+  r.recovery.floor_mib = 10240;
+  w.recovery_queue.push_back(r);
+  const auto d = w.tick(test::engine("aegis"));
+  ASSERT_EQ(d.launches.size(), 1u);
+  EXPECT_EQ(d.launches[0].job, 2);
+}
+
+TEST(Engine, RecoveryFloorRaisesTheRequirement) {
+  World w(1);
+  w.run(1, {0}, 25000);  // 15960 free, 15448 after the guard
+  QueuedJob r = test::job(2);
+  r.recovery.floor_mib = 18432;
+  w.recovery_queue.push_back(r);
+  EXPECT_TRUE(w.tick(test::engine("aegis")).launches.empty());
+  w.recovery_queue.front().recovery.floor_mib = 10240;
+  EXPECT_EQ(w.tick(test::engine("aegis")).launches.size(), 1u);
+}
+
+TEST(Engine, ExclusiveOnlyJobsWaitForIdleGpusAndBlockJoiners) {
+  World w(2);
+  w.run(1, {0}, 1000);
+  QueuedJob r = test::job(2);
+  r.recovery.exclusive_only = true;
+  w.recovery_queue.push_back(r);
+  auto d = w.tick(test::engine("aegis"));
+  ASSERT_EQ(d.launches.size(), 1u);
+  EXPECT_EQ(d.launches[0].gpus, std::vector<int>{1});
+  EXPECT_TRUE(d.launches[0].exclusive);
+
+  // A GPU running an exclusive job takes no one else.
+  World w2(1);
+  w2.run(1, {0}, 1000).exclusive = true;
+  w2.main_queue.push_back(test::job(3));
+  d = w2.tick(test::engine("aegis"));
+  EXPECT_TRUE(d.launches.empty());
+  EXPECT_NE(d.blocked->reason.find("gpu0: exclusive"), std::string::npos);
+}
+
+TEST(Engine, ExclusivePolicyNeverShares) {
+  World w(2);
+  w.run(1, {0}, 1000);
+  w.main_queue.push_back(test::job(2));
+  w.main_queue.push_back(test::job(3));
+  const auto d = w.tick(test::engine("exclusive"));
+  ASSERT_EQ(d.launches.size(), 1u);
+  EXPECT_EQ(d.launches[0].gpus, std::vector<int>{1});
+  EXPECT_EQ(d.blocked->job, 3);
+}
+
+TEST(Engine, MultiGpuJobNeedsEveryGpuToPass) {
+  World w(3);
+  w.run(1, {0}, 1000);
+  w.run(2, {1}, 1000);
+  w.run(3, {2}, 1000);
+  w.busy(1, 0.9, 0.9, 0.9);  // GPU 1 is under pressure
+  w.main_queue.push_back(test::job(4, 2));
+  auto d = w.tick(test::engine("aegis"));
+  ASSERT_EQ(d.launches.size(), 1u);
+  EXPECT_EQ(d.launches[0].gpus, (std::vector<int>{0, 2}));
+  w.busy(2, 0.9, 0.9, 0.9);
+  d = w.tick(test::engine("aegis"));
+  EXPECT_TRUE(d.launches.empty());
+}
+
+TEST(Engine, Orders) {
+  auto place = [](const std::string& order) {
+    World w(4);
+    w.run(1, {0}, 20000);
+    w.run(2, {1}, 5000);
+    w.run(3, {2}, 30000);
+    w.run(4, {3}, 10000);
+    w.busy(0, 0.1, 0, 0);
+    w.busy(1, 0.5, 0, 0);
+    w.busy(2, 0.3, 0, 0);
+    w.busy(3, 0.2, 0, 0);
+    w.state.rr_cursor = 1;
+    w.main_queue.push_back(test::job(9));
+    EngineConfig c = policy_config("aegis");
+    c.order = order;
+    const auto d = w.tick(Engine(c));
+    return d.launches.at(0).gpus.at(0);
+  };
+  EXPECT_EQ(place("magm"), 1);  // most free memory
+  EXPECT_EQ(place("bf"), 2);    // least free memory that fits
+  EXPECT_EQ(place("lug"), 0);   // lowest SM activity
+  EXPECT_EQ(place("ff"), 0);
+  EXPECT_EQ(place("rr"), 2);    // after the cursor (GPU 1)
+}
+
+TEST(Engine, FailuresAreClassified) {
+  World w(1);
+  RunningJob gone;
+  gone.spec.id = 5;
+  gone.gpu_total_mib = 40960;
+  gone.free_at_placement = 12000;
+  w.failures.push_back({gone, FailureKind::Oom, "CUDA out of memory"});
+  RunningJob broken = gone;
+  broken.spec.id = 6;
+  w.failures.push_back({broken, FailureKind::Other, "exit status 2"});
+  const auto d = w.tick(test::engine("aegis"));
+  ASSERT_EQ(d.requeues.size(), 1u);
+  EXPECT_EQ(d.requeues[0].job, 5);
+  EXPECT_EQ(d.requeues[0].recovery.floor_mib, 18432);
+  ASSERT_EQ(d.stops.size(), 1u);
+  EXPECT_EQ(d.stops[0].job, 6);
+  EXPECT_EQ(d.stops[0].reason, "exit status 2");
+  // The requeued job is placed in the same tick, on the idle GPU.
+  ASSERT_EQ(d.launches.size(), 1u);
+  EXPECT_EQ(d.launches[0].job, 5);
+}
+
+TEST(Engine, LucidPairsBySharingScoreAndGpuCount) {
+  World w(1);
+  auto& r = w.run(1, {0}, 8000);
+  r.spec.hints.sharing_score = 1;
+  r.spec.estimates.profiled = 8000;
+  QueuedJob j = test::job(2, 1, 8000);
+  j.spec.hints.sharing_score = 1;
+  w.main_queue.push_back(j);
+  EXPECT_EQ(w.tick(test::engine("lucid")).launches.size(), 1u);
+  w.main_queue.front().spec.hints.sharing_score = 2;  // 1 + 2 > 2
+  EXPECT_TRUE(w.tick(test::engine("lucid")).launches.empty());
+  w.main_queue.front().spec.hints.sharing_score = 0;
+  w.main_queue.front().spec.estimates.profiled = 33000;  // 8000 + 33000 > 40448
+  EXPECT_TRUE(w.tick(test::engine("lucid")).launches.empty());
+}
+
+TEST(Engine, LucidAtMostTwoJobsPerGpu) {
+  World w(1);
+  for (JobId i = 1; i <= 2; ++i) {
+    auto& r = w.run(i, {0}, 1000);
+    r.spec.hints.sharing_score = 0;
+  }
+  QueuedJob j = test::job(3, 1, 1000);
+  j.spec.hints.sharing_score = 0;
+  w.main_queue.push_back(j);
+  const auto d = w.tick(test::engine("lucid"));
+  EXPECT_TRUE(d.launches.empty());
+  EXPECT_NE(d.blocked->reason.find("job-count"), std::string::npos);
+}
+
+TEST(Engine, HorusCapsProfiledUtilisation) {
+  World w(2);
+  auto& a = w.run(1, {0}, 1000);
+  a.spec.hints.gpu_util = 0.6;
+  auto& b = w.run(2, {1}, 1000);
+  b.spec.hints.gpu_util = 0.3;
+  QueuedJob j = test::job(3);
+  j.spec.estimates.analytical = 4000;
+  j.spec.hints.gpu_util = 0.5;
+  w.main_queue.push_back(j);
+  auto d = w.tick(test::engine("horus"));
+  ASSERT_EQ(d.launches.size(), 1u);
+  EXPECT_EQ(d.launches[0].gpus, std::vector<int>{1});  // 0.3 + 0.5 <= 1; 0.6 + 0.5 > 1
+  w.main_queue.front().spec.hints.gpu_util = 0.8;
+  EXPECT_TRUE(w.tick(test::engine("horus")).launches.empty());
+}
+
+TEST(Engine, JobLargerThanServerIsReportedNotPlaced) {
+  World w(2);
+  w.main_queue.push_back(test::job(1, 3));
+  const auto d = w.tick(test::engine("aegis"));
+  EXPECT_TRUE(d.launches.empty());
+  EXPECT_NE(d.blocked->reason.find("needs 3 GPUs; this server has 2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aegis

@@ -1,0 +1,134 @@
+// The stages one by one: memory feasibility, observation gate, pressure rule.
+#include <gtest/gtest.h>
+
+#include "tests/engine_fixture.h"
+
+namespace aegis {
+namespace {
+
+using test::World;
+
+// One GPU already holding a job, so exclusive-first does not apply and the filters decide.
+World one_shared_gpu() {
+  World w(1);
+  w.run(1, {0}, 1000);
+  return w;
+}
+
+TEST(MemoryFilter, EstimatorFreeFloorAfterGuard) {
+  const Engine e = test::engine("aegis");
+  // 512 MiB guard + 5120 MiB floor: 5632 MiB reported free is just enough.
+  for (MiB free : {MiB{5631}, MiB{5632}}) {
+    World w = one_shared_gpu();
+    w.gpus[0].free_mib = free;
+    w.main_queue.push_back(test::job(2));
+    const auto d = w.tick(e);
+    EXPECT_EQ(d.launches.size(), free >= 5632 ? 1u : 0u) << free;
+  }
+}
+
+TEST(MemoryFilter, EstimatePlusMargin) {
+  const Engine e = test::engine("aegis-peak");
+  for (MiB free : {MiB{12000 + 2048 + 512 - 1}, MiB{12000 + 2048 + 512}}) {
+    World w = one_shared_gpu();
+    w.gpus[0].free_mib = free;
+    w.main_queue.push_back(test::job(2, 1, 12000));
+    EXPECT_EQ(w.tick(e).launches.size(), free == 14560 ? 1u : 0u) << free;
+  }
+}
+
+TEST(MemoryFilter, BookedEstimatesNeverExceedCapacity) {
+  // The running job booked 30000 MiB but has allocated only 1000 so far: reported free
+  // memory would admit a 20000 MiB job, booked memory does not.
+  const Engine e = test::engine("aegis-peak");
+  World w(1);
+  auto& r = w.run(1, {0}, 1000);
+  r.admitted_mib = 30000;
+  w.main_queue.push_back(test::job(2, 1, 20000));
+  EXPECT_TRUE(w.tick(e).launches.empty());
+  // The estimator-free policy only sees reported memory.
+  World w2(1);
+  auto& r2 = w2.run(1, {0}, 1000);
+  r2.admitted_mib = 30000;
+  w2.main_queue.push_back(test::job(2, 1, 20000));
+  EXPECT_EQ(w2.tick(test::engine("aegis")).launches.size(), 1u);
+}
+
+TEST(ObservationGate, ClosedUntilWindowAfterFirstActivity) {
+  const Engine e = test::engine("aegis");
+  auto at = [&](Seconds now, std::optional<Seconds> first_activity) {
+    World w(1);
+    w.now = now;
+    w.run(1, {0}, 1000, /*launched=*/50, first_activity);
+    w.main_queue.push_back(test::job(2));
+    return w.tick(e);
+  };
+  // No activity yet: closed, and no wake time before the maximum wait.
+  auto d = at(60, std::nullopt);
+  EXPECT_TRUE(d.launches.empty());
+  ASSERT_TRUE(d.wake_at.has_value());
+  EXPECT_DOUBLE_EQ(*d.wake_at, 50 + 300);
+  // Active since 58: closed until 88.
+  d = at(87.9, 58);
+  EXPECT_TRUE(d.launches.empty());
+  EXPECT_DOUBLE_EQ(*d.wake_at, 88);
+  EXPECT_NE(d.blocked->reason.find("gpu0: observing"), std::string::npos);
+  EXPECT_EQ(at(88, 58).launches.size(), 1u);
+  // After the maximum wait without activity the GPU opens anyway.
+  EXPECT_EQ(at(350, std::nullopt).launches.size(), 1u);
+}
+
+// The published rule: exclude iff SMACT >= 0.65 AND (SMOCC >= 0.35 OR DRAMA >= 0.50).
+TEST(PressureFilter, TruthTable) {
+  const Engine e = test::engine("aegis");
+  for (int bits = 0; bits < 8; ++bits) {
+    const bool a = bits & 1, b = bits & 2, c = bits & 4;
+    World w = one_shared_gpu();
+    w.busy(0, a ? 0.65 : 0.64, b ? 0.35 : 0.34, c ? 0.50 : 0.49);
+    w.main_queue.push_back(test::job(2));
+    const auto d = w.tick(e);
+    const bool excluded = a && (b || c);
+    EXPECT_EQ(d.launches.empty(), excluded) << "smact>=a " << a << " smocc>=b " << b << " drama>=c " << c;
+    if (excluded) {
+      EXPECT_TRUE(d.blocked->by_pressure);
+    }
+  }
+}
+
+TEST(PressureFilter, RiskScoreNotTheLastSample) {
+  // 29 quiet samples and one busy one: risk = 0.25 * (mean + median + p95 + EWMA) stays low.
+  const Engine e = test::engine("aegis");
+  World w = one_shared_gpu();
+  w.busy(0, 0.1, 0.1, 0.1);
+  w.windows[0].back() = GpuSample{1, 1, 1, 1};
+  w.main_queue.push_back(test::job(2));
+  EXPECT_EQ(w.tick(e).launches.size(), 1u);
+}
+
+TEST(PressureFilter, CoarseFallbackAndMemoryOnly) {
+  const Engine e = test::engine("aegis");
+  for (double util : {0.69, 0.70}) {
+    World w = one_shared_gpu();
+    w.gpus[0].level = TelemetryLevel::Coarse;
+    w.busy(0, 0, 0, 0, util);
+    w.main_queue.push_back(test::job(2));
+    EXPECT_EQ(w.tick(e).launches.size(), util < 0.70 ? 1u : 0u) << util;
+  }
+  World w = one_shared_gpu();
+  w.gpus[0].level = TelemetryLevel::MemoryOnly;
+  w.busy(0, 1, 1, 1, 1);
+  w.main_queue.push_back(test::job(2));
+  EXPECT_EQ(w.tick(e).launches.size(), 1u);
+}
+
+TEST(PressureFilter, CarmaThresholds) {
+  // 0.70/0.40/0.40 is busy for AEGIS (0.65/0.35/0.50) but not for CARMA (0.80/0.45/0.40).
+  World w = one_shared_gpu();
+  w.busy(0, 0.70, 0.40, 0.40);
+  w.main_queue.push_back(test::job(2));
+  EXPECT_TRUE(w.tick(test::engine("aegis")).launches.empty());
+  EXPECT_EQ(w.tick(test::engine("carma")).launches.size(), 1u);
+}
+
+}  // namespace
+}  // namespace aegis

@@ -1,0 +1,127 @@
+// Properties over the three published traces and every policy: every job completes,
+// estimate-based policies never admit more estimated memory than a GPU holds, and the
+// same seed gives the same result.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "sched/policies.h"
+#include "sim/json_report.h"
+#include "sim/metrics.h"
+#include "sim/simulator.h"
+
+namespace aegis {
+namespace {
+
+const std::string kData = std::string(AEGIS_SOURCE_DIR) + "/data/aegis/";
+
+struct Published {
+  WorkloadCatalog catalog = WorkloadCatalog::load(kData + "workloads.csv");
+  std::map<std::string, Trace> traces;
+  Published() {
+    for (const char* t : {"philly", "saturn", "venus"})
+      traces[t] = load_aegis_trace(kData + "trace_" + t + ".csv", catalog);
+  }
+};
+
+const Published& published() {
+  static const Published p;
+  return p;
+}
+
+SimResult run(const std::string& trace, const std::string& policy, std::uint64_t seed) {
+  SimOptions o;
+  o.policy_name = policy;
+  o.engine = policy_config(policy);
+  o.server = {3, 40960};
+  o.seed = seed;
+  return simulate(published().catalog, published().traces.at(trace), o);
+}
+
+// Serialises everything a run produced, attempt by attempt.
+std::string fingerprint(const SimResult& r) {
+  Json j = to_json(summarize(r));
+  for (const auto& job : r.jobs)
+    for (const auto& a : job.attempts)
+      j["attempt_log"].push_back({a.launch, a.first_activity, a.end, a.gpus, a.floor_mib, static_cast<int>(a.outcome)});
+  return j.dump();
+}
+
+class EveryPolicy : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {};
+
+TEST_P(EveryPolicy, EveryJobCompletes) {
+  const auto& [trace, policy] = GetParam();
+  const auto m = summarize(run(trace, policy, 1));
+  EXPECT_EQ(m.jobs, 60);
+  EXPECT_EQ(m.completed, 60);
+  EXPECT_EQ(m.stopped, 0);
+  if (policy == "exclusive") {
+    EXPECT_EQ(m.collocated_attempts, 0);
+  } else {
+    EXPECT_GT(m.collocated_attempts, 0);
+  }
+}
+
+TEST_P(EveryPolicy, EstimatedMemoryOfCollocatedJobsFitsTheGpu) {
+  const auto& [trace, policy] = GetParam();
+  const EngineConfig c = policy_config(policy);
+  if (policy == "naive" || c.estimator == "none") GTEST_SKIP() << "estimator-free policy";
+  const auto r = run(trace, policy, 1);
+  struct Span {
+    Seconds a, b;
+    MiB mib;
+  };
+  std::map<int, std::vector<Span>> by_gpu;
+  for (const auto& j : r.jobs)
+    for (const auto& a : j.attempts)
+      for (int g : a.gpus) by_gpu[g].push_back({a.launch, a.end, a.admitted_mib});
+  for (const auto& [g, spans] : by_gpu) {
+    for (const auto& s : spans) {
+      MiB sum = 0;
+      int n = 0;
+      for (const auto& o : spans)
+        if (o.a <= s.a && s.a < o.b) {
+          sum += o.mib;
+          ++n;
+        }
+      if (n >= 2) {
+        EXPECT_LE(sum, 40960) << "gpu" << g << " at t=" << s.a << " with " << n << " jobs";
+      }
+    }
+  }
+}
+
+TEST_P(EveryPolicy, SameSeedSameResult) {
+  const auto& [trace, policy] = GetParam();
+  EXPECT_EQ(fingerprint(run(trace, policy, 7)), fingerprint(run(trace, policy, 7)));
+}
+
+std::vector<std::tuple<std::string, std::string>> cases() {
+  std::vector<std::tuple<std::string, std::string>> v;
+  for (const char* t : {"philly", "saturn", "venus"})
+    for (const auto& p : all_policies()) v.emplace_back(t, std::string(p.name));
+  return v;
+}
+
+std::string case_name(const ::testing::TestParamInfo<EveryPolicy::ParamType>& p) {
+  std::string n = std::get<0>(p.param) + "_" + std::get<1>(p.param);
+  for (auto& ch : n)
+    if (ch == '-') ch = '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(PublishedTraces, EveryPolicy, ::testing::ValuesIn(cases()), case_name);
+
+TEST(Seeds, DifferentSeedsDrawDifferentStartupDelays) {
+  EXPECT_NE(fingerprint(run("philly", "aegis", 1)), fingerprint(run("philly", "aegis", 2)));
+}
+
+TEST(Published, CollocationBeatsExclusiveOnEveryTrace) {
+  for (const char* t : {"philly", "saturn", "venus"}) {
+    const double ex = summarize(run(t, "exclusive", 1)).makespan_s;
+    EXPECT_LT(summarize(run(t, "aegis", 1)).makespan_s, ex) << t;
+  }
+}
+
+}  // namespace
+}  // namespace aegis

@@ -1,6 +1,9 @@
 // The engine config: published defaults, the guard, overrides from text and their errors.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+
 #include "sched/config_params.h"
 #include "sched/policies.h"
 #include "sim/sim_config.h"
@@ -87,6 +90,27 @@ TEST(Config, SimConfigChecksCrossFields) {
   EXPECT_EQ(s.first_activity_p95_s, 20.6);  // a rejected value changes nothing
   set_param(s, "memory_ramp_s", "5");
   EXPECT_EQ(s.memory_ramp_s, 5);
+}
+
+}  // namespace
+}  // namespace aegis
+
+namespace aegis {
+namespace {
+
+// docs/config.md must document every parameter the tables know.
+TEST(Config, EveryParameterIsDocumented) {
+  std::ifstream f(std::string(AEGIS_SOURCE_DIR) + "/docs/config.md");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string doc = ss.str();
+  for (const auto& p : describe(EngineConfig{})) {
+    const std::string name(p.name);
+    const bool risk = name.rfind("risk_weight_", 0) == 0;  // documented as one row
+    EXPECT_TRUE(doc.find("`" + name + "`") != std::string::npos || risk) << name;
+  }
+  for (const auto& p : describe(SimConfig{})) EXPECT_NE(doc.find("`" + std::string(p.name) + "`"), std::string::npos) << p.name;
+  for (const auto& p : all_policies()) EXPECT_NE(doc.find("`" + std::string(p.name) + "`"), std::string::npos) << p.name;
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 // `aegis calibrate`: fits the simulator's interference model on measured co-location
 // pairs and prints the coefficients and the error, so the shipped defaults can be
 // reproduced (docs/interference.md).
+#include <cmath>
 #include <fmt/format.h>
 
 #include "apps/aegis/commands.h"
 #include "sim/models/interference.h"
+#include "sim/metrics.h"
 #include "sim/sim_config.h"
+#include "sim/workload.h"
 
 namespace aegis::cli {
 
@@ -13,8 +16,13 @@ void add_calibrate(CLI::App& app) {
   auto* cmd = app.add_subcommand("calibrate", "Fit the interference model on measured co-location pairs");
   static std::string colocate = "data/interference/lucid_colocate_info.csv";
   static std::string single = "data/interference/lucid_single_data.csv";
+  static std::string workloads = "data/aegis/workloads.csv";
+  static std::string gavel = "data/interference/gavel_simulation_throughputs.json";
   cmd->add_option("--pairs", colocate, "Measured pairs (Lucid's colocate CSV)")->capture_default_str();
   cmd->add_option("--solo", single, "Solo profiles of the paired jobs (Lucid's single CSV)")->capture_default_str();
+  cmd->add_option("--workloads", workloads, "Catalog to apply the fitted model to, as a cross-check")
+      ->capture_default_str();
+  cmd->add_option("--gavel", gavel, "Gavel's measured pair throughputs, for the cross-check")->capture_default_str();
   cmd->callback([] {
     const auto pairs = load_lucid_pairs(colocate, single);
     const auto fit = fit_interference(pairs);
@@ -27,6 +35,53 @@ void add_calibrate(CLI::App& app) {
     fmt::print("rmse of per-job speed      {:.4f}\n", fit.rmse);
     fmt::print("mae of per-job speed       {:.4f}\n", fit.mae);
     fmt::print("rmse with no interference  {:.4f}\n", fit.rmse_no_model);
+
+    // Cross-check: combined throughput of every pair of catalog workloads under the fit
+    // (published measurements put pairs between about 1.05x and 1.9x).
+    const auto cat = WorkloadCatalog::load(workloads);
+    std::vector<const WorkloadProfile*> ws;
+    for (const auto& [name, w] : cat.all())
+      if (w.problem.empty()) ws.push_back(&w);
+    std::vector<double> sums, each;
+    auto pair_sums = [&](const InterferenceModel& m, std::vector<double>* speeds) {
+      std::vector<double> out;
+      for (std::size_t i = 0; i < ws.size(); ++i)
+        for (std::size_t k = i; k < ws.size(); ++k) {
+          const ActivityProfile a{ws[i]->util, ws[i]->drama}, b{ws[k]->util, ws[k]->drama};
+          const double sa = m.speed(a, b.util, b.drama), sb = m.speed(b, a.util, a.drama);
+          out.push_back(sa + sb);
+          if (speeds) {
+            speeds->push_back(sa);
+            speeds->push_back(sb);
+          }
+        }
+      return out;
+    };
+    sums = pair_sums(fit.model, &each);
+    fmt::print("\non {} ({} profiled workloads, {} pairs):\n", workloads, ws.size(), sums.size());
+    fmt::print("pair throughput (sum of speeds)  min {:.2f}  median {:.2f}  max {:.2f}\n", percentile(sums, 0),
+               percentile(sums, 0.5), percentile(sums, 1));
+    fmt::print("per-job speed when paired        min {:.2f}  median {:.2f}  max {:.2f}\n", percentile(each, 0),
+               percentile(each, 0.5), percentile(each, 1));
+
+    // Gavel's pairs (other jobs, other GPUs) say how much heavier interference can be. The
+    // scale k that moves the catalog's median pair throughput onto Gavel's V100 median is
+    // a sensitivity setting (docs/interference.md), not the default.
+    const auto v100 = load_gavel_pair_sums(gavel, "v100");
+    fmt::print("\n{} (v100, {} pairs that ran together):\n", gavel, v100.size());
+    fmt::print("pair throughput (sum of speeds)  p10 {:.2f}  median {:.2f}  p90 {:.2f}\n", percentile(v100, 0.1),
+               percentile(v100, 0.5), percentile(v100, 0.9));
+    const double target = percentile(v100, 0.5);
+    double lo = 1, hi = 1000;
+    for (int it = 0; it < 60; ++it) {
+      const double k = std::sqrt(lo * hi);
+      const InterferenceModel m{fit.model.util_coeff * k, fit.model.dram_coeff * k};
+      (percentile(pair_sums(m, nullptr), 0.5) > target ? lo : hi) = k;
+    }
+    const double k = std::sqrt(lo * hi);
+    fmt::print("scale matching its median: k = {:.2f} -> --set sim.interference_util_coeff={:.2f} "
+               "--set sim.interference_dram_coeff={:.2f}\n",
+               k, fit.model.util_coeff * k, fit.model.dram_coeff * k);
   });
 }
 

@@ -47,4 +47,9 @@ InterferenceFit fit_interference(std::span<const MeasuredPair> pairs);
 // lucid_single_data.csv by model, dataset, batch size and AMP flag). Throws InputError.
 std::vector<MeasuredPair> load_lucid_pairs(const std::string& colocate_csv, const std::string& single_csv);
 
+// Combined normalised throughput (own speed + partner's speed) of every measured pair of
+// Gavel's throughput table for one GPU type ("v100", "p100", "k80"); pairs that could not
+// run together (zero throughput) are left out. Throws InputError.
+std::vector<double> load_gavel_pair_sums(const std::string& json_path, const std::string& gpu_type);
+
 }  // namespace aegis

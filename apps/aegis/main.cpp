@@ -23,16 +23,10 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "aegis: error: {}\n", e.what());
     fmt::print(stderr, "Run with --help for more information.\n");
     return 2;
-  } catch (const aegis::InputError& e) {
-    fmt::print(stderr, "aegis: error: {}\n", e.what());
-    return 1;
-  } catch (const aegis::ConfigError& e) {
+  } catch (const aegis::ConfigError& e) {  // a bad parameter is a usage error
     fmt::print(stderr, "aegis: error: {}\n", e.what());
     return 2;
-  } catch (const aegis::SimError& e) {
-    fmt::print(stderr, "aegis: error: {}\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
+  } catch (const std::exception& e) {  // bad input files, stalled simulations, I/O
     fmt::print(stderr, "aegis: error: {}\n", e.what());
     return 1;
   }

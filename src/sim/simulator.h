@@ -1,4 +1,6 @@
-// Event-driven replay of a trace on one simulated server, driving the scheduling engine.
+// Event-driven replay of a trace on a simulated cluster of servers, each driving its own
+// instance of the scheduling engine; a simple cluster dispatcher (dispatcher.md) stands in
+// for the cluster engine (Slurm) and picks a server for each job.
 // Simulated time with nothing happening costs nothing: the engine is asked at events
 // (arrival, first GPU activity, memory growth, completion, OOM), when a gate it reported
 // opens, and, while the head job waits on the pressure filter, at each telemetry sample
@@ -21,13 +23,25 @@ struct ServerSpec {
   MiB gpu_memory_mib = 40960;
 };
 
+struct ClusterSpec {
+  std::vector<ServerSpec> servers{ServerSpec{}};
+
+  static ClusterSpec uniform(int servers, int gpus_per_server, MiB gpu_memory_mib);
+  // "2x8x40960,4x8x81920": 2 servers of 8 GPUs with 40960 MiB, then 4 of 8 with 81920.
+  // Throws InputError naming the bad part.
+  static ClusterSpec parse(const std::string& spec);
+  int total_gpus() const;
+  int max_gpus_per_server() const;
+  std::string describe() const;  // "64 x 8 x 40960 MiB"
+};
+
 enum class AttemptOutcome { Completed, Oom, Stopped };
 
 struct AttemptRecord {
   Seconds launch = 0;
   Seconds first_activity = -1;  // -1: never became active
   Seconds end = 0;
-  std::vector<int> gpus;
+  std::vector<int> gpus;        // cluster-wide GPU ids (see SimResult::gpu_server)
   bool exclusive = false;
   MiB floor_mib = 0;
   MiB admitted_mib = 0;   // memory the engine booked per GPU for this attempt
@@ -43,7 +57,7 @@ struct JobRecord {
   Seconds end = -1;
   bool completed = false;
   std::string stop_reason;
-  Seconds solo_runtime = 0;
+  Seconds solo_runtime = 0;       // its own runtime alone (trace duration or workload's)
   std::vector<AttemptRecord> attempts;
 };
 
@@ -65,7 +79,10 @@ struct SimResult {
   double energy_j = 0;
   double gpu_mem_util_mean = 0;  // time-average of used/total over GPUs, [start, end]
   double sm_util_mean = 0;       // time-average of SM activity over GPUs
-  std::vector<std::vector<GpuPoint>> gpu_timeline;  // per GPU, when recorded
+  std::vector<MiB> gpu_total_mib;   // per cluster-wide GPU id
+  std::vector<int> gpu_server;      // server of each GPU id
+  std::vector<std::vector<GpuPoint>> gpu_timeline;         // per GPU, when recorded
+  std::vector<std::pair<Seconds, int>> queue_timeline;     // jobs waiting, when recorded
   std::uint64_t events = 0;
   std::uint64_t ticks = 0;
 };
@@ -78,9 +95,9 @@ struct SimOptions {
   std::string policy_name;     // for the record only
   EngineConfig engine;
   SimConfig sim;
-  ServerSpec server;
+  ClusterSpec cluster;
   std::uint64_t seed = 1;
-  bool record_timeline = false;
+  bool record_timeline = false;   // fill gpu_timeline and queue_timeline (for reports)
 };
 
 // Runs the whole trace. Throws SimError if the trace cannot finish (a job that can

@@ -6,11 +6,66 @@
 #include <set>
 
 #include "sim/csv.h"
+#include "sim/trace_formats.h"
 
 namespace aegis {
 
+std::optional<TraceFormat> parse_trace_format(const std::string& name) {
+  if (name == "aegis") return TraceFormat::Aegis;
+  if (name == "philly") return TraceFormat::Philly;
+  if (name == "alibaba") return TraceFormat::Alibaba;
+  return std::nullopt;
+}
+
+std::string to_string(TraceFormat f) {
+  switch (f) {
+    case TraceFormat::Aegis: return "aegis";
+    case TraceFormat::Philly: return "philly";
+    case TraceFormat::Alibaba: return "alibaba";
+  }
+  return "aegis";
+}
+
+void shape_trace(Trace& t, const TraceOptions& o) {
+  if (o.max_jobs > 0 && t.jobs.size() > o.max_jobs) {
+    t.skipped["beyond --max-jobs"] += static_cast<std::int64_t>(t.jobs.size() - o.max_jobs);
+    t.jobs.resize(o.max_jobs);
+  }
+  if (t.jobs.empty()) return;
+  // Rebase to the first arrival, then compress inter-arrival times by the load factor.
+  const Seconds first = t.jobs.front().submit_time;
+  for (auto& j : t.jobs) j.submit_time = (j.submit_time - first) / o.load;
+}
+
+Trace load_trace(const std::string& path, const WorkloadCatalog& catalog, const TraceOptions& o) {
+  if (!(o.load > 0)) throw InputError("--load: must be positive");
+  TraceFormat f;
+  if (o.format) {
+    f = *o.format;
+  } else {
+    CsvReader r = CsvReader::open(path);
+    auto d = detect_trace_format(r.header());
+    if (!d)
+      throw InputError(fmt::format("{}:1: cannot tell the trace format from the header; use --trace-format "
+                                   "aegis|philly|alibaba", path));
+    f = *d;
+  }
+  Trace t;
+  switch (f) {
+    case TraceFormat::Aegis:
+      t = load_aegis_trace(path, catalog);
+      shape_trace(t, o);
+      break;
+    case TraceFormat::Philly: t = load_philly_trace(path, catalog, o); break;
+    case TraceFormat::Alibaba: t = load_alibaba_trace(path, catalog, o); break;
+  }
+  t.format = f;
+  return t;
+}
+
 Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) {
   Trace t;
+  t.mapping_method = "workloads named in the trace";
   t.path = path;
   t.name = std::filesystem::path(path).stem().string();
   CsvReader r = CsvReader::open(path);

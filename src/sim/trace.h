@@ -1,7 +1,16 @@
-// A job trace: when each job arrives, which workload it runs, on how many GPUs.
-// Format of the published evaluation traces (data/aegis/trace_*.csv):
-//   job_index, submit_time_s, workload_name, num_gpus
+// A job trace: when each job arrives, how many GPUs it asks for, which profiled workload
+// it behaves like, and (for production traces) how long it really ran.
+// Formats (docs/traces.md):
+//   aegis   job_index,submit_time_s,workload_name,num_gpus   (the published evaluation)
+//   philly  timestamp,duration,num_gpus,gpu_time,cluster      (Microsoft Philly, 2017)
+//   alibaba name,...,num_gpu,gpu_milli,...,creation_time,deletion_time,scheduled_time
+//           (Alibaba GPU-sharing trace 2023)
+// Production traces carry no GPU memory or activity: each job borrows the profile of a
+// workload of the catalog (see workload_mapping.h) and keeps its own arrival, GPU count
+// and duration.
 #pragma once
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,22 +20,48 @@
 namespace aegis {
 
 struct TraceJob {
-  std::int64_t index = 0;
-  Seconds submit_time = 0;
-  std::string workload;
+  std::int64_t index = 0;                // position or id in the source trace
+  Seconds submit_time = 0;               // seconds from the trace's first arrival
+  std::string workload;                  // catalog workload whose profile it runs with
   int num_gpus = 1;
-  std::string where;  // "file:line", for error messages
+  std::optional<Seconds> duration_s;     // its own runtime alone; absent = the workload's
+  double gpu_fraction = 1.0;             // Alibaba gpu_milli / 1000 for fractional requests
+  std::string source_id;                 // id in the source trace (pod name, ...), may be empty
+  std::string where;                     // "file:line", for error messages
+};
+
+enum class TraceFormat { Aegis, Philly, Alibaba };
+
+// How production traces borrow workload profiles and which duration a job runs.
+struct TraceOptions {
+  std::optional<TraceFormat> format;  // empty = detect from the header (error if ambiguous)
+  std::uint64_t seed = 42;            // the published mapping used seed 42
+  bool workload_runtime = false;      // true: run for the workload's solo runtime instead
+  std::size_t max_jobs = 0;           // keep only the first N jobs by submit time (0 = all)
+  double load = 1.0;                  // divide inter-arrival times by this (1.5 = 50 % more demand)
 };
 
 struct Trace {
   std::string name;  // file stem, e.g. "trace_philly"
   std::string path;
-  std::vector<TraceJob> jobs;  // sorted by submit time, then index
+  TraceFormat format = TraceFormat::Aegis;
+  std::vector<TraceJob> jobs;  // sorted by submit time, then index; first arrival at 0
+  // What was left out and why (CPU-only pods, pods never scheduled, ...): reason -> count.
+  std::map<std::string, std::int64_t> skipped;
+  std::string mapping_method;  // how workloads were assigned, for the record
 };
 
-// Loads and validates an AEGIS-format trace against the catalog: every workload must
-// exist and be fully profiled, GPU counts must match. Throws InputError naming file,
-// line and field.
+std::optional<TraceFormat> parse_trace_format(const std::string& name);  // "aegis", "philly", "alibaba"
+std::string to_string(TraceFormat f);
+
+// Loads and validates a trace in any format against the catalog: every workload must exist
+// and be fully profiled. Throws InputError naming file, line and field.
+Trace load_trace(const std::string& path, const WorkloadCatalog& catalog, const TraceOptions& options = {});
+
+// The published evaluation format (kept for callers that know the format).
 Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog);
+
+// Applies TraceOptions::max_jobs and ::load to a loaded trace (shared by every format).
+void shape_trace(Trace& t, const TraceOptions& options);
 
 }  // namespace aegis

@@ -1,0 +1,19 @@
+// Readers of the production trace formats (Philly, Alibaba 2023) and format detection.
+// Used by load_trace (trace.cpp); each reader maps jobs to catalog workloads through
+// workload_mapping.h and applies shape_trace.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/trace.h"
+
+namespace aegis {
+
+// The format whose required columns the header has; empty if none or more than one match.
+std::optional<TraceFormat> detect_trace_format(const std::vector<std::string>& header);
+
+Trace load_philly_trace(const std::string& path, const WorkloadCatalog& catalog, const TraceOptions& options);
+Trace load_alibaba_trace(const std::string& path, const WorkloadCatalog& catalog, const TraceOptions& options);
+
+}  // namespace aegis

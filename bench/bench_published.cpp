@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
           SimOptions o;
           o.policy_name = std::string(p.name);
           o.engine = policy_config(p.name);
-          o.server = {3, 40960};
+          o.cluster = ClusterSpec::uniform(1, 3, 40960);
           const auto r = simulate(catalog, t, o);
           events += r.events;
           ticks += r.ticks;

@@ -31,13 +31,19 @@ struct Case {
   WorkloadCatalog catalog;
   Trace trace;
   void add(std::int64_t index, Seconds submit, const std::string& name) {
-    trace.jobs.push_back({index, submit, name, catalog.find(name)->num_gpus, "test:" + std::to_string(index)});
+    TraceJob j;
+    j.index = index;
+    j.submit_time = submit;
+    j.workload = name;
+    j.num_gpus = catalog.find(name)->num_gpus;
+    j.where = "test:" + std::to_string(index);
+    trace.jobs.push_back(j);
   }
   SimResult run(const std::string& policy, int gpus, MiB memory, std::uint64_t seed = 1) {
     SimOptions o;
     o.policy_name = policy;
     o.engine = policy_config(policy);
-    o.server = {gpus, memory};
+    o.cluster = ClusterSpec::uniform(1, gpus, memory);
     o.seed = seed;
     return simulate(catalog, trace, o);
   }
@@ -96,7 +102,7 @@ TEST(Sim, PressureKeepsBusyGpusAlone) {
   SimOptions o;
   o.engine = policy_config("aegis");
   o.engine.pressure_filter = false;
-  o.server = {1, 40960};
+  o.cluster = ClusterSpec::uniform(1, 1, 40960);
   const auto r2 = simulate(c.catalog, c.trace, o);
   EXPECT_LT(r2.jobs[1].first_launch, r2.jobs[0].end);
 }

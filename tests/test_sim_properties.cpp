@@ -33,7 +33,7 @@ SimResult run(const std::string& trace, const std::string& policy, std::uint64_t
   SimOptions o;
   o.policy_name = policy;
   o.engine = policy_config(policy);
-  o.server = {3, 40960};
+  o.cluster = ClusterSpec::uniform(1, 3, 40960);
   o.seed = seed;
   return simulate(published().catalog, published().traces.at(trace), o);
 }

@@ -144,7 +144,7 @@ void run_sim(const SimArgs& a) {
       o.policy_name = name;
       o.engine = e;
       o.sim = s;
-      o.server = {a.gpus, a.gpu_memory};
+      o.cluster = ClusterSpec::uniform(1, a.gpus, a.gpu_memory);
       o.seed = a.seed;
       runs.push_back({&t, o});
     }

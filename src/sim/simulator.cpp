@@ -33,6 +33,7 @@ enum class Phase { Pending, Queued, Running, Failed, Done, Stopped };
 struct Job {
   const TraceJob* tj = nullptr;
   const WorkloadProfile* w = nullptr;
+  Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
   JobSpec spec;
   RecoveryState recovery;
   Phase phase = Phase::Pending;
@@ -71,13 +72,15 @@ class Run {
   Run(const WorkloadCatalog& cat, const Trace& trace, const SimOptions& o)
       : opt_(o), engine_(o.engine), model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff} {
     validate(o.sim);
-    if (o.server.gpus < 1) throw InputError("--gpus: a server needs at least one GPU");
-    if (o.server.gpu_memory_mib < 1) throw InputError("--gpu-memory: must be positive");
+    if (o.cluster.servers.size() != 1) throw InputError("cluster simulation is not implemented yet");
+    const ServerSpec server = o.cluster.servers[0];
+    if (server.gpus < 1) throw InputError("--gpus: a server needs at least one GPU");
+    if (server.gpu_memory_mib < 1) throw InputError("--gpu-memory: must be positive");
     jobs_.reserve(trace.jobs.size());
     for (const auto& tj : trace.jobs) {
-      if (tj.num_gpus > o.server.gpus)
+      if (tj.num_gpus > server.gpus)
         throw InputError(fmt::format("{}: field 'num_gpus': job {} needs {} GPUs; the simulated server has {}",
-                                     tj.where, tj.index, tj.num_gpus, o.server.gpus));
+                                     tj.where, tj.index, tj.num_gpus, server.gpus));
       Job j;
       j.tj = &tj;
       j.w = cat.find(tj.workload);
@@ -92,22 +95,23 @@ class Run {
       j.rec.workload = tj.workload;
       j.rec.num_gpus = tj.num_gpus;
       j.rec.submit = tj.submit_time;
-      j.rec.solo_runtime = j.w->solo_runtime_s;
+      j.work = tj.duration_s.value_or(j.w->solo_runtime_s);
+      j.rec.solo_runtime = j.work;
       jobs_.push_back(std::move(j));
     }
     start_ = jobs_.empty() ? 0 : trace.jobs.front().submit_time;
-    gpus_.resize(o.server.gpus);
-    views_.resize(o.server.gpus);
-    for (int g = 0; g < o.server.gpus; ++g) {
-      gpus_[g].total = o.server.gpu_memory_mib;
+    gpus_.resize(server.gpus);
+    views_.resize(server.gpus);
+    for (int g = 0; g < server.gpus; ++g) {
+      gpus_[g].total = server.gpu_memory_mib;
       gpus_[g].last_t = start_;
       gpus_[g].history.push_back({start_, GpuSample{}});
       views_[g].index = g;
       views_[g].uuid = fmt::format("SIM-GPU-{}", g);
-      views_[g].total_mib = o.server.gpu_memory_mib;
+      views_[g].total_mib = server.gpu_memory_mib;
       views_[g].level = TelemetryLevel::Full;
     }
-    if (o.record_timeline) timeline_.resize(o.server.gpus);
+    if (o.record_timeline) timeline_.resize(server.gpus);
   }
 
   SimResult run() {
@@ -278,7 +282,7 @@ class Run {
     j.running_pos = static_cast<int>(running_.size());
     running_.push_back(std::move(r));
 
-    const Seconds work = j.w->solo_runtime_s;
+    const Seconds work = j.work;
     push(t + work, EvKind::Complete, static_cast<int>(l.job), j.version);
     const Seconds delay = first_activity_delay(opt_.sim, opt_.seed, static_cast<std::uint64_t>(j.rec.trace_index), j.attempt);
     if (delay < work) push(t + delay, EvKind::FirstActivity, static_cast<int>(l.job), j.attempt);
@@ -320,7 +324,7 @@ class Run {
         advance(j, t);
         j.speed = s;
         ++j.version;
-        const double remaining = std::max(0.0, j.w->solo_runtime_s - j.work_done);
+        const double remaining = std::max(0.0, j.work - j.work_done);
         push(t + remaining / s, EvKind::Complete, id, j.version);
       }
     }
@@ -501,6 +505,8 @@ class Run {
     std::stable_sort(r.jobs.begin(), r.jobs.end(),
                      [](const JobRecord& a, const JobRecord& b) { return a.trace_index < b.trace_index; });
     r.gpu_timeline = std::move(timeline_);
+    for (const auto& g : gpus_) r.gpu_total_mib.push_back(g.total);
+    r.gpu_server.assign(gpus_.size(), 0);
     r.events = n_events_;
     r.ticks = n_ticks_;
     return r;
@@ -526,6 +532,24 @@ class Run {
 };
 
 }  // namespace
+
+ClusterSpec ClusterSpec::uniform(int servers, int gpus_per_server, MiB gpu_memory_mib) {
+  ClusterSpec c;
+  c.servers.assign(static_cast<std::size_t>(std::max(servers, 0)), ServerSpec{gpus_per_server, gpu_memory_mib});
+  return c;
+}
+
+int ClusterSpec::total_gpus() const {
+  int n = 0;
+  for (const auto& s : servers) n += s.gpus;
+  return n;
+}
+
+int ClusterSpec::max_gpus_per_server() const {
+  int n = 0;
+  for (const auto& s : servers) n = std::max(n, s.gpus);
+  return n;
+}
 
 SimResult simulate(const WorkloadCatalog& catalog, const Trace& trace, const SimOptions& options) {
   Run run(catalog, trace, options);

@@ -15,6 +15,7 @@
 #include "sim/csv.h"
 #include "sim/json_report.h"
 #include "sim/metrics.h"
+#include "sim/report_html.h"
 #include "sim/simulator.h"
 
 namespace aegis::cli {
@@ -29,6 +30,7 @@ struct SimArgs {
   std::string policies = "exclusive,aegis,aegis-peak,aegis-horus,carma,lucid,horus,naive";
   std::string json_path;
   std::string jobs_csv;
+  std::string report_path;
   std::uint64_t seed = 1;
   std::vector<std::string> sets;
   unsigned threads = 0;
@@ -146,6 +148,7 @@ void run_sim(const SimArgs& a) {
       o.sim = s;
       o.cluster = ClusterSpec::uniform(1, a.gpus, a.gpu_memory);
       o.seed = a.seed;
+      o.record_timeline = !a.report_path.empty();
       runs.push_back({&t, o});
     }
   }
@@ -204,8 +207,8 @@ void run_sim(const SimArgs& a) {
     }
   }
 
-  if (!a.json_path.empty()) {
-    Json cfg;
+  Json cfg;
+  {
     cfg["seed"] = a.seed;
     cfg["server"] = {{"gpus", a.gpus}, {"gpu_memory_mib", a.gpu_memory}};
     cfg["workloads"] = a.workloads;
@@ -213,6 +216,8 @@ void run_sim(const SimArgs& a) {
     cfg["overrides"] = a.sets;
     cfg["sim"] = to_json(describe(sim_used));
     cfg["policies"] = policies_json;
+  }
+  if (!a.json_path.empty()) {
     Json out;
     out["config"] = cfg;
     out["results"] = results_json;
@@ -222,6 +227,11 @@ void run_sim(const SimArgs& a) {
     f << out.dump(2) << "\n";
   }
   if (!a.jobs_csv.empty()) write_jobs_csv(a.jobs_csv, results);
+  if (!a.report_path.empty()) {
+    std::vector<ReportRun> rr;
+    for (const auto& r : results) rr.push_back({&r, summarize(r)});
+    write_html_report(a.report_path, "aegis sim", rr, cfg);
+  }
 }
 
 }  // namespace
@@ -236,6 +246,7 @@ void add_sim(CLI::App& app) {
   cmd->add_option("--policies", a.policies, "Comma-separated policies (see `aegis policies`)")->capture_default_str();
   cmd->add_option("--json", a.json_path, "Write every figure and the full config to this JSON file");
   cmd->add_option("--jobs-csv", a.jobs_csv, "Write one row per job attempt to this CSV file");
+  cmd->add_option("--report", a.report_path, "Write a self-contained HTML report with charts to this file");
   cmd->add_option("--seed", a.seed, "Seed of the simulator's random draws (same seed, same output)")->capture_default_str();
   cmd->add_option("--set", a.sets,
                   "Override a parameter: NAME=VALUE (engine, all policies), POLICY.NAME=VALUE, or sim.NAME=VALUE; "

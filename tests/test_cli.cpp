@@ -104,7 +104,7 @@ TEST(Cli, JobNeedingMoreGpusThanExist) {
   EXPECT_EQ(r.rc, 1);
   EXPECT_EQ(lines(r.out), 1) << r.out;
   EXPECT_NE(r.out.find("field 'num_gpus'"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("needs 2 GPUs; the simulated server has 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("needs 2 GPUs; the simulated cluster has 1"), std::string::npos) << r.out;
 }
 
 TEST(Cli, BadPolicyAndBadOverride) {

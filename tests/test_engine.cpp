@@ -234,3 +234,22 @@ TEST(Engine, JobLargerThanServerIsReportedNotPlaced) {
 
 }  // namespace
 }  // namespace aegis
+
+namespace aegis {
+namespace {
+
+TEST(Engine, ExclusiveFirstSkipsIdleGpusTooSmallForTheEstimate) {
+  World w(2);
+  w.gpus[0].total_mib = w.gpus[0].free_mib = 40960;
+  w.gpus[1].total_mib = w.gpus[1].free_mib = 81920;
+  w.main_queue.push_back(test::job(1, 1, 60000));
+  auto d = w.tick(test::engine("aegis-peak"));
+  ASSERT_EQ(d.launches.size(), 1u);
+  EXPECT_EQ(d.launches[0].gpus, std::vector<int>{1});
+  // Without an estimate nothing tells them apart: first in order (MAGM: the larger one).
+  d = w.tick(test::engine("exclusive"));
+  EXPECT_EQ(d.launches.size(), 1u);
+}
+
+}  // namespace
+}  // namespace aegis

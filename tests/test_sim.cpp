@@ -148,7 +148,7 @@ TEST(Sim, RejectsJobsLargerThanTheServer) {
     c.run("aegis", 1, 40960);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "test:0: field 'num_gpus': job 0 needs 2 GPUs; the simulated server has 1");
+    EXPECT_STREQ(e.what(), "test:0: field 'num_gpus': job 0 needs 2 GPUs; the simulated cluster has 1");
   }
 }
 
@@ -160,6 +160,94 @@ TEST(Sim, JobThatNeverFitsStopsInsteadOfHanging) {
   EXPECT_FALSE(r.jobs[0].completed);
   EXPECT_EQ(r.jobs[0].stop_reason, "out of memory while running alone on its GPU");
   EXPECT_EQ(summarize(r).stopped, 1);
+}
+
+}  // namespace
+}  // namespace aegis
+
+namespace aegis {
+namespace {
+
+TEST(Cluster, ParseAndDescribe) {
+  const auto c = ClusterSpec::parse("2x8x40960,4x8x81920");
+  EXPECT_EQ(c.servers.size(), 6u);
+  EXPECT_EQ(c.total_gpus(), 48);
+  EXPECT_EQ(c.servers[1].gpu_memory_mib, 40960);
+  EXPECT_EQ(c.servers[2].gpu_memory_mib, 81920);
+  EXPECT_EQ(c.describe(), "2 x 8 x 40960 MiB + 4 x 8 x 81920 MiB");
+  for (const char* bad : {"", "8x40960", "2x8x", "2x0x40960", "2x8x40960x1", "axbxc", "2x8x40960,"})
+    EXPECT_THROW(ClusterSpec::parse(bad), InputError) << bad;
+  try {
+    ClusterSpec::parse("2x8x40960,4x8");
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--gpu-memory: '4x8' is not SERVERSxGPUSxMIB (e.g. 4x8x81920)");
+  }
+}
+
+struct ClusterCase : Case {
+  SimResult run_on(const std::string& policy, const ClusterSpec& c) {
+    SimOptions o;
+    o.policy_name = policy;
+    o.engine = policy_config(policy);
+    o.cluster = c;
+    return simulate(catalog, trace, o);
+  }
+};
+
+TEST(Cluster, JobsLargerThanAServerRunAloneAcrossWholeServers) {
+  ClusterCase c;
+  c.catalog.add(workload("one", 1000, 0.3, 0.1, 100));
+  c.catalog.add(workload("wide", 10000, 0.8, 0.3, 200, 3));
+  c.add(0, 0, "one");
+  c.add(1, 1, "wide");  // 3 GPUs on 2-GPU servers: two whole idle servers
+  c.add(2, 2, "one");
+  const auto r = c.run_on("aegis", ClusterSpec::uniform(3, 2, 40960));
+  const auto& wide = r.jobs[1].attempts.at(0);
+  ASSERT_EQ(wide.gpus.size(), 3u);
+  EXPECT_TRUE(wide.exclusive);
+  // Job 0 holds server 0, so the wide job takes servers 1 and 2 (GPUs 2..4).
+  EXPECT_EQ(wide.gpus, (std::vector<int>{2, 3, 4}));
+  EXPECT_DOUBLE_EQ(r.jobs[1].first_launch, 1);
+  // Strict FIFO: job 2 waits behind nothing (placed right away on the GPU left).
+  EXPECT_TRUE(r.jobs[2].completed);
+  for (const auto& j : r.jobs) EXPECT_TRUE(j.completed);
+}
+
+TEST(Cluster, DispatcherPrefersTheServerWithFewestIdleGpusThatSuffice) {
+  ClusterCase c;
+  c.catalog.add(workload("one", 1000, 0.3, 0.1, 1000));
+  c.add(0, 0, "one");  // server 0 (both idle: lowest index)
+  c.add(1, 1, "one");  // server 0 again: 1 idle GPU left there beats 2 on server 1
+  c.add(2, 2, "one");  // server 1
+  const auto r = c.run_on("exclusive", ClusterSpec::uniform(2, 2, 40960));
+  EXPECT_EQ(r.jobs[0].attempts[0].gpus, std::vector<int>{0});
+  EXPECT_EQ(r.jobs[1].attempts[0].gpus, std::vector<int>{1});
+  EXPECT_EQ(r.jobs[2].attempts[0].gpus, std::vector<int>{2});
+  EXPECT_EQ(r.gpu_server, (std::vector<int>{0, 0, 1, 1}));
+}
+
+TEST(Cluster, MixedGpuSizes) {
+  ClusterCase c;
+  c.catalog.add(workload("big", 60000, 0.5, 0.2, 100));
+  c.add(0, 0, "big");
+  const auto cluster = ClusterSpec::parse("1x1x40960,1x1x81920");
+  // With its peak as the estimate it goes straight to the 80 GiB GPU.
+  auto r = c.run_on("aegis-peak", cluster);
+  EXPECT_TRUE(r.jobs[0].completed);
+  EXPECT_EQ(r.jobs[0].attempts.size(), 1u);
+  EXPECT_EQ(r.jobs[0].attempts[0].gpus, std::vector<int>{1});
+  EXPECT_EQ(r.gpu_total_mib, (std::vector<MiB>{40960, 81920}));
+}
+
+TEST(Cluster, ClusterResultsEqualOneBigServerForSingleGpuExclusiveJobs) {
+  ClusterCase c;
+  c.catalog.add(workload("a", 1000, 0.3, 0.1, 500));
+  c.catalog.add(workload("b", 2000, 0.5, 0.2, 900));
+  for (int i = 0; i < 40; ++i) c.add(i, i * 20.0, i % 3 ? "a" : "b");
+  const auto one = summarize(c.run_on("exclusive", ClusterSpec::uniform(1, 4, 40960)));
+  const auto four = summarize(c.run_on("exclusive", ClusterSpec::uniform(4, 1, 40960)));
+  EXPECT_DOUBLE_EQ(one.makespan_s, four.makespan_s);
+  EXPECT_DOUBLE_EQ(one.queue_mean_s, four.queue_mean_s);
 }
 
 }  // namespace

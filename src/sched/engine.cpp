@@ -87,6 +87,11 @@ std::string Engine::describe() const {
   return s;
 }
 
+std::variant<Requeue, Stop> Engine::recover(const Failure& f) const {
+  if (f.kind != FailureKind::Oom) return Stop{f.job.spec.id, f.detail.empty() ? "failed (not out of memory)" : f.detail};
+  return recovery_->after_oom(f.job);
+}
+
 Decisions Engine::tick(const Snapshot& snap) const {
   Decisions d;
   d.state = snap.state;
@@ -95,11 +100,7 @@ Decisions Engine::tick(const Snapshot& snap) const {
   // --- Stage 5, first half: what happens to jobs that just failed.
   std::vector<QueuedJob> requeued;
   for (const auto& f : snap.failures) {
-    if (f.kind != FailureKind::Oom) {
-      d.stops.push_back({f.job.spec.id, f.detail.empty() ? "failed (not out of memory)" : f.detail});
-      continue;
-    }
-    auto outcome = recovery_->after_oom(f.job);
+    auto outcome = recover(f);
     if (auto* r = std::get_if<Requeue>(&outcome)) {
       requeued.push_back({f.job.spec, r->recovery});
       d.requeues.push_back(std::move(*r));
@@ -156,19 +157,22 @@ Decisions Engine::tick(const Snapshot& snap) const {
     why.clear();
     by_pressure = false;
     if (n < 1 || n > static_cast<int>(t.gpus.size())) {
-      why = fmt::format("needs {} GPUs; this server has {}", n, t.gpus.size());
+      why = snap.explain ? fmt::format("needs {} GPUs; this server has {}", n, t.gpus.size()) : "too large";
     } else {
       // Exclusive first: enough idle, open GPUs give the head job GPUs to itself.
       if (cfg.exclusive_first || job->recovery.exclusive_only || !cfg.collocate) {
+        // Alone, a job needs no margin, but a GPU that cannot hold its estimate or its
+        // recovery floor at all is no use to it (mixed GPU sizes).
+        const MiB alone = std::max(req.estimate.value_or(0), job->recovery.floor_mib);
         for (const auto& g : t.gpus)
-          if (g.idle() && !g.observing) pick.push_back(&g);
+          if (g.idle() && !g.observing && g.free_mib >= alone) pick.push_back(&g);
         if (static_cast<int>(pick.size()) >= n) {
           order_->sort(pick, req, d.state);
           exclusive = job->recovery.exclusive_only || !cfg.collocate;
         } else {
           pick.clear();
           if (job->recovery.exclusive_only || !cfg.collocate)
-            why = fmt::format("waiting for {} idle GPU{}", n, n > 1 ? "s" : "");
+            why = snap.explain ? fmt::format("waiting for {} idle GPU{}", n, n > 1 ? "s" : "") : "idle";
         }
       }
       // Otherwise collocate: every filter must admit a GPU.
@@ -181,14 +185,15 @@ Decisions Engine::tick(const Snapshot& snap) const {
             pick.push_back(&g);
           } else {
             if (failed->name() == "pressure") by_pressure = true;
-            why += fmt::format("{}gpu{}: {}", why.empty() ? "" : ", ", g.view->index, failed->name());
+            if (snap.explain) why += fmt::format("{}gpu{}: {}", why.empty() ? "" : ", ", g.view->index, failed->name());
           }
         }
         if (static_cast<int>(pick.size()) >= n) {
           order_->sort(pick, req, d.state);
         } else {
-          why = fmt::format("needs {} GPU{} with {} MiB free; {}", n, n > 1 ? "s" : "",
-                            req.required_free_mib, why.empty() ? "none admitted" : why);
+          why = snap.explain ? fmt::format("needs {} GPU{} with {} MiB free; {}", n, n > 1 ? "s" : "",
+                                           req.required_free_mib, why.empty() ? "none admitted" : why)
+                             : "filtered";
           pick.clear();
         }
       }

@@ -25,6 +25,11 @@ class Engine {
 
   Decisions tick(const Snapshot& s) const;
 
+  // The recovery half of a tick on its own: what becomes of a job that failed. Drivers
+  // that place jobs one at a time (the cluster simulator's dispatcher) use it directly;
+  // tick() applies it to Snapshot::failures.
+  std::variant<Requeue, Stop> recover(const Failure& f) const;
+
   const EngineConfig& config() const { return config_; }
   // True when some stage reads telemetry windows (pressure filter or LUG order):
   // drivers without telemetry changes may then skip re-evaluating.

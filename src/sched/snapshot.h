@@ -20,6 +20,7 @@ struct Snapshot {
   std::span<const RunningJob> running;
   std::span<const Failure> failures;         // jobs that failed since the last tick
   EngineState state;                         // returned by the previous tick
+  bool explain = true;                       // fill Blocked::reason (costs string formatting)
 };
 
 }  // namespace aegis

@@ -17,18 +17,26 @@ namespace aegis {
 
 namespace {
 
+constexpr std::uint64_t kNoJob = std::numeric_limits<std::uint64_t>::max();
+
 enum class EvKind : std::uint8_t { Arrival, FirstActivity, RampDone, Complete, Wake };
 
 struct Event {
   Seconds t = 0;
   std::uint64_t seq = 0;
   EvKind kind = EvKind::Wake;
-  int job = -1;
+  int id = -1;                // job, or server for Wake
   std::uint64_t version = 0;
   bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 
 enum class Phase { Pending, Queued, Running, Failed, Done, Stopped };
+
+// The part of a running attempt that lives on one server (a gang job has several).
+struct Part {
+  int server = 0;
+  int running_pos = -1;  // index in Server::running
+};
 
 struct Job {
   const TraceJob* tj = nullptr;
@@ -41,16 +49,18 @@ struct Job {
   std::uint64_t attempt = 0;       // launches so far; identifies activity events
   std::uint64_t version = 0;       // identifies the valid completion event
   Seconds last_update = 0;
-  double work_done = 0;            // solo-seconds of work done in this attempt
+  double work_done = 0;
   double speed = 1;
   bool active = false;             // has shown GPU activity
   MiB held_mib = 0;                // per GPU
-  std::vector<int> gpus;
-  int running_pos = -1;            // index in Run::running_
+  std::vector<int> gpus;           // cluster-wide ids
+  std::vector<Part> parts;
   JobRecord rec;
 };
 
 struct Gpu {
+  int server = 0;
+  int local = 0;
   MiB total = 0;
   MiB used = 0;
   std::vector<int> running;  // jobs launched here
@@ -60,6 +70,22 @@ struct Gpu {
   std::vector<GpuSample> window;                        // buffer handed to the engine
   Seconds last_t = 0;
   double energy_j = 0, mem_integral = 0, sm_integral = 0;
+};
+
+// One server: its GPUs, the jobs running on it, and the dispatcher's memo of the last job
+// its engine refused (valid while nothing on the server changed).
+struct Server {
+  int first_gpu = 0;
+  int ngpus = 0;
+  std::vector<GpuView> views;
+  std::vector<RunningJob> running;  // RunningJob::gpus are local indices
+  EngineState state;
+  int idle_gpus = 0;                // GPUs with no job
+  std::uint64_t version = 0;
+  std::uint64_t refused_job = kNoJob;
+  std::uint64_t refused_version = 0;
+  Seconds views_built_at = -1;
+  std::uint64_t views_version = kNoJob;
 };
 
 void erase_value(std::vector<int>& v, int x) {
@@ -72,19 +98,26 @@ class Run {
   Run(const WorkloadCatalog& cat, const Trace& trace, const SimOptions& o)
       : opt_(o), engine_(o.engine), model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff} {
     validate(o.sim);
-    if (o.cluster.servers.size() != 1) throw InputError("cluster simulation is not implemented yet");
-    const ServerSpec server = o.cluster.servers[0];
-    if (server.gpus < 1) throw InputError("--gpus: a server needs at least one GPU");
-    if (server.gpu_memory_mib < 1) throw InputError("--gpu-memory: must be positive");
+    if (o.cluster.servers.empty()) throw InputError("cluster: needs at least one server");
+    for (const auto& s : o.cluster.servers) {
+      if (s.gpus < 1) throw InputError("--gpus-per-server: a server needs at least one GPU");
+      if (s.gpu_memory_mib < 1) throw InputError("--gpu-memory: must be positive");
+    }
+    const int total = o.cluster.total_gpus();
+    max_per_server_ = o.cluster.max_gpus_per_server();
     jobs_.reserve(trace.jobs.size());
     for (const auto& tj : trace.jobs) {
-      if (tj.num_gpus > server.gpus)
-        throw InputError(fmt::format("{}: field 'num_gpus': job {} needs {} GPUs; the simulated server has {}",
-                                     tj.where, tj.index, tj.num_gpus, server.gpus));
+      if (tj.num_gpus > total)
+        throw InputError(fmt::format("{}: field 'num_gpus': job {} needs {} GPUs; the simulated cluster has {}",
+                                     tj.where, tj.index, tj.num_gpus, total));
       Job j;
       j.tj = &tj;
       j.w = cat.find(tj.workload);
       if (!j.w) throw InputError(fmt::format("{}: field 'workload_name': unknown workload '{}'", tj.where, tj.workload));
+      if (!j.w->problem.empty())
+        throw InputError(fmt::format("{}: field 'workload_name': workload '{}' cannot be simulated: {}", tj.where,
+                                     tj.workload, j.w->problem));
+      j.work = tj.duration_s.value_or(j.w->solo_runtime_s);
       j.spec.id = static_cast<JobId>(jobs_.size());
       j.spec.name = tj.workload;
       j.spec.num_gpus = tj.num_gpus;
@@ -95,23 +128,36 @@ class Run {
       j.rec.workload = tj.workload;
       j.rec.num_gpus = tj.num_gpus;
       j.rec.submit = tj.submit_time;
-      j.work = tj.duration_s.value_or(j.w->solo_runtime_s);
       j.rec.solo_runtime = j.work;
       jobs_.push_back(std::move(j));
     }
-    start_ = jobs_.empty() ? 0 : trace.jobs.front().submit_time;
-    gpus_.resize(server.gpus);
-    views_.resize(server.gpus);
-    for (int g = 0; g < server.gpus; ++g) {
-      gpus_[g].total = server.gpu_memory_mib;
-      gpus_[g].last_t = start_;
-      gpus_[g].history.push_back({start_, GpuSample{}});
-      views_[g].index = g;
-      views_[g].uuid = fmt::format("SIM-GPU-{}", g);
-      views_[g].total_mib = server.gpu_memory_mib;
-      views_[g].level = TelemetryLevel::Full;
+    start_ = trace.jobs.empty() ? 0 : trace.jobs.front().submit_time;
+    gpus_.resize(total);
+    servers_.resize(o.cluster.servers.size());
+    int next = 0;
+    for (std::size_t s = 0; s < servers_.size(); ++s) {
+      const ServerSpec spec = o.cluster.servers[s];
+      Server& srv = servers_[s];
+      srv.first_gpu = next;
+      srv.ngpus = spec.gpus;
+      srv.idle_gpus = spec.gpus;
+      srv.views.resize(spec.gpus);
+      for (int g = 0; g < spec.gpus; ++g, ++next) {
+        Gpu& gpu = gpus_[next];
+        gpu.server = static_cast<int>(s);
+        gpu.local = g;
+        gpu.total = spec.gpu_memory_mib;
+        gpu.last_t = start_;
+        gpu.history.push_back({start_, GpuSample{}});
+        GpuView& v = srv.views[g];
+        v.index = g;
+        v.uuid = fmt::format("SIM-{}-{}", s, g);
+        v.total_mib = spec.gpu_memory_mib;
+        v.free_mib = spec.gpu_memory_mib;
+        v.level = TelemetryLevel::Full;
+      }
     }
-    if (o.record_timeline) timeline_.resize(server.gpus);
+    if (o.record_timeline) timeline_.resize(total);
   }
 
   SimResult run() {
@@ -125,68 +171,75 @@ class Run {
         handle(e);
       }
       tick(t);
+      if (opt_.progress && (n_events_ & 0xffff) == 0)
+        opt_.progress(static_cast<double>(n_finished_) / static_cast<double>(std::max<std::size_t>(1, jobs_.size())));
     }
     for (const auto& j : jobs_) {
       if (j.phase != Phase::Done && j.phase != Phase::Stopped)
-        throw SimError(fmt::format("simulation stalled: job {} ({}) can never be placed: {}", j.rec.trace_index,
-                                   j.rec.workload, last_blocked_.empty() ? "no reason given" : last_blocked_));
+        throw SimError(fmt::format("simulation stalled: job {} ({}) can never be placed{}", j.rec.trace_index,
+                                   j.rec.workload, last_blocked_.empty() ? "" : ": " + last_blocked_));
     }
     return finish();
   }
 
  private:
   // --- events -----------------------------------------------------------------------
-  void push(Seconds t, EvKind k, int job, std::uint64_t version) {
-    events_.push(Event{t, seq_++, k, job, version});
-  }
+  void push(Seconds t, EvKind k, int id, std::uint64_t version) { events_.push(Event{t, seq_++, k, id, version}); }
 
-  void push_wake(Seconds t) {
-    if (wakes_.insert(t).second) push(t, EvKind::Wake, -1, 0);
+  void push_wake(int server, Seconds t) {
+    if (wakes_.insert({t, server}).second) push(t, EvKind::Wake, server, 0);
   }
 
   void handle(const Event& e) {
     switch (e.kind) {
       case EvKind::Arrival: {
-        Job& j = jobs_[e.job];
+        Job& j = jobs_[e.id];
         j.phase = Phase::Queued;
         main_queue_.push_back({j.spec, j.recovery});
         break;
       }
       case EvKind::FirstActivity: {
-        Job& j = jobs_[e.job];
+        Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.attempt != e.version) break;
-        running_[j.running_pos].first_activity = e.t;
+        for (const auto& p : j.parts) servers_[p.server].running[p.running_pos].first_activity = e.t;
         j.rec.attempts.back().first_activity = e.t;
         const bool ramp = opt_.sim.memory_ramp_s > 0 && opt_.sim.memory_initial_fraction < 1;
         const MiB first = ramp ? static_cast<MiB>(std::ceil(static_cast<double>(j.w->peak_mib) *
                                                             opt_.sim.memory_initial_fraction))
                                : j.w->peak_mib;
+        touch_servers(j);
         if (!allocate(j, first, e.t)) break;
         j.active = true;
-        for (int g : j.gpus) gpus_[g].active.push_back(e.job);
+        for (int g : j.gpus) gpus_[g].active.push_back(e.id);
         refresh(j.gpus, e.t);
-        if (ramp) push(e.t + opt_.sim.memory_ramp_s, EvKind::RampDone, e.job, j.attempt);
+        if (ramp) push(e.t + opt_.sim.memory_ramp_s, EvKind::RampDone, e.id, j.attempt);
         break;
       }
       case EvKind::RampDone: {
-        Job& j = jobs_[e.job];
+        Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.attempt != e.version) break;
         allocate(j, j.w->peak_mib - j.held_mib, e.t);
         break;
       }
       case EvKind::Complete: {
-        Job& j = jobs_[e.job];
+        Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.version != e.version) break;
-        finish_attempt(e.job, e.t, AttemptOutcome::Completed);
+        finish_attempt(e.id, e.t, AttemptOutcome::Completed);
         j.phase = Phase::Done;
         j.rec.completed = true;
         j.rec.end = e.t;
+        ++n_finished_;
         break;
       }
       case EvKind::Wake:
-        wakes_.erase(e.t);
+        wakes_.erase({e.t, e.id});
+        servers_[e.id].version++;
         break;
     }
+  }
+
+  void touch_servers(const Job& j) {
+    for (const auto& p : j.parts) servers_[p.server].version++;
   }
 
   // Allocates `mib` more on every GPU of the job; the job dies of OOM if one cannot hold it.
@@ -195,10 +248,11 @@ class Run {
     for (int g : j.gpus) {
       if (gpus_[g].used + mib > gpus_[g].total) {
         const int id = static_cast<int>(j.spec.id);
+        const Part p = j.parts.front();
         Failure f;
-        f.job = running_[j.running_pos];
+        f.job = servers_[p.server].running[p.running_pos];
         f.kind = FailureKind::Oom;
-        f.detail = fmt::format("CUDA out of memory: tried to allocate {} MiB on gpu{} with {} MiB free", mib, g,
+        f.detail = fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free", mib,
                                gpus_[g].total - gpus_[g].used);
         finish_attempt(id, t, AttemptOutcome::Oom);
         j.phase = Phase::Failed;
@@ -209,9 +263,11 @@ class Run {
     for (int g : j.gpus) {
       integrate(g, t);
       gpus_[g].used += mib;
+      servers_[gpus_[g].server].views[gpus_[g].local].free_mib = gpus_[g].total - gpus_[g].used;
       note(g, t);
     }
     j.held_mib += mib;
+    touch_servers(j);
     return true;
   }
 
@@ -223,31 +279,42 @@ class Run {
     a.end = t;
     a.outcome = outcome;
     for (int g : j.gpus) {
+      Gpu& gpu = gpus_[g];
       integrate(g, t);
-      gpus_[g].used -= j.held_mib;
-      erase_value(gpus_[g].running, id);
-      erase_value(gpus_[g].active, id);
+      gpu.used -= j.held_mib;
+      erase_value(gpu.running, id);
+      erase_value(gpu.active, id);
+      Server& srv = servers_[gpu.server];
+      GpuView& v = srv.views[gpu.local];
+      v.free_mib = gpu.total - gpu.used;
+      v.process_count = static_cast<int>(gpu.active.size());
+      if (gpu.running.empty()) srv.idle_gpus++;
       note(g, t);
     }
+    for (const auto& p : j.parts) {
+      Server& srv = servers_[p.server];
+      srv.version++;
+      // Swap-remove from the running list handed to the engine.
+      const int last = static_cast<int>(srv.running.size()) - 1;
+      if (p.running_pos != last) {
+        srv.running[p.running_pos] = std::move(srv.running[last]);
+        for (auto& q : jobs_[srv.running[p.running_pos].spec.id].parts)
+          if (q.server == p.server) q.running_pos = p.running_pos;
+      }
+      srv.running.pop_back();
+    }
+    j.parts.clear();
     j.held_mib = 0;
     j.active = false;
-    // Swap-remove from the running list handed to the engine.
-    const int pos = j.running_pos;
-    const int last = static_cast<int>(running_.size()) - 1;
-    if (pos != last) {
-      running_[pos] = std::move(running_[last]);
-      jobs_[running_[pos].spec.id].running_pos = pos;
-    }
-    running_.pop_back();
-    j.running_pos = -1;
     ++j.version;
     const std::vector<int> gpus = std::move(j.gpus);
     j.gpus.clear();
     refresh(gpus, t);
   }
 
-  void launch(const Launch& l, Seconds t) {
-    Job& j = jobs_[l.job];
+  // Starts an attempt whose parts (server, launch with local GPU indices) were all accepted.
+  void launch(int id, const std::vector<std::pair<int, Launch>>& parts, Seconds t) {
+    Job& j = jobs_[id];
     j.phase = Phase::Running;
     j.attempt += 1;
     j.version += 1;
@@ -256,36 +323,44 @@ class Run {
     j.speed = 1;
     j.active = false;
     j.held_mib = 0;
-    j.gpus = l.gpus;
+    j.gpus.clear();
+    j.parts.clear();
     if (j.rec.first_launch < 0) j.rec.first_launch = t;
     AttemptRecord a;
     a.launch = t;
-    a.gpus = l.gpus;
-    a.exclusive = l.exclusive;
     a.floor_mib = j.recovery.floor_mib;
-    a.admitted_mib = l.admitted_mib;
+    for (const auto& [s, l] : parts) {
+      Server& srv = servers_[s];
+      RunningJob r;
+      r.spec = j.spec;
+      r.spec.num_gpus = static_cast<int>(l.gpus.size());
+      r.recovery = j.recovery;
+      r.gpus = l.gpus;
+      r.launched_at = t;
+      r.exclusive = l.exclusive;
+      r.admitted_mib = l.admitted_mib;
+      r.free_at_placement = l.free_at_placement;
+      r.gpu_total_mib = std::numeric_limits<MiB>::max();
+      for (int local : l.gpus) {
+        const int g = srv.first_gpu + local;
+        r.gpu_total_mib = std::min(r.gpu_total_mib, gpus_[g].total);
+        if (gpus_[g].running.empty()) srv.idle_gpus--;
+        gpus_[g].running.push_back(id);
+        j.gpus.push_back(g);
+        note(g, t);
+      }
+      a.exclusive = a.exclusive || l.exclusive;
+      a.admitted_mib = l.admitted_mib;
+      j.parts.push_back({s, static_cast<int>(srv.running.size())});
+      srv.running.push_back(std::move(r));
+      srv.version++;
+    }
+    a.gpus = j.gpus;
     j.rec.attempts.push_back(a);
 
-    RunningJob r;
-    r.spec = j.spec;
-    r.recovery = j.recovery;
-    r.gpus = l.gpus;
-    r.launched_at = t;
-    r.exclusive = l.exclusive;
-    r.admitted_mib = l.admitted_mib;
-    r.free_at_placement = l.free_at_placement;
-    r.gpu_total_mib = std::numeric_limits<MiB>::max();
-    for (int g : l.gpus) {
-      r.gpu_total_mib = std::min(r.gpu_total_mib, gpus_[g].total);
-      gpus_[g].running.push_back(static_cast<int>(l.job));
-    }
-    j.running_pos = static_cast<int>(running_.size());
-    running_.push_back(std::move(r));
-
-    const Seconds work = j.work;
-    push(t + work, EvKind::Complete, static_cast<int>(l.job), j.version);
+    push(t + j.work, EvKind::Complete, id, j.version);
     const Seconds delay = first_activity_delay(opt_.sim, opt_.seed, static_cast<std::uint64_t>(j.rec.trace_index), j.attempt);
-    if (delay < work) push(t + delay, EvKind::FirstActivity, static_cast<int>(l.job), j.attempt);
+    if (delay < j.work) push(t + delay, EvKind::FirstActivity, id, j.attempt);
   }
 
   // --- progress and interference ----------------------------------------------------
@@ -335,7 +410,6 @@ class Run {
 
   // A GPU's activity is the speed-weighted sum of its active jobs' solo activity, capped at 1.
   void resample(int g, Seconds t) {
-    GpuSample s{};
     double a = 0, o = 0, d = 0, u = 0;
     for (int id : gpus_[g].active) {
       const Job& j = jobs_[id];
@@ -344,16 +418,15 @@ class Run {
       d += j.speed * j.w->drama;
       u += j.speed * j.w->util;
     }
-    s.smact = std::min(1.0, a);
-    s.smocc = std::min(1.0, o);
-    s.drama = std::min(1.0, d);
-    s.util = std::min(1.0, u);
+    const GpuSample s{std::min(1.0, a), std::min(1.0, o), std::min(1.0, d), std::min(1.0, u)};
     Gpu& gpu = gpus_[g];
+    servers_[gpu.server].views[gpu.local].process_count = static_cast<int>(gpu.active.size());
     if (s.smact == gpu.sample.smact && s.smocc == gpu.sample.smocc && s.drama == gpu.sample.drama &&
         s.util == gpu.sample.util)
       return;
     integrate(g, t);
     gpu.sample = s;
+    servers_[gpu.server].version++;
     if (!gpu.history.empty() && gpu.history.back().first == t) gpu.history.back().second = s;
     else gpu.history.push_back({t, s});
     // Keep one change point older than any window the engine can ask for.
@@ -385,14 +458,20 @@ class Run {
     else tl.push_back(p);
   }
 
-  // --- the engine -------------------------------------------------------------------
-  // Fills the views with telemetry windows synthesised at the sample times up to t.
-  void build_views(Seconds t) {
+  // --- telemetry windows ------------------------------------------------------------
+  // Synthesises each GPU's window at the sample instants up to t (only when the engine
+  // reads telemetry, and once per server state and instant).
+  void build_views(Server& srv, Seconds t) {
+    if (!engine_.uses_telemetry()) return;
+    if (srv.views_built_at == t && srv.views_version == srv.version) return;
+    srv.views_built_at = t;
+    srv.views_version = srv.version;
     const double hz = opt_.engine.telemetry_sample_hz;
     const int n = opt_.engine.telemetry_window_samples;
     const auto k_now = static_cast<std::int64_t>(std::floor(t * hz + 1e-9));
     const auto k_first = static_cast<std::int64_t>(std::ceil(start_ * hz - 1e-9));
-    for (int g = 0; g < static_cast<int>(gpus_.size()); ++g) {
+    for (int local = 0; local < srv.ngpus; ++local) {
+      const int g = srv.first_gpu + local;
       Gpu& gpu = gpus_[g];
       gpu.window.clear();
       std::size_t h = 0;
@@ -403,84 +482,164 @@ class Run {
         if (opt_.sim.telemetry_noise > 0) s = noisy(s, g, k);
         gpu.window.push_back(s);
       }
-      GpuView& v = views_[g];
-      v.free_mib = gpu.total - gpu.used;
-      v.process_count = static_cast<int>(gpu.active.size());
-      v.window = gpu.window;
+      srv.views[local].window = gpu.window;
     }
   }
 
   GpuSample noisy(GpuSample s, int g, std::int64_t k) const {
     auto jitter = [&](double x, std::uint64_t m) {
       if (x <= 0) return x;  // an idle GPU reads zero
-      const double z = standard_normal(hash_keys(opt_.seed, 0x7e1e, static_cast<std::uint64_t>(g) * 8 + m,
-                                                 static_cast<std::uint64_t>(k)),
-                                       hash_keys(opt_.seed, 0x7e1f, static_cast<std::uint64_t>(g) * 8 + m,
-                                                 static_cast<std::uint64_t>(k)));
+      const auto key = static_cast<std::uint64_t>(g) * 8 + m;
+      const double z = standard_normal(hash_keys(opt_.seed, 0x7e1e, key, static_cast<std::uint64_t>(k)),
+                                       hash_keys(opt_.seed, 0x7e1f, key, static_cast<std::uint64_t>(k)));
       return std::clamp(x + opt_.sim.telemetry_noise * z, 0.0, 1.0);
     };
     return {jitter(s.smact, 0), jitter(s.smocc, 1), jitter(s.drama, 2), jitter(s.util, 3)};
   }
 
-  // True if some GPU's window at t still differs from its window one sample later.
-  bool windows_changing(Seconds t) const {
+  // True if some GPU of the server has a window that still changes after t.
+  bool windows_changing(const Server& srv, Seconds t) const {
     if (opt_.sim.telemetry_noise > 0) return true;
     const Seconds span = opt_.engine.telemetry_window_samples / opt_.engine.telemetry_sample_hz;
-    for (const auto& gpu : gpus_)
-      if (gpu.history.back().first > t - span) return true;
+    for (int local = 0; local < srv.ngpus; ++local)
+      if (gpus_[srv.first_gpu + local].history.back().first > t - span) return true;
     return false;
   }
 
-  void tick(Seconds t) {
-    if (main_queue_.empty() && recovery_queue_.empty() && failures_.empty()) return;
+  // --- the dispatcher ---------------------------------------------------------------
+  // Asks server s's engine whether it would start `job` now; on a refusal, remembers it
+  // and schedules the wake-ups the engine asked for.
+  std::optional<Launch> probe(int s, const QueuedJob& job, Seconds t) {
+    Server& srv = servers_[s];
+    build_views(srv, t);
+    probe_queue_.clear();
+    probe_queue_.push_back(job);
+    Snapshot snap;
+    snap.now = t;
+    snap.main_queue = &probe_queue_;
+    snap.gpus = srv.views;
+    snap.running = srv.running;
+    snap.state = srv.state;
+    snap.explain = false;
     ++n_ticks_;
-    build_views(t);
-    Snapshot s;
-    s.now = t;
-    s.main_queue = &main_queue_;
-    s.recovery_queue = &recovery_queue_;
-    s.gpus = views_;
-    s.running = running_;
-    s.failures = failures_;
-    s.state = state_;
-    Decisions d = engine_.tick(s);
-    failures_.clear();
-    state_ = d.state;
-
-    for (const auto& r : d.requeues) {
-      Job& j = jobs_[r.job];
-      j.recovery = r.recovery;
-      j.phase = Phase::Queued;
-      recovery_queue_.push_back({j.spec, j.recovery});
+    Decisions d = engine_.tick(snap);
+    if (!d.launches.empty()) {
+      srv.state = d.state;
+      return std::move(d.launches.front());
     }
-    for (const auto& st : d.stops) {
-      Job& j = jobs_[st.job];
-      j.phase = Phase::Stopped;
-      j.rec.end = t;
-      j.rec.stop_reason = st.reason;
-    }
-    for (const auto& l : d.launches) {
-      if (!remove_queued(recovery_queue_, l.job) && !remove_queued(main_queue_, l.job))
-        throw SimError(fmt::format("engine launched job {} which is not queued", l.job));
-      launch(l, t);
-    }
-    if (d.blocked) last_blocked_ = d.blocked->reason;
-    if (d.wake_at && *d.wake_at > t) push_wake(*d.wake_at);
-    // A head job held back by the pressure filter may pass once the windows settle.
-    if (d.blocked && d.blocked->by_pressure && engine_.uses_telemetry() && windows_changing(t)) {
+    srv.refused_job = static_cast<std::uint64_t>(job.spec.id);
+    srv.refused_version = srv.version;
+    if (d.wake_at && *d.wake_at > t) push_wake(s, *d.wake_at);
+    // A job held back by the pressure filter may pass once the windows settle.
+    if (d.blocked && d.blocked->by_pressure && engine_.uses_telemetry() && windows_changing(srv, t)) {
       const double hz = opt_.engine.telemetry_sample_hz;
-      push_wake((std::floor(t * hz + 1e-9) + 1) / hz);
+      push_wake(s, (std::floor(t * hz + 1e-9) + 1) / hz);
     }
+    return std::nullopt;
   }
 
-  static bool remove_queued(JobQueue& q, JobId id) {
-    for (auto it = q.begin(); it != q.end(); ++it) {
-      if (it->spec.id == id) {
-        q.erase(it);
+  bool refused_already(int s, const QueuedJob& job) const {
+    const Server& srv = servers_[s];
+    return srv.refused_job == static_cast<std::uint64_t>(job.spec.id) && srv.refused_version == srv.version;
+  }
+
+  // Servers in the order the dispatcher asks them: those with enough idle GPUs for the
+  // job to run alone first (fewest idle GPUs first: keeps whole servers free for large
+  // jobs), then, if the policy shares GPUs, the others by most free memory.
+  bool dispatch_single(int id, const QueuedJob& job, Seconds t) {
+    const int n = job.spec.num_gpus;
+    order_.clear();
+    const bool shares = engine_.config().collocate && !job.recovery.exclusive_only;
+    for (int s = 0; s < static_cast<int>(servers_.size()); ++s) {
+      const Server& srv = servers_[s];
+      if (srv.ngpus < n || refused_already(s, job)) continue;
+      if (srv.idle_gpus >= n) {
+        order_.push_back({0, srv.idle_gpus, 0, s});
+      } else if (shares) {
+        MiB free = 0;
+        for (const auto& v : srv.views) free += v.free_mib;
+        order_.push_back({1, 0, -free, s});
+      }
+    }
+    std::sort(order_.begin(), order_.end());
+    for (const auto& c : order_) {
+      if (auto l = probe(c.server, job, t)) {
+        launch(id, {{c.server, std::move(*l)}}, t);
         return true;
       }
     }
     return false;
+  }
+
+  // A job larger than any server runs alone on whole idle servers, lowest index first.
+  bool dispatch_gang(int id, const QueuedJob& job, Seconds t) {
+    int remaining = job.spec.num_gpus;
+    std::vector<std::pair<int, Launch>> parts;
+    for (int s = 0; s < static_cast<int>(servers_.size()) && remaining > 0; ++s) {
+      const Server& srv = servers_[s];
+      if (srv.idle_gpus < srv.ngpus) continue;
+      QueuedJob part = job;
+      part.spec.num_gpus = std::min(remaining, srv.ngpus);
+      part.recovery.exclusive_only = true;
+      if (auto l = probe(s, part, t)) {
+        remaining -= part.spec.num_gpus;
+        parts.push_back({s, std::move(*l)});
+      }
+    }
+    if (remaining > 0) {
+      last_blocked_ = fmt::format("needs {} whole idle servers' worth of GPUs", job.spec.num_gpus);
+      return false;
+    }
+    launch(id, parts, t);
+    return true;
+  }
+
+  bool dispatch(const QueuedJob& job, Seconds t) {
+    const int id = static_cast<int>(job.spec.id);
+    jobs_[id].recovery = job.recovery;
+    if (job.spec.num_gpus > max_per_server_) return dispatch_gang(id, job, t);
+    return dispatch_single(id, job, t);
+  }
+
+  void tick(Seconds t) {
+    // Failures first: the engine's recovery rule decides what becomes of each.
+    for (const auto& f : failures_) {
+      auto outcome = engine_.recover(f);
+      Job& j = jobs_[f.job.spec.id];
+      if (auto* r = std::get_if<Requeue>(&outcome)) {
+        j.recovery = r->recovery;
+        j.phase = Phase::Queued;
+        recovery_queue_.push_back({j.spec, j.recovery});
+      } else {
+        j.phase = Phase::Stopped;
+        j.rec.end = t;
+        j.rec.stop_reason = std::get<Stop>(outcome).reason;
+        ++n_finished_;
+      }
+    }
+    failures_.clear();
+
+    // Then the queues, head first: recovery queue before the main queue.
+    const bool strict = opt_.engine.strict_head_of_line;
+    for (JobQueue* q : {&recovery_queue_, &main_queue_}) {
+      for (auto it = q->begin(); it != q->end();) {
+        if (dispatch(*it, t)) {
+          it = q->erase(it);
+        } else if (strict) {
+          goto done;
+        } else {
+          ++it;
+        }
+      }
+    }
+  done:
+    if (opt_.record_timeline) {
+      const int waiting = static_cast<int>(main_queue_.size() + recovery_queue_.size());
+      if (queue_timeline_.empty() || queue_timeline_.back().second != waiting) {
+        if (!queue_timeline_.empty() && queue_timeline_.back().first == t) queue_timeline_.back().second = waiting;
+        else queue_timeline_.push_back({t, waiting});
+      }
+    }
   }
 
   SimResult finish() {
@@ -496,6 +655,8 @@ class Run {
       r.energy_j += gpus_[g].energy_j;
       mem += gpus_[g].mem_integral;
       sm += gpus_[g].sm_integral;
+      r.gpu_total_mib.push_back(gpus_[g].total);
+      r.gpu_server.push_back(gpus_[g].server);
     }
     const double span = (r.end - r.start) * static_cast<double>(gpus_.size());
     r.gpu_mem_util_mean = span > 0 ? mem / span : 0;
@@ -505,30 +666,41 @@ class Run {
     std::stable_sort(r.jobs.begin(), r.jobs.end(),
                      [](const JobRecord& a, const JobRecord& b) { return a.trace_index < b.trace_index; });
     r.gpu_timeline = std::move(timeline_);
-    for (const auto& g : gpus_) r.gpu_total_mib.push_back(g.total);
-    r.gpu_server.assign(gpus_.size(), 0);
+    r.queue_timeline = std::move(queue_timeline_);
     r.events = n_events_;
     r.ticks = n_ticks_;
     return r;
   }
+
+  struct Candidate {
+    int rank;       // 0: can run alone on idle GPUs; 1: would share
+    int idle;       // fewer idle GPUs first among rank 0
+    MiB neg_free;   // more free memory first among rank 1
+    int server;
+    bool operator<(const Candidate& o) const {
+      return std::tie(rank, idle, neg_free, server) < std::tie(o.rank, o.idle, o.neg_free, o.server);
+    }
+  };
 
   const SimOptions& opt_;
   Engine engine_;
   InterferenceModel model_;
   std::vector<Job> jobs_;
   std::vector<Gpu> gpus_;
-  std::vector<GpuView> views_;
-  std::vector<RunningJob> running_;
+  std::vector<Server> servers_;
   std::vector<Failure> failures_;
-  JobQueue main_queue_, recovery_queue_;
-  EngineState state_;
+  JobQueue main_queue_, recovery_queue_, probe_queue_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  std::set<Seconds> wakes_;
+  std::set<std::pair<Seconds, int>> wakes_;
   std::vector<int> touched_;
+  std::vector<Candidate> order_;
   std::vector<std::vector<GpuPoint>> timeline_;
+  std::vector<std::pair<Seconds, int>> queue_timeline_;
   std::string last_blocked_;
+  int max_per_server_ = 0;
   Seconds start_ = 0;
   std::uint64_t seq_ = 0, n_events_ = 0, n_ticks_ = 0;
+  std::size_t n_finished_ = 0;
 };
 
 }  // namespace
@@ -536,6 +708,33 @@ class Run {
 ClusterSpec ClusterSpec::uniform(int servers, int gpus_per_server, MiB gpu_memory_mib) {
   ClusterSpec c;
   c.servers.assign(static_cast<std::size_t>(std::max(servers, 0)), ServerSpec{gpus_per_server, gpu_memory_mib});
+  return c;
+}
+
+ClusterSpec ClusterSpec::parse(const std::string& spec) {
+  ClusterSpec c;
+  c.servers.clear();
+  std::size_t pos = 0;
+  while (pos <= spec.size()) {
+    const std::size_t comma = std::min(spec.find(',', pos), spec.size());
+    const std::string part = spec.substr(pos, comma - pos);
+    long long n[3] = {0, 0, 0};
+    int k = 0;
+    std::size_t p = 0;
+    bool ok = !part.empty();
+    while (ok && p < part.size() && k < 3) {
+      std::size_t x = part.find('x', p);
+      if (x == std::string::npos) x = part.size();
+      const std::string num = part.substr(p, x - p);
+      ok = !num.empty() && num.find_first_not_of("0123456789") == std::string::npos && num.size() < 10;
+      if (ok) n[k++] = std::stoll(num);
+      p = x + 1;
+    }
+    if (!ok || k != 3 || p <= part.size() || n[0] < 1 || n[1] < 1 || n[2] < 1)
+      throw InputError(fmt::format("--gpu-memory: '{}' is not SERVERSxGPUSxMIB (e.g. 4x8x81920)", part));
+    for (long long i = 0; i < n[0]; ++i) c.servers.push_back(ServerSpec{static_cast<int>(n[1]), n[2]});
+    pos = comma + 1;
+  }
   return c;
 }
 
@@ -549,6 +748,19 @@ int ClusterSpec::max_gpus_per_server() const {
   int n = 0;
   for (const auto& s : servers) n = std::max(n, s.gpus);
   return n;
+}
+
+std::string ClusterSpec::describe() const {
+  std::string out;
+  for (std::size_t i = 0; i < servers.size();) {
+    std::size_t k = i;
+    while (k < servers.size() && servers[k].gpus == servers[i].gpus &&
+           servers[k].gpu_memory_mib == servers[i].gpu_memory_mib)
+      ++k;
+    out += fmt::format("{}{} x {} x {} MiB", out.empty() ? "" : " + ", k - i, servers[i].gpus, servers[i].gpu_memory_mib);
+    i = k;
+  }
+  return out;
 }
 
 SimResult simulate(const WorkloadCatalog& catalog, const Trace& trace, const SimOptions& options) {

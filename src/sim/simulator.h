@@ -7,6 +7,7 @@
 // whose window still changes. Telemetry windows are synthesised only when the engine looks.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -98,6 +99,8 @@ struct SimOptions {
   ClusterSpec cluster;
   std::uint64_t seed = 1;
   bool record_timeline = false;   // fill gpu_timeline and queue_timeline (for reports)
+  // Called now and then with the fraction of jobs finished, for progress bars.
+  std::function<void(double)> progress;
 };
 
 // Runs the whole trace. Throws SimError if the trace cannot finish (a job that can

@@ -1,0 +1,111 @@
+#include "apps/aegis/sim_output.h"
+
+#include <cmath>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+
+#include "sim/csv.h"
+
+namespace aegis::cli {
+
+namespace {
+
+std::string ratio(double x, double base) { return base > 0 ? fmt::format("{:.3f}", x / base) : "-"; }
+
+const char* outcome_name(AttemptOutcome o) {
+  switch (o) {
+    case AttemptOutcome::Completed: return "completed";
+    case AttemptOutcome::Oom: return "oom";
+    case AttemptOutcome::Stopped: return "stopped";
+  }
+  return "?";
+}
+
+// CSV fields from traces are quoted when they could break the row.
+std::string field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::ofstream open_out(const std::string& path) {
+  std::ofstream f(path);
+  if (!f) throw InputError(path + ": cannot write file");
+  return f;
+}
+
+}  // namespace
+
+void print_table(const Trace& trace, const std::string& cluster, std::uint64_t seed, const std::vector<RunMetrics>& ms) {
+  const RunMetrics* excl = nullptr;
+  for (const auto& m : ms)
+    if (m.policy == "exclusive") excl = &m;
+  fmt::print("\n{} ({} jobs, {}, seed {})\n", trace.name, trace.jobs.size(), cluster, seed);
+  fmt::print("{:<12} {:>13} {:>11} {:>7} {:>10} {:>10} {:>10} {:>11} {:>5} {:>6} {:>7} {:>9} {:>7}\n", "policy",
+             "done", "makespan_s", "/excl", "jct_mean_s", "jct_p95_s", "queue_mean", "exec_total", "oom", "failed",
+             "slow_mx", "energy_MJ", "/excl");
+  for (const auto& m : ms) {
+    fmt::print("{:<12} {:>13} {:>11.0f} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>11.0f} {:>5} {:>6} {:>7.3f} {:>9.1f} {:>7}\n",
+               m.policy, fmt::format("{}/{}", m.completed, m.jobs), m.makespan_s,
+               excl ? ratio(m.makespan_s, excl->makespan_s) : "-", m.jct_mean_s, m.jct_p95_s, m.queue_mean_s,
+               m.exec_total_s, m.oom_attempts, m.failed_attempts, m.slowdown_max, m.energy_j / 1e6,
+               excl ? ratio(m.energy_j, excl->energy_j) : "-");
+  }
+}
+
+std::vector<std::pair<std::string, double>> print_normalised(const std::vector<const Trace*>& traces,
+                                                             const std::vector<std::string>& policies,
+                                                             const std::vector<RunMetrics>& all) {
+  std::map<std::string, std::map<std::string, double>> makespan;  // trace -> policy -> s
+  for (const auto& m : all) makespan[m.trace][m.policy] = m.makespan_s;
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto* t : traces)
+    if (!makespan[t->name].count("exclusive")) return out;
+  fmt::print("\nmakespan normalised to exclusive\n{:<12}", "policy");
+  for (const auto* t : traces) fmt::print(" {:>14}", t->name);
+  fmt::print(" {:>9}\n", traces.size() > 1 ? "geomean" : "");
+  for (const auto& p : policies) {
+    fmt::print("{:<12}", p);
+    double logsum = 0;
+    for (const auto* t : traces) {
+      const double r = makespan[t->name][p] / makespan[t->name]["exclusive"];
+      logsum += std::log(r);
+      fmt::print(" {:>14.3f}", r);
+    }
+    const double g = std::exp(logsum / static_cast<double>(traces.size()));
+    out.push_back({p, g});
+    fmt::print(" {:>9}\n", traces.size() > 1 ? fmt::format("{:.3f}", g) : "");
+  }
+  return out;
+}
+
+void write_jobs_csv(const std::string& path, const std::vector<SimResult>& runs) {
+  auto f = open_out(path);
+  f << "trace,policy,job_index,workload,num_gpus,submit_s,first_launch_s,end_s,completed,attempt,launch_s,"
+       "first_activity_s,attempt_end_s,gpus,exclusive,floor_mib,admitted_mib,outcome,solo_runtime_s\n";
+  for (const auto& r : runs)
+    for (const auto& j : r.jobs)
+      for (std::size_t a = 0; a < j.attempts.size(); ++a) {
+        const auto& at = j.attempts[a];
+        std::string gpus;
+        for (int g : at.gpus) gpus += (gpus.empty() ? "" : ";") + std::to_string(g);
+        f << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", field(r.trace), r.policy,
+                         j.trace_index, field(j.workload), j.num_gpus, j.submit, j.first_launch, j.end,
+                         j.completed ? 1 : 0, a + 1, at.launch, at.first_activity, at.end, gpus, at.exclusive ? 1 : 0,
+                         at.floor_mib, at.admitted_mib, outcome_name(at.outcome), j.solo_runtime);
+      }
+}
+
+void write_mapping_csv(const std::string& path, const std::vector<const Trace*>& traces) {
+  auto f = open_out(path);
+  f << "trace,job_index,source_id,submit_s,num_gpus,duration_s,gpu_fraction,workload\n";
+  for (const auto* t : traces)
+    for (const auto& j : t->jobs)
+      f << fmt::format("{},{},{},{},{},{},{},{}\n", field(t->name), j.index, field(j.source_id), j.submit_time,
+                       j.num_gpus, j.duration_s ? fmt::format("{}", *j.duration_s) : "", j.gpu_fraction,
+                       field(j.workload));
+}
+
+}  // namespace aegis::cli

@@ -1,22 +1,177 @@
 #include "sim/trace_formats.h"
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <span>
+#include <string_view>
+
 #include "sim/csv.h"
+#include "sim/workload_mapping.h"
 
 namespace aegis {
 
-// Placeholder until the production readers land.
+namespace {
+
+using Columns = std::span<const std::string_view>;
+
+constexpr std::string_view kAegisColumns[] = {"job_index", "submit_time_s", "workload_name", "num_gpus"};
+constexpr std::string_view kPhillyColumns[] = {"timestamp", "duration", "num_gpus"};
+constexpr std::string_view kAlibabaColumns[] = {"name",          "num_gpu",        "gpu_milli",
+                                                "creation_time", "scheduled_time", "deletion_time"};
+
+struct FormatColumns {
+  TraceFormat format;
+  Columns columns;
+};
+constexpr FormatColumns kFormats[] = {{TraceFormat::Aegis, kAegisColumns},
+                                      {TraceFormat::Philly, kPhillyColumns},
+                                      {TraceFormat::Alibaba, kAlibabaColumns}};
+
+bool has_all(const std::vector<std::string>& header, Columns columns) {
+  return std::all_of(columns.begin(), columns.end(), [&](std::string_view c) {
+    return std::find(header.begin(), header.end(), c) != header.end();
+  });
+}
+
+// A forced --trace-format skips detection, so the columns still need checking.
+void require_columns(const CsvReader& r, Columns columns) {
+  for (std::string_view c : columns)
+    if (!r.has_column(c)) throw InputError(fmt::format("{}:1: missing column '{}'", r.file(), c));
+}
+
+// The number written by the (already checked) digits s[pos, pos + n).
+int digits(std::string_view s, std::size_t pos, std::size_t n) {
+  int v = 0;
+  for (char c : s.substr(pos, n)) v = v * 10 + (c - '0');
+  return v;
+}
+
+// "YYYY-MM-DD HH:MM:SS" taken as UTC, in seconds since the Unix epoch. The calendar
+// arithmetic of <chrono> needs no locale and no time-zone database.
+std::optional<Seconds> parse_utc(std::string_view s) {
+  constexpr std::string_view kShape = "0000-00-00 00:00:00";
+  if (s.size() != kShape.size()) return std::nullopt;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const bool digit = s[i] >= '0' && s[i] <= '9';
+    if (kShape[i] == '0' ? !digit : s[i] != kShape[i]) return std::nullopt;
+  }
+  using namespace std::chrono;
+  const year_month_day date{year{digits(s, 0, 4)}, month{static_cast<unsigned>(digits(s, 5, 2))},
+                            day{static_cast<unsigned>(digits(s, 8, 2))}};
+  const int h = digits(s, 11, 2), m = digits(s, 14, 2), sec = digits(s, 17, 2);
+  if (!date.ok() || h > 23 || m > 59 || sec > 59) return std::nullopt;
+  const auto days = sys_days{date}.time_since_epoch().count();
+  return static_cast<Seconds>(days * 86400 + h * 3600 + m * 60 + sec);
+}
+
+int gpu_count(const CsvReader& r, std::string_view column, std::int64_t min) {
+  const auto g = r.get_int(column);
+  if (g < min || g > 1024) r.fail(column, fmt::format("{} is not in [{}, 1024]", g, min));
+  return static_cast<int>(g);
+}
+
+Trace start_trace(const std::string& path, TraceFormat format) {
+  Trace t;
+  t.path = path;
+  t.name = std::filesystem::path(path).stem().string();
+  t.format = format;
+  return t;
+}
+
+std::string skipped_summary(const Trace& t) {
+  std::string s;
+  for (const auto& [reason, n] : t.skipped) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", n, reason);
+  return s.empty() ? "" : fmt::format(" (skipped: {})", s);
+}
+
+// What every production format shares once its rows are read: order, shape, then borrow
+// profiles, so that the mapping ranks exactly the jobs that will run.
+void finish(Trace& t, const WorkloadCatalog& catalog, const TraceOptions& options) {
+  if (t.jobs.empty()) throw InputError(fmt::format("{}: no jobs{}", t.path, skipped_summary(t)));
+  std::sort(t.jobs.begin(), t.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
+    return a.submit_time != b.submit_time ? a.submit_time < b.submit_time : a.index < b.index;
+  });
+  shape_trace(t, options);
+  t.mapping_method = map_workloads(t.jobs, catalog, options.seed, options.workload_runtime);
+}
+
+TraceJob job_at(const CsvReader& r, std::int64_t index) {
+  TraceJob j;
+  j.index = index;
+  j.where = fmt::format("{}:{}", r.file(), r.line());
+  return j;
+}
+
+}  // namespace
+
 std::optional<TraceFormat> detect_trace_format(const std::vector<std::string>& header) {
-  for (const auto& h : header)
-    if (h == "workload_name") return TraceFormat::Aegis;
-  return std::nullopt;
+  std::optional<TraceFormat> found;
+  for (const auto& [format, columns] : kFormats) {
+    if (!has_all(header, columns)) continue;
+    if (found) return std::nullopt;  // ambiguous: the caller must name the format
+    found = format;
+  }
+  return found;
 }
 
-Trace load_philly_trace(const std::string& path, const WorkloadCatalog&, const TraceOptions&) {
-  throw InputError(path + ": the philly format is not supported yet");
+Trace load_philly_trace(const std::string& path, const WorkloadCatalog& catalog, const TraceOptions& options) {
+  Trace t = start_trace(path, TraceFormat::Philly);
+  CsvReader r = CsvReader::open(path);
+  require_columns(r, kPhillyColumns);
+  const bool has_cluster = r.has_column("cluster");
+  for (std::int64_t row = 0; r.next(); ++row) {
+    TraceJob j = job_at(r, row);
+    const auto submit = parse_utc(r.field("timestamp"));
+    if (!submit)
+      r.fail("timestamp", fmt::format("expected a UTC time 'YYYY-MM-DD HH:MM:SS', got '{}'", r.field("timestamp")));
+    j.submit_time = *submit;
+    const double d = r.get_double("duration");
+    if (d <= 0) r.fail("duration", fmt::format("{} is not positive", d));
+    j.duration_s = d;
+    j.num_gpus = gpu_count(r, "num_gpus", 1);
+    if (has_cluster) j.source_id = r.field("cluster");
+    t.jobs.push_back(std::move(j));
+  }
+  finish(t, catalog, options);
+  return t;
 }
 
-Trace load_alibaba_trace(const std::string& path, const WorkloadCatalog&, const TraceOptions&) {
-  throw InputError(path + ": the alibaba format is not supported yet");
+Trace load_alibaba_trace(const std::string& path, const WorkloadCatalog& catalog, const TraceOptions& options) {
+  Trace t = start_trace(path, TraceFormat::Alibaba);
+  CsvReader r = CsvReader::open(path);
+  require_columns(r, kAlibabaColumns);
+  for (std::int64_t row = 0; r.next(); ++row) {
+    const int gpus = gpu_count(r, "num_gpu", 0);
+    if (gpus == 0) {
+      ++t.skipped["CPU-only pod"];
+      continue;
+    }
+    const auto milli = r.get_int("gpu_milli");
+    if (milli < 1 || milli > 1000) r.fail("gpu_milli", fmt::format("{} is not in [1, 1000] for a GPU pod", milli));
+    const double created = r.get_double("creation_time");
+    const auto scheduled = r.opt_double("scheduled_time");
+    const auto deleted = r.opt_double("deletion_time");
+    if (!scheduled || !deleted) {
+      ++t.skipped["never scheduled"];
+      continue;
+    }
+    if (*deleted - *scheduled <= 0) {
+      ++t.skipped["no runtime"];
+      continue;
+    }
+    TraceJob j = job_at(r, row);
+    j.submit_time = created;
+    j.duration_s = *deleted - *scheduled;
+    j.num_gpus = gpus;
+    // Only a single-GPU pod can ask for part of a GPU (the trace's own definition).
+    if (gpus == 1 && milli < 1000) j.gpu_fraction = static_cast<double>(milli) / 1000.0;
+    j.source_id = r.field("name");
+    t.jobs.push_back(std::move(j));
+  }
+  finish(t, catalog, options);
+  return t;
 }
 
 }  // namespace aegis

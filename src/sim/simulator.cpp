@@ -72,8 +72,8 @@ struct Gpu {
   double energy_j = 0, mem_integral = 0, sm_integral = 0;
 };
 
-// One server: its GPUs, the jobs running on it, and the dispatcher's memo of the last job
-// its engine refused (valid while nothing on the server changed).
+// One server: its GPUs, the jobs running on it, and the dispatcher's memo of the last
+// request its engine refused (valid while nothing on the server changed).
 struct Server {
   int first_gpu = 0;
   int ngpus = 0;
@@ -82,11 +82,26 @@ struct Server {
   EngineState state;
   int idle_gpus = 0;                // GPUs with no job
   std::uint64_t version = 0;
-  std::uint64_t refused_job = kNoJob;
+  std::uint64_t refused_request = kNoJob;  // request_key of the job it refused last
   std::uint64_t refused_version = 0;
   Seconds views_built_at = -1;
   std::uint64_t views_version = kNoJob;
 };
+
+// Everything of a queued job the engine's decision can depend on; jobs with equal keys
+// get equal answers from a server in an unchanged state (ids and names are only echoed).
+std::uint64_t request_key(const QueuedJob& q) {
+  auto opt = [](const std::optional<MiB>& v) { return v ? static_cast<std::uint64_t>(*v) + 1 : 0; };
+  std::uint64_t h = mix64(static_cast<std::uint64_t>(q.spec.num_gpus));
+  for (const auto& v : {q.spec.estimates.declared, q.spec.estimates.profiled, q.spec.estimates.analytical,
+                        q.spec.estimates.faketensor, q.spec.estimates.learned, q.spec.estimates.history})
+    h = mix64(h ^ opt(v));
+  h = mix64(h ^ (q.spec.hints.gpu_util ? std::hash<double>{}(*q.spec.hints.gpu_util) + 1 : 0));
+  h = mix64(h ^ (q.spec.hints.sharing_score ? static_cast<std::uint64_t>(*q.spec.hints.sharing_score) + 1 : 0));
+  h = mix64(h ^ static_cast<std::uint64_t>(q.recovery.floor_mib));
+  h = mix64(h ^ (q.recovery.exclusive_only ? 1u : 2u));
+  return mix64(h ^ static_cast<std::uint64_t>(q.recovery.oom_count));
+}
 
 void erase_value(std::vector<int>& v, int x) {
   auto it = std::find(v.begin(), v.end(), x);
@@ -527,7 +542,7 @@ class Run {
       srv.state = d.state;
       return std::move(d.launches.front());
     }
-    srv.refused_job = static_cast<std::uint64_t>(job.spec.id);
+    srv.refused_request = request_key(job);
     srv.refused_version = srv.version;
     if (d.wake_at && *d.wake_at > t) push_wake(s, *d.wake_at);
     // A job held back by the pressure filter may pass once the windows settle.
@@ -538,9 +553,9 @@ class Run {
     return std::nullopt;
   }
 
-  bool refused_already(int s, const QueuedJob& job) const {
+  bool refused_already(int s, std::uint64_t key) const {
     const Server& srv = servers_[s];
-    return srv.refused_job == static_cast<std::uint64_t>(job.spec.id) && srv.refused_version == srv.version;
+    return srv.refused_request == key && srv.refused_version == srv.version;
   }
 
   // Servers in the order the dispatcher asks them: those with enough idle GPUs for the
@@ -550,9 +565,10 @@ class Run {
     const int n = job.spec.num_gpus;
     order_.clear();
     const bool shares = engine_.config().collocate && !job.recovery.exclusive_only;
+    const std::uint64_t key = request_key(job);
     for (int s = 0; s < static_cast<int>(servers_.size()); ++s) {
       const Server& srv = servers_[s];
-      if (srv.ngpus < n || refused_already(s, job)) continue;
+      if (srv.ngpus < n || refused_already(s, key)) continue;
       if (srv.idle_gpus >= n) {
         order_.push_back({0, srv.idle_gpus, 0, s});
       } else if (shares) {

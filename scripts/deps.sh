@@ -7,6 +7,7 @@ PACKAGES=(
   g++ cmake make ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev googletest libbenchmark-dev
+  chromium   # headless, for the HTML report's browser check (tests/browser/)
 )
 
 missing=()

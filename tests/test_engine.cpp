@@ -253,3 +253,35 @@ TEST(Engine, ExclusiveFirstSkipsIdleGpusTooSmallForTheEstimate) {
 
 }  // namespace
 }  // namespace aegis
+
+namespace aegis {
+namespace {
+
+TEST(Engine, RequestShapeCoversWhatThePolicyReads) {
+  QueuedJob a = test::job(1, 1, 8000), b = test::job(2, 1, 12000);
+  b.spec.name = "other";
+  const Engine free = test::engine("aegis"), peak = test::engine("aegis-peak"), lucid = test::engine("lucid");
+  auto same = [](const Engine& e, const QueuedJob& x, const QueuedJob& y) {
+    return e.request_shape(x).covers(e.request_shape(y)) && e.request_shape(y).covers(e.request_shape(x));
+  };
+  EXPECT_TRUE(same(free, a, b));  // estimator-free: estimates unread
+  EXPECT_FALSE(same(peak, a, b));
+  EXPECT_TRUE(peak.request_shape(b).covers(peak.request_shape(a)));  // needs more: refused where a was
+  EXPECT_FALSE(peak.request_shape(a).covers(peak.request_shape(b)));
+  EXPECT_EQ(peak.request_shape(b).need_shared, 12000 + 2048);
+  EXPECT_EQ(peak.request_shape(b).need_alone, 12000);
+  b.spec.estimates.profiled = 8000;
+  b.spec.hints.sharing_score = 2;
+  EXPECT_TRUE(same(peak, a, b));
+  EXPECT_FALSE(same(lucid, a, b));
+  b = a;
+  b.recovery.floor_mib = 10240;
+  EXPECT_FALSE(same(free, a, b));
+  EXPECT_TRUE(free.request_shape(b).covers(free.request_shape(a)));
+  b = a;
+  b.spec.num_gpus = 2;
+  EXPECT_FALSE(free.request_shape(b).covers(free.request_shape(a)));
+}
+
+}  // namespace
+}  // namespace aegis

@@ -35,6 +35,7 @@ struct Blocked {
   JobId job = 0;
   std::string reason;           // one line, e.g. "gpu0: observing; gpu1: pressure"
   bool by_pressure = false;     // some GPU passed every stage but the pressure filter
+  std::vector<int> pressure_gpus;  // those GPUs: only their telemetry can change the answer
 };
 
 struct EngineState {

@@ -1,6 +1,7 @@
 #include "sched/engine.h"
 
 #include <algorithm>
+#include <cstring>
 #include <fmt/format.h>
 #include <limits>
 
@@ -24,7 +25,7 @@ Seconds gate_opens_at(const EngineConfig& c, Seconds launched_at, std::optional<
 struct Tick {
   const EngineConfig& cfg;
   const Snapshot& snap;
-  std::vector<GpuCandidate> gpus;
+  std::vector<GpuCandidate>& gpus;
 
   void add_job(const JobSpec& spec, const std::vector<int>& on, bool exclusive, MiB admitted,
                Seconds launched_at, std::optional<Seconds> first_activity) {
@@ -87,6 +88,43 @@ std::string Engine::describe() const {
   return s;
 }
 
+void Engine::fill_requirement(const QueuedJob& job, PlacementRequest& req) const {
+  req.job = &job;
+  req.estimate = select_estimate(job.spec.estimates, estimate_source_);
+  const MiB floor = job.recovery.floor_mib;
+  if (req.estimate) {
+    req.required_free_mib = std::max(*req.estimate + config_.memory_margin_mib, floor);
+    req.admitted_mib = std::max(*req.estimate, floor);
+  } else {
+    req.required_free_mib = floor > 0 ? floor : config_.estimator_free_floor_mib;
+    req.admitted_mib = req.required_free_mib;
+  }
+}
+
+Engine::RequestShape Engine::request_shape(const QueuedJob& job) const {
+  PlacementRequest req;
+  fill_requirement(job, req);
+  // FNV-1a over the fields the stages read besides memory, in a fixed order.
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](std::uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 1099511628211ULL;
+    }
+  };
+  mix(static_cast<std::uint64_t>(job.spec.num_gpus));
+  mix(req.estimate ? 1 : 0);
+  mix(job.recovery.exclusive_only ? 1 : 0);
+  if (config_.util_cap > 0 || config_.order == "lpu") {
+    const double u = job.spec.hints.gpu_util.value_or(-1.0);
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &u, sizeof bits);
+    mix(bits);
+  }
+  if (config_.sharing_score_cap >= 0) mix(static_cast<std::uint64_t>(job.spec.hints.sharing_score.value_or(-1) + 2));
+  return {h, req.required_free_mib, std::max(req.estimate.value_or(0), job.recovery.floor_mib)};
+}
+
 std::variant<Requeue, Stop> Engine::recover(const Failure& f) const {
   if (f.kind != FailureKind::Oom) return Stop{f.job.spec.id, f.detail.empty() ? "failed (not out of memory)" : f.detail};
   return recovery_->after_oom(f.job);
@@ -110,7 +148,11 @@ Decisions Engine::tick(const Snapshot& snap) const {
   }
 
   // --- The GPUs as the stages see them.
-  Tick t{cfg, snap, {}};
+  // Per-thread scratch storage: the engine keeps no state between ticks, but drivers that
+  // tick millions of times (the simulator) should not pay an allocation per GPU list.
+  thread_local std::vector<GpuCandidate> gpu_scratch;
+  Tick t{cfg, snap, gpu_scratch};
+  t.gpus.clear();
   t.gpus.resize(snap.gpus.size());
   for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
     t.gpus[i].view = &snap.gpus[i];
@@ -133,29 +175,22 @@ Decisions Engine::tick(const Snapshot& snap) const {
     return nullptr;
   };
 
-  std::vector<const GpuCandidate*> pick;
+  thread_local std::vector<const GpuCandidate*> pick;
+  std::vector<int> pressure_gpus;
   std::string why;
   bool by_pressure = false;
   bool any_waiting = false;
   while (const QueuedJob* job = next_job()) {
     const int n = job->spec.num_gpus;
     PlacementRequest req;
-    req.job = job;
+    fill_requirement(*job, req);
     req.now = snap.now;
-    req.estimate = select_estimate(job->spec.estimates, estimate_source_);
-    const MiB floor = job->recovery.floor_mib;
-    if (req.estimate) {
-      req.required_free_mib = std::max(*req.estimate + cfg.memory_margin_mib, floor);
-      req.admitted_mib = std::max(*req.estimate, floor);
-    } else {
-      req.required_free_mib = floor > 0 ? floor : cfg.estimator_free_floor_mib;
-      req.admitted_mib = req.required_free_mib;
-    }
 
     pick.clear();
     bool exclusive = false;
     why.clear();
     by_pressure = false;
+    pressure_gpus.clear();
     if (n < 1 || n > static_cast<int>(t.gpus.size())) {
       why = snap.explain ? fmt::format("needs {} GPUs; this server has {}", n, t.gpus.size()) : "too large";
     } else {
@@ -184,7 +219,10 @@ Decisions Engine::tick(const Snapshot& snap) const {
           if (!failed) {
             pick.push_back(&g);
           } else {
-            if (failed->name() == "pressure") by_pressure = true;
+            if (failed->name() == "pressure") {
+              by_pressure = true;
+              pressure_gpus.push_back(g.view->index);
+            }
             if (snap.explain) why += fmt::format("{}gpu{}: {}", why.empty() ? "" : ", ", g.view->index, failed->name());
           }
         }
@@ -201,7 +239,7 @@ Decisions Engine::tick(const Snapshot& snap) const {
 
     if (pick.empty()) {
       any_waiting = true;
-      if (!d.blocked) d.blocked = Blocked{job->spec.id, why, by_pressure};
+      if (!d.blocked) d.blocked = Blocked{job->spec.id, why, by_pressure, pressure_gpus};
       if (cfg.strict_head_of_line) break;
       continue;
     }

@@ -30,6 +30,21 @@ class Engine {
   // tick() applies it to Snapshot::failures.
   std::variant<Requeue, Stop> recover(const Failure& f) const;
 
+  // What `job` asks of a GPU, in the terms of this engine's stages. Drivers that ask many
+  // times (the simulator's dispatcher) use it to remember refusals: two requests of the
+  // same kind get the same answer from the same snapshot when their memory needs are
+  // equal, and a request needing at least as much memory (both figures) is refused
+  // wherever the smaller one was (every stage is monotone in memory).
+  struct RequestShape {
+    std::uint64_t kind = 0;  // digest of everything read except the memory figures
+    MiB need_shared = 0;     // effective free memory required to share a GPU
+    MiB need_alone = 0;      // memory an idle GPU must offer to run it alone
+    bool covers(const RequestShape& refused) const {
+      return kind == refused.kind && need_shared >= refused.need_shared && need_alone >= refused.need_alone;
+    }
+  };
+  RequestShape request_shape(const QueuedJob& job) const;
+
   const EngineConfig& config() const { return config_; }
   // True when some stage reads telemetry windows (pressure filter or LUG order):
   // drivers without telemetry changes may then skip re-evaluating.
@@ -45,6 +60,9 @@ class Engine {
   std::unique_ptr<Order> order_;
   std::unique_ptr<RecoveryRule> recovery_;
   bool uses_telemetry_ = false;
+
+  // The memory figures of a placement request (one definition for tick and request_shape).
+  void fill_requirement(const QueuedJob& job, PlacementRequest& req) const;
 };
 
 }  // namespace aegis

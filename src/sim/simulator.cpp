@@ -44,6 +44,7 @@ struct Job {
   Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
   JobSpec spec;
   RecoveryState recovery;
+  Engine::RequestShape request;    // what its current queued request asks of a server
   Phase phase = Phase::Pending;
   // The current attempt.
   std::uint64_t attempt = 0;       // launches so far; identifies activity events
@@ -65,15 +66,21 @@ struct Gpu {
   MiB used = 0;
   std::vector<int> running;  // jobs launched here
   std::vector<int> active;   // jobs that have shown activity here
+  double active_util = 0;    // sums of the active jobs' solo utilisation and DRAM activity
+  double active_drama = 0;
+  std::uint64_t touched = 0; // refresh() stamp
   GpuSample sample{};        // current whole-GPU activity
   std::vector<std::pair<Seconds, GpuSample>> history;  // change points, oldest first
+  std::uint64_t history_version = 0;                    // bumps when history changes
   std::vector<GpuSample> window;                        // buffer handed to the engine
+  std::int64_t window_k = -1;                           // newest sample index in `window`
+  std::uint64_t window_history = kNoJob;                // history_version it was built from
   Seconds last_t = 0;
   double energy_j = 0, mem_integral = 0, sm_integral = 0;
 };
 
-// One server: its GPUs, the jobs running on it, and the dispatcher's memo of the last
-// request its engine refused (valid while nothing on the server changed).
+// One server: its GPUs, the jobs running on it, and the dispatcher's memo of the requests
+// its engine refused (valid while nothing on the server changed).
 struct Server {
   int first_gpu = 0;
   int ngpus = 0;
@@ -82,26 +89,12 @@ struct Server {
   EngineState state;
   int idle_gpus = 0;                // GPUs with no job
   std::uint64_t version = 0;
-  std::uint64_t refused_request = kNoJob;  // request_key of the job it refused last
-  std::uint64_t refused_version = 0;
+  std::vector<Engine::RequestShape> refused;  // requests refused at refused_version
+  std::uint64_t refused_version = kNoJob;
+  std::uint64_t telemetry_version = 0;  // bumps when a GPU's activity changes
   Seconds views_built_at = -1;
   std::uint64_t views_version = kNoJob;
 };
-
-// Everything of a queued job the engine's decision can depend on; jobs with equal keys
-// get equal answers from a server in an unchanged state (ids and names are only echoed).
-std::uint64_t request_key(const QueuedJob& q) {
-  auto opt = [](const std::optional<MiB>& v) { return v ? static_cast<std::uint64_t>(*v) + 1 : 0; };
-  std::uint64_t h = mix64(static_cast<std::uint64_t>(q.spec.num_gpus));
-  for (const auto& v : {q.spec.estimates.declared, q.spec.estimates.profiled, q.spec.estimates.analytical,
-                        q.spec.estimates.faketensor, q.spec.estimates.learned, q.spec.estimates.history})
-    h = mix64(h ^ opt(v));
-  h = mix64(h ^ (q.spec.hints.gpu_util ? std::hash<double>{}(*q.spec.hints.gpu_util) + 1 : 0));
-  h = mix64(h ^ (q.spec.hints.sharing_score ? static_cast<std::uint64_t>(*q.spec.hints.sharing_score) + 1 : 0));
-  h = mix64(h ^ static_cast<std::uint64_t>(q.recovery.floor_mib));
-  h = mix64(h ^ (q.recovery.exclusive_only ? 1u : 2u));
-  return mix64(h ^ static_cast<std::uint64_t>(q.recovery.oom_count));
-}
 
 void erase_value(std::vector<int>& v, int x) {
   auto it = std::find(v.begin(), v.end(), x);
@@ -222,10 +215,13 @@ class Run {
         const MiB first = ramp ? static_cast<MiB>(std::ceil(static_cast<double>(j.w->peak_mib) *
                                                             opt_.sim.memory_initial_fraction))
                                : j.w->peak_mib;
-        touch_servers(j);
+        touch_servers(j);  // the observation gate now runs from this activity
         if (!allocate(j, first, e.t)) break;
         j.active = true;
-        for (int g : j.gpus) gpus_[g].active.push_back(e.id);
+        for (int g : j.gpus) {
+          gpus_[g].active.push_back(e.id);
+          sum_activity(g);
+        }
         refresh(j.gpus, e.t);
         if (ramp) push(e.t + opt_.sim.memory_ramp_s, EvKind::RampDone, e.id, j.attempt);
         break;
@@ -233,6 +229,8 @@ class Run {
       case EvKind::RampDone: {
         Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.attempt != e.version) break;
+        // Less free memory never turns a refusal into a placement (the memory filter is
+        // monotone), so the servers' earlier refusals stand: no touch_servers here.
         allocate(j, j.w->peak_mib - j.held_mib, e.t);
         break;
       }
@@ -248,13 +246,20 @@ class Run {
       }
       case EvKind::Wake:
         wakes_.erase({e.t, e.id});
-        servers_[e.id].version++;
+        bump(e.id);
         break;
     }
   }
 
+  // Something on server s changed that may let it accept what it refused: its earlier
+  // refusals no longer hold.
+  void bump(int s) {
+    servers_[s].version++;
+    changed_.push_back(s);
+  }
+
   void touch_servers(const Job& j) {
-    for (const auto& p : j.parts) servers_[p.server].version++;
+    for (const auto& p : j.parts) bump(p.server);
   }
 
   // Allocates `mib` more on every GPU of the job; the job dies of OOM if one cannot hold it.
@@ -282,7 +287,6 @@ class Run {
       note(g, t);
     }
     j.held_mib += mib;
-    touch_servers(j);
     return true;
   }
 
@@ -299,6 +303,7 @@ class Run {
       gpu.used -= j.held_mib;
       erase_value(gpu.running, id);
       erase_value(gpu.active, id);
+      sum_activity(g);
       Server& srv = servers_[gpu.server];
       GpuView& v = srv.views[gpu.local];
       v.free_mib = gpu.total - gpu.used;
@@ -307,8 +312,8 @@ class Run {
       note(g, t);
     }
     for (const auto& p : j.parts) {
+      bump(p.server);
       Server& srv = servers_[p.server];
-      srv.version++;
       // Swap-remove from the running list handed to the engine.
       const int last = static_cast<int>(srv.running.size()) - 1;
       if (p.running_pos != last) {
@@ -368,7 +373,9 @@ class Run {
       a.admitted_mib = l.admitted_mib;
       j.parts.push_back({s, static_cast<int>(srv.running.size())});
       srv.running.push_back(std::move(r));
-      srv.version++;
+      // A new job only adds load: the server's refusals stand, but the next request must
+      // ask it again (it accepted this one).
+      changed_.push_back(s);
     }
     a.gpus = j.gpus;
     j.rec.attempts.push_back(a);
@@ -384,32 +391,46 @@ class Run {
     j.last_update = t;
   }
 
+  // Recomputed from scratch (not adjusted) so that sums never drift with history.
+  void sum_activity(int g) {
+    Gpu& gpu = gpus_[g];
+    gpu.active_util = gpu.active_drama = 0;
+    for (int k : gpu.active) {
+      gpu.active_util += jobs_[k].w->util;
+      gpu.active_drama += jobs_[k].w->drama;
+    }
+  }
+
   double speed_of(int id) const {
     const Job& j = jobs_[id];
     if (!j.active) return 1.0;
     double s = 1.0;
     const ActivityProfile self{j.w->util, j.w->drama};
     for (int g : j.gpus) {
-      double ou = 0, od = 0;
-      for (int k : gpus_[g].active) {
-        if (k == id) continue;
-        ou += jobs_[k].w->util;
-        od += jobs_[k].w->drama;
-      }
-      s = std::min(s, model_.speed(self, ou, od));
+      const Gpu& gpu = gpus_[g];
+      if (gpu.active.size() < 2) continue;
+      s = std::min(s, model_.speed(self, std::max(0.0, gpu.active_util - self.util),
+                                   std::max(0.0, gpu.active_drama - self.drama)));
     }
     return s;
+  }
+
+  void touch(int g) {
+    if (gpus_[g].touched == stamp_) return;
+    gpus_[g].touched = stamp_;
+    touched_.push_back(g);
   }
 
   // Recomputes speeds of every job on `changed` GPUs and the activity of their GPUs.
   void refresh(const std::vector<int>& changed, Seconds t) {
     touched_.clear();
+    ++stamp_;
     for (int g : changed) {
-      touched_.push_back(g);
+      touch(g);
       for (int id : gpus_[g].running) {
         Job& j = jobs_[id];
         const double s = speed_of(id);
-        for (int h : j.gpus) touched_.push_back(h);
+        for (int h : j.gpus) touch(h);
         if (s == j.speed) continue;
         advance(j, t);
         j.speed = s;
@@ -418,8 +439,7 @@ class Run {
         push(t + remaining / s, EvKind::Complete, id, j.version);
       }
     }
-    std::sort(touched_.begin(), touched_.end());
-    touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+    std::sort(touched_.begin(), touched_.end());  // resample in GPU order: deterministic
     for (int g : touched_) resample(g, t);
   }
 
@@ -440,10 +460,16 @@ class Run {
         s.util == gpu.sample.util)
       return;
     integrate(g, t);
+    // More activity never turns a refusal into a placement (the pressure verdict and every
+    // other stage are monotone in load), so only a decrease voids earlier refusals.
+    const bool eased = s.smact < gpu.sample.smact || s.smocc < gpu.sample.smocc || s.drama < gpu.sample.drama ||
+                       s.util < gpu.sample.util;
     gpu.sample = s;
-    servers_[gpu.server].version++;
+    servers_[gpu.server].telemetry_version++;
+    if (eased) bump(gpu.server);
     if (!gpu.history.empty() && gpu.history.back().first == t) gpu.history.back().second = s;
     else gpu.history.push_back({t, s});
+    gpu.history_version++;
     // Keep one change point older than any window the engine can ask for.
     const Seconds keep = t - (opt_.engine.telemetry_window_samples + 2) / opt_.engine.telemetry_sample_hz;
     std::size_t drop = 0;
@@ -478,19 +504,23 @@ class Run {
   // reads telemetry, and once per server state and instant).
   void build_views(Server& srv, Seconds t) {
     if (!engine_.uses_telemetry()) return;
-    if (srv.views_built_at == t && srv.views_version == srv.version) return;
+    if (srv.views_built_at == t && srv.views_version == srv.telemetry_version) return;
     srv.views_built_at = t;
-    srv.views_version = srv.version;
+    srv.views_version = srv.telemetry_version;
     const double hz = opt_.engine.telemetry_sample_hz;
     const int n = opt_.engine.telemetry_window_samples;
     const auto k_now = static_cast<std::int64_t>(std::floor(t * hz + 1e-9));
     const auto k_first = static_cast<std::int64_t>(std::ceil(start_ * hz - 1e-9));
+    const std::int64_t k_lo = std::max(k_now - n + 1, k_first);
     for (int local = 0; local < srv.ngpus; ++local) {
       const int g = srv.first_gpu + local;
       Gpu& gpu = gpus_[g];
+      if (window_still_valid(gpu, k_now, k_lo, n, hz)) continue;
+      gpu.window_k = k_now;
+      gpu.window_history = gpu.history_version;
       gpu.window.clear();
       std::size_t h = 0;
-      for (std::int64_t k = std::max(k_now - n + 1, k_first); k <= k_now; ++k) {
+      for (std::int64_t k = k_lo; k <= k_now; ++k) {
         const Seconds ts = static_cast<double>(k) / hz;
         while (h + 1 < gpu.history.size() && gpu.history[h + 1].first <= ts) ++h;
         GpuSample s = gpu.history[h].first <= ts ? gpu.history[h].second : GpuSample{};
@@ -499,6 +529,18 @@ class Run {
       }
       srv.views[local].window = gpu.window;
     }
+  }
+
+  // A window built earlier still holds if nothing changed since, and either no sample
+  // instant passed or the GPU was already steady over the whole earlier window (then every
+  // sample, old or new, is the current value).
+  bool window_still_valid(const Gpu& gpu, std::int64_t k_now, std::int64_t k_lo, int n, double hz) const {
+    if (gpu.window_history != gpu.history_version || gpu.window_k < 0) return false;
+    if (gpu.window_k == k_now) return true;
+    if (opt_.sim.telemetry_noise > 0 || k_lo != k_now - n + 1) return false;
+    const std::int64_t old_lo = gpu.window_k - n + 1;
+    return static_cast<std::int64_t>(gpu.window.size()) == n &&
+           gpu.history.back().first <= static_cast<double>(old_lo) / hz;
   }
 
   GpuSample noisy(GpuSample s, int g, std::int64_t k) const {
@@ -512,11 +554,11 @@ class Run {
     return {jitter(s.smact, 0), jitter(s.smocc, 1), jitter(s.drama, 2), jitter(s.util, 3)};
   }
 
-  // True if some GPU of the server has a window that still changes after t.
-  bool windows_changing(const Server& srv, Seconds t) const {
+  // True if one of these GPUs of the server has a window that still changes after t.
+  bool windows_changing(const Server& srv, const std::vector<int>& locals, Seconds t) const {
     if (opt_.sim.telemetry_noise > 0) return true;
     const Seconds span = opt_.engine.telemetry_window_samples / opt_.engine.telemetry_sample_hz;
-    for (int local = 0; local < srv.ngpus; ++local)
+    for (int local : locals)
       if (gpus_[srv.first_gpu + local].history.back().first > t - span) return true;
     return false;
   }
@@ -524,11 +566,12 @@ class Run {
   // --- the dispatcher ---------------------------------------------------------------
   // Asks server s's engine whether it would start `job` now; on a refusal, remembers it
   // and schedules the wake-ups the engine asked for.
-  std::optional<Launch> probe(int s, const QueuedJob& job, Seconds t) {
+  std::optional<Launch> probe(int s, const QueuedJob& job, const Engine::RequestShape& key, Seconds t) {
     Server& srv = servers_[s];
     build_views(srv, t);
-    probe_queue_.clear();
-    probe_queue_.push_back(job);
+    // Reuse the one-job queue's storage: probes are the simulator's inner loop.
+    if (probe_queue_.empty()) probe_queue_.emplace_back();
+    probe_queue_.front() = job;
     Snapshot snap;
     snap.now = t;
     snap.main_queue = &probe_queue_;
@@ -542,20 +585,53 @@ class Run {
       srv.state = d.state;
       return std::move(d.launches.front());
     }
-    srv.refused_request = request_key(job);
-    srv.refused_version = srv.version;
+    if (srv.refused_version != srv.version) {
+      srv.refused.clear();
+      srv.refused_version = srv.version;
+    }
+    srv.refused.push_back(key);
     if (d.wake_at && *d.wake_at > t) push_wake(s, *d.wake_at);
-    // A job held back by the pressure filter may pass once the windows settle.
-    if (d.blocked && d.blocked->by_pressure && engine_.uses_telemetry() && windows_changing(srv, t)) {
+    // A job held back by the pressure filter may pass as the windows change, sample by
+    // sample, until they settle; ask again at each sample unless it cannot pass at all.
+    if (d.blocked && d.blocked->by_pressure && windows_changing(srv, d.blocked->pressure_gpus, t) &&
+        !refused_at_floor(srv, snap, d.blocked->pressure_gpus)) {
       const double hz = opt_.engine.telemetry_sample_hz;
       push_wake(s, (std::floor(t * hz + 1e-9) + 1) / hz);
     }
     return std::nullopt;
   }
 
-  bool refused_already(int s, std::uint64_t key) const {
+  // Until the next event, every window of these GPUs is made of samples already in it and
+  // of the GPU's current value. The pressure verdict only grows with activity (every risk
+  // statistic is at least the window's minimum times the weights' sum, and the rule is
+  // monotone), so if the engine refuses even windows holding just the component-wise
+  // minimum of those values, no later window of this quiet period can pass.
+  bool refused_at_floor(Server& srv, Snapshot snap, const std::vector<int>& locals) {
+    floor_samples_.assign(locals.size(), GpuSample{});
+    for (std::size_t i = 0; i < locals.size(); ++i) {
+      const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
+      GpuSample m = gpu.sample;
+      for (const auto& x : gpu.window) {
+        m.smact = std::min(m.smact, x.smact);
+        m.smocc = std::min(m.smocc, x.smocc);
+        m.drama = std::min(m.drama, x.drama);
+        m.util = std::min(m.util, x.util);
+      }
+      floor_samples_[i] = m;
+      srv.views[locals[i]].window = std::span<const GpuSample>(&floor_samples_[i], 1);
+    }
+    ++n_ticks_;
+    const bool refused = engine_.tick(snap).launches.empty();
+    for (int local : locals) srv.views[local].window = gpus_[srv.first_gpu + local].window;
+    return refused;
+  }
+
+  bool refused_already(int s, const Engine::RequestShape& request) const {
     const Server& srv = servers_[s];
-    return srv.refused_request == key && srv.refused_version == srv.version;
+    if (srv.refused_version != srv.version) return false;
+    for (const auto& r : srv.refused)
+      if (request.covers(r)) return true;
+    return false;
   }
 
   // Servers in the order the dispatcher asks them: those with enough idle GPUs for the
@@ -565,10 +641,23 @@ class Run {
     const int n = job.spec.num_gpus;
     order_.clear();
     const bool shares = engine_.config().collocate && !job.recovery.exclusive_only;
-    const std::uint64_t key = request_key(job);
-    for (int s = 0; s < static_cast<int>(servers_.size()); ++s) {
+    const Engine::RequestShape key = jobs_[id].request;
+    // After a pass for request P, every server outside changed_ has refused (at its
+    // current version) something P covers, or cannot take P's size at all. So for a
+    // request that covers P only the changed servers need asking; otherwise all do.
+    if (!key.covers(scanned_)) {
+      changed_.resize(servers_.size());
+      for (int s = 0; s < static_cast<int>(servers_.size()); ++s) changed_[s] = s;
+    }
+    scanned_ = key;
+    std::sort(changed_.begin(), changed_.end());
+    changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
+    candidates_.swap(changed_);
+    changed_.clear();
+    for (int s : candidates_) {
       const Server& srv = servers_[s];
-      if (srv.ngpus < n || refused_already(s, key)) continue;
+      if (srv.ngpus < n) continue;
+      if (refused_already(s, key)) continue;
       if (srv.idle_gpus >= n) {
         order_.push_back({0, srv.idle_gpus, 0, s});
       } else if (shares) {
@@ -578,9 +667,12 @@ class Run {
       }
     }
     std::sort(order_.begin(), order_.end());
-    for (const auto& c : order_) {
-      if (auto l = probe(c.server, job, t)) {
-        launch(id, {{c.server, std::move(*l)}}, t);
+    for (std::size_t k = 0; k < order_.size(); ++k) {
+      const int s = order_[k].server;
+      if (auto l = probe(s, job, key, t)) {
+        // Servers not asked yet stay candidates for the next request with this key.
+        for (std::size_t m = k + 1; m < order_.size(); ++m) changed_.push_back(order_[m].server);
+        launch(id, {{s, std::move(*l)}}, t);
         return true;
       }
     }
@@ -597,7 +689,7 @@ class Run {
       QueuedJob part = job;
       part.spec.num_gpus = std::min(remaining, srv.ngpus);
       part.recovery.exclusive_only = true;
-      if (auto l = probe(s, part, t)) {
+      if (auto l = probe(s, part, engine_.request_shape(part), t)) {
         remaining -= part.spec.num_gpus;
         parts.push_back({s, std::move(*l)});
       }
@@ -613,6 +705,7 @@ class Run {
   bool dispatch(const QueuedJob& job, Seconds t) {
     const int id = static_cast<int>(job.spec.id);
     jobs_[id].recovery = job.recovery;
+    jobs_[id].request = engine_.request_shape(job);
     if (job.spec.num_gpus > max_per_server_) return dispatch_gang(id, job, t);
     return dispatch_single(id, job, t);
   }
@@ -709,7 +802,11 @@ class Run {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::set<std::pair<Seconds, int>> wakes_;
   std::vector<int> touched_;
+  std::vector<GpuSample> floor_samples_;
+  std::uint64_t stamp_ = 0;
   std::vector<Candidate> order_;
+  std::vector<int> changed_, candidates_;  // servers changed since the last full pass
+  Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass
   std::vector<std::vector<GpuPoint>> timeline_;
   std::vector<std::pair<Seconds, int>> queue_timeline_;
   std::string last_blocked_;

@@ -25,6 +25,12 @@ WindowStats window_stats(std::span<const double> samples) {
   const std::size_t n = samples.size();
   if (n == 0) return s;
 
+  // Telemetry of a steady GPU is often one value repeated: every statistic is that value.
+  if (std::all_of(samples.begin(), samples.end(), [&](double x) { return x == samples[0]; })) {
+    s.mean = s.median = s.p95 = s.ewma = samples[0];
+    return s;
+  }
+
   double sum = 0;
   const double alpha = 2.0 / (static_cast<double>(n) + 1.0);
   double ewma = samples[0];

@@ -139,3 +139,70 @@ TEST(Cli, HelpConfigPolicies) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(Cli, PhillyCrossCheckWithOtherSimulators) {
+  // First 10,000 Philly jobs by submit time, 64 x 8 GPUs, strict-FIFO exclusive: three
+  // public simulators give a makespan of 5,944,538 s and a mean queueing delay between
+  // 318,527 and 331,343 s depending on how they consolidate multi-GPU jobs.
+  const auto r = run("sim --trace data/traces/philly/philly_jobs.csv --max-jobs 10000 --servers 64 "
+                     "--gpus-per-server 8 --policies exclusive --json " + tmp("x.json"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = nlohmann::json::parse(slurp(tmp("x.json")));
+  const auto& res = j["results"][0];
+  EXPECT_EQ(res["completed"], 10000);
+  EXPECT_DOUBLE_EQ(res["makespan_s"].get<double>(), 5944538.0);
+  EXPECT_GE(res["queue_mean_s"].get<double>(), 318527.0);
+  EXPECT_LE(res["queue_mean_s"].get<double>(), 331343.0);
+  EXPECT_EQ(j["config"]["cluster"]["gpus"], 512);
+  EXPECT_EQ(j["config"]["traces"][0]["format"], "philly");
+  EXPECT_FALSE(j["config"]["traces"][0]["mapping"].get<std::string>().empty());
+}
+
+TEST(Cli, ClusterOptionsAndTheirErrors) {
+  auto r = run("sim --trace data/aegis/trace_venus.csv --gpu-memory 1x2x40960,1x2x81920 --policies aegis --json " +
+               tmp("c.json"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("1 x 2 x 40960 MiB + 1 x 2 x 81920 MiB"), std::string::npos) << r.out;
+  r = run("sim --trace data/aegis/trace_venus.csv --gpu-memory 2x8 --policies aegis");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(r.out, "aegis: error: --gpu-memory: '2x8' is not SERVERSxGPUSxMIB (e.g. 4x8x81920)\n");
+  r = run("sim --trace data/aegis/trace_venus.csv --gpus 3 --servers 2");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("--gpus is for one server"), std::string::npos) << r.out;
+  r = run("sim --trace data/aegis/trace_venus.csv --trace-format parquet");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.out.find("--trace-format: 'parquet' is not one of aegis, philly, alibaba"), std::string::npos);
+  r = run("sim --trace data/aegis/trace_venus.csv --load 0");
+  EXPECT_EQ(r.rc, 2);
+}
+
+TEST(Cli, LoadCompressesArrivals) {
+  ASSERT_EQ(run("sim --trace data/aegis/trace_venus.csv --policies exclusive --load 2 --mapping " + tmp("m2.csv")).rc, 0);
+  ASSERT_EQ(run("sim --trace data/aegis/trace_venus.csv --policies exclusive --mapping " + tmp("m1.csv")).rc, 0);
+  auto last_submit = [](const std::string& csv) {
+    const auto line = csv.substr(csv.rfind('\n', csv.size() - 2) + 1);
+    return std::stod(line.substr(line.find(',', line.find(',', line.find(',') + 1) + 1) + 1));
+  };
+  EXPECT_NEAR(last_submit(slurp(tmp("m2.csv"))) * 2, last_submit(slurp(tmp("m1.csv"))), 1e-6);
+}
+
+TEST(Cli, SweepWritesOneRowPerPointPolicyAndTrace) {
+  const auto r = run("sim --trace data/aegis/trace_venus.csv --trace data/aegis/trace_saturn.csv "
+                     "--policies exclusive,aegis --sweep smact=0.5:0.6:0.05,smocc=0.3:0.4:0.1 --sweep-csv " +
+                     tmp("sw.csv"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto csv = slurp(tmp("sw.csv"));
+  EXPECT_EQ(lines(csv), 1 + 3 * 2 * 2 * 2);  // header + 6 points x 2 policies x 2 traces
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "smact_threshold,smocc_threshold,policy,trace,makespan_s,makespan_vs_exclusive,jct_mean_s,jct_p95_s,"
+            "queue_mean_s,exec_total_s,oom_attempts,failed_attempts,slowdown_mean,slowdown_max,energy_j");
+  EXPECT_NE(r.out.find("makespan/excl"), std::string::npos);
+  // Progress bars are for terminals: nothing on a pipe.
+  EXPECT_EQ(r.out.find('\r'), std::string::npos);
+  for (const char* bad : {"smact=0.8:0.5:0.05", "smact=0.5:0.8", "nosuch=1:2:1", "smact=a:b:c", "smact=0.5:0.6:0"})
+    EXPECT_EQ(run(std::string("sim --trace data/aegis/trace_venus.csv --sweep ") + bad).rc, 2) << bad;
+}
+
+}  // namespace

@@ -1,6 +1,7 @@
 // `aegis sim`: replays traces through the engine under several policies on a simulated
 // cluster, prints comparison tables, and records every figure with the full config.
 // `--sweep` runs a parameter grid in parallel and writes one CSV row per point.
+#include <cmath>
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
@@ -95,6 +96,41 @@ ClusterSpec cluster_of(const SimArgs& a) {
   const MiB mem = std::stoll(a.gpu_memory);
   if (a.gave_servers || a.gave_gpus_per_server) return ClusterSpec::uniform(a.servers, a.gpus_per_server, mem);
   return ClusterSpec::uniform(1, a.gpus, mem);
+}
+
+// Per point and policy: geometric mean over traces of makespan / exclusive's, and the
+// worst slowdown of any job on any trace: the trade-off a threshold sweep is about.
+void print_sweep_summary(const std::vector<SweepPoint>& points, const std::vector<std::string>& names,
+                         std::size_t ntraces, const std::vector<RunMetrics>& metrics) {
+  fmt::print("\n");
+  for (const auto& [param, v] : points.front()) fmt::print("{:>18} ", param);
+  fmt::print("{:<12} {:>16} {:>13} {:>12}\n", "policy", "makespan/excl", "slowdown_max", "oom_attempts");
+  const std::size_t per_point = names.size() * ntraces;
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    std::map<std::string, double> excl;
+    for (std::size_t k = 0; k < per_point; ++k) {
+      const auto& m = metrics[p * per_point + k];
+      if (m.policy == "exclusive") excl[m.trace] = m.makespan_s;
+    }
+    for (const auto& name : names) {
+      if (name == "exclusive") continue;
+      double logsum = 0, worst = 0;
+      std::int64_t ooms = 0;
+      std::size_t n = 0;
+      for (std::size_t k = 0; k < per_point; ++k) {
+        const auto& m = metrics[p * per_point + k];
+        if (m.policy != name) continue;
+        if (excl.count(m.trace)) logsum += std::log(m.makespan_s / excl[m.trace]);
+        worst = std::max(worst, m.slowdown_max);
+        ooms += m.oom_attempts;
+        ++n;
+      }
+      for (const auto& [param, v] : points[p]) fmt::print("{:>18} ", v);
+      fmt::print("{:<12} {:>16} {:>13.3f} {:>12}\n", name,
+                 excl.empty() ? std::string("-") : fmt::format("{:.3f}", std::exp(logsum / static_cast<double>(n))),
+                 worst, ooms);
+    }
+  }
 }
 
 Json trace_record(const Trace& t) {
@@ -213,9 +249,11 @@ void run_sim(const SimArgs& a) {
                            m.slowdown_mean, m.slowdown_max, m.energy_j);
       }
     }
-    if (!a.sweep_csv.empty())
+    if (!a.sweep_csv.empty()) {
       fmt::print("sweep: {} points x {} policies x {} traces = {} runs written to {}\n", points.size(), names.size(),
                  traces.size(), runs.size(), a.sweep_csv);
+      print_sweep_summary(points, names, traces.size(), metrics);
+    }
   } else {
     for (const auto& t : traces) {
       std::vector<RunMetrics> ms;

@@ -252,3 +252,19 @@ TEST(Cluster, ClusterResultsEqualOneBigServerForSingleGpuExclusiveJobs) {
 
 }  // namespace
 }  // namespace aegis
+
+namespace aegis {
+namespace {
+
+TEST(Sim, LateTimesWithCoarseClockResolutionStillFinish) {
+  // At t = 1e12 s a double resolves about 0.1 ms: work smaller than that must not make
+  // the simulator reschedule a completion at the same instant forever.
+  Case c;
+  c.catalog.add(workload("w", 1000, 0.9, 0.1, 100));
+  for (int i = 0; i < 6; ++i) c.add(i, 1e12 + i * 0.37, "w");
+  const auto r = c.run("naive", 1, 40960);
+  for (const auto& j : r.jobs) EXPECT_TRUE(j.completed);
+}
+
+}  // namespace
+}  // namespace aegis

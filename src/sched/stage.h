@@ -2,6 +2,7 @@
 // a Filter admits or rejects one GPU for one job, an Order ranks the GPUs left, and a
 // RecoveryRule decides what happens to a job that died of OOM. Policies compose them.
 #pragma once
+#include <array>
 #include <optional>
 #include <string_view>
 #include <variant>
@@ -36,14 +37,13 @@ struct GpuCandidate {
   MiB booked_free() const { return view->total_mib - guard_mib - booked_mib; }
   bool idle() const { return job_count == 0 && view->process_count == 0; }
 
-  // Risk scores of the telemetry window, computed on first use.
-  struct Risks {
-    double smact = 0, smocc = 0, drama = 0, util = 0;
-  };
-  const Risks& risks(const RiskWeights& w) const;
+  // Risk score of one metric of the telemetry window, computed on first use (stages
+  // often need only SM activity to decide).
+  enum class Metric { SmAct = 0, SmOcc = 1, Drama = 2, Util = 3 };
+  double risk(Metric m, const RiskWeights& w) const;
 
  private:
-  mutable std::optional<Risks> risks_;
+  mutable std::array<double, 4> risk_{-1, -1, -1, -1};  // -1 = not computed yet
 };
 
 // The job being placed and what the memory filter asks of a GPU for it.

@@ -52,6 +52,7 @@ struct Job {
   Seconds last_update = 0;
   double work_done = 0;
   double speed = 1;
+  Seconds ends_at = 0;             // time of its pending completion event
   bool active = false;             // has shown GPU activity
   MiB held_mib = 0;                // per GPU
   std::vector<int> gpus;           // cluster-wide ids
@@ -237,6 +238,16 @@ class Run {
       case EvKind::Complete: {
         Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.version != e.version) break;
+        // A job slowed down after this event was set keeps it (fewer heap entries) and
+        // is rescheduled here for the work it still has.
+        // (Work left that the clock cannot resolve any more counts as done.)
+        advance(j, e.t);
+        const double left = j.work - j.work_done;
+        if (left > 1e-9 * std::max(1.0, j.work) && e.t + left / j.speed > e.t) {
+          j.ends_at = e.t + left / j.speed;
+          push(j.ends_at, EvKind::Complete, e.id, j.version);
+          break;
+        }
         finish_attempt(e.id, e.t, AttemptOutcome::Completed);
         j.phase = Phase::Done;
         j.rec.completed = true;
@@ -380,7 +391,8 @@ class Run {
     a.gpus = j.gpus;
     j.rec.attempts.push_back(a);
 
-    push(t + j.work, EvKind::Complete, id, j.version);
+    j.ends_at = t + j.work;
+    push(j.ends_at, EvKind::Complete, id, j.version);
     const Seconds delay = first_activity_delay(opt_.sim, opt_.seed, static_cast<std::uint64_t>(j.rec.trace_index), j.attempt);
     if (delay < j.work) push(t + delay, EvKind::FirstActivity, id, j.attempt);
   }
@@ -434,9 +446,12 @@ class Run {
         if (s == j.speed) continue;
         advance(j, t);
         j.speed = s;
-        ++j.version;
-        const double remaining = std::max(0.0, j.work - j.work_done);
-        push(t + remaining / s, EvKind::Complete, id, j.version);
+        const double ends = t + std::max(0.0, j.work - j.work_done) / s;
+        if (ends < j.ends_at) {  // sooner: the pending event would be late
+          ++j.version;
+          j.ends_at = ends;
+          push(ends, EvKind::Complete, id, j.version);
+        }
       }
     }
     std::sort(touched_.begin(), touched_.end());  // resample in GPU order: deterministic

@@ -15,10 +15,10 @@ class PressureFilter final : public Filter {
   bool admits(const PlacementRequest&, const GpuCandidate& g) const override {
     switch (g.view->level) {
       case TelemetryLevel::MemoryOnly: return true;
-      case TelemetryLevel::Coarse: return g.risks(w_).util < util_;
+      case TelemetryLevel::Coarse: return g.risk(GpuCandidate::Metric::Util, w_) < util_;
       case TelemetryLevel::Full: {
-        const auto& r = g.risks(w_);
-        const bool busy = r.smact >= a_ && (r.smocc >= b_ || r.drama >= c_);
+        using M = GpuCandidate::Metric;
+        const bool busy = g.risk(M::SmAct, w_) >= a_ && (g.risk(M::SmOcc, w_) >= b_ || g.risk(M::Drama, w_) >= c_);
         return !busy;
       }
     }

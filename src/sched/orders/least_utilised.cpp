@@ -12,8 +12,8 @@ class LeastUtilised final : public Order {
   void sort(std::vector<const GpuCandidate*>& g, const PlacementRequest&, const EngineState&) const override {
     sort_by_key(g, [this](const GpuCandidate& c) {
       switch (c.view->level) {
-        case TelemetryLevel::Full: return c.risks(w_).smact;
-        case TelemetryLevel::Coarse: return c.risks(w_).util;
+        case TelemetryLevel::Full: return c.risk(GpuCandidate::Metric::SmAct, w_);
+        case TelemetryLevel::Coarse: return c.risk(GpuCandidate::Metric::Util, w_);
         case TelemetryLevel::MemoryOnly: return 0.0;
       }
       return 0.0;

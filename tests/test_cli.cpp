@@ -8,6 +8,8 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include "tests/temp_path.h"
+
 namespace {
 
 const std::string kSrc = AEGIS_SOURCE_DIR;
@@ -36,7 +38,7 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-std::string tmp(const std::string& name) { return ::testing::TempDir() + "aegis_cli_" + name; }
+std::string tmp(const std::string& name) { return aegis::test::temp_path(name); }
 
 int lines(const std::string& s) {
   int n = 0;

@@ -7,6 +7,7 @@
 #include "sim/csv.h"
 #include "sim/trace.h"
 #include "sim/workload.h"
+#include "tests/temp_path.h"
 
 namespace aegis {
 namespace {
@@ -57,7 +58,7 @@ TEST(Csv, Errors) {
 
 class TempFile {
  public:
-  explicit TempFile(const std::string& text) : path_(::testing::TempDir() + "aegis_" + std::to_string(counter_++) + ".csv") {
+  explicit TempFile(const std::string& text) : path_(test::temp_path(std::to_string(counter_++) + ".csv")) {
     std::ofstream(path_) << text;
   }
   ~TempFile() { std::remove(path_.c_str()); }

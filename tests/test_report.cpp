@@ -12,6 +12,7 @@
 #include "sim/report_html.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
+#include "tests/temp_path.h"
 
 namespace aegis {
 namespace {
@@ -55,7 +56,7 @@ class ReportTest : public ::testing::Test {
 
   static std::string report(const std::vector<ReportRun>& rs, const std::string& title = "aegis test",
                             const Json& config = Json{{"seed", 1}}) {
-    const std::string path = ::testing::TempDir() + "aegis_report_unit.html";
+    const std::string path = test::temp_path("report_unit.html");
     write_html_report(path, title, rs, config);
     return read_file(path);
   }
@@ -206,7 +207,7 @@ SimResult big_run(int oom_every) {
 
 TEST(ReportBig, CapsTimelineAndKeepsPeaks) {
   const SimResult r = big_run(1000);
-  const std::string path = ::testing::TempDir() + "aegis_report_big.html";
+  const std::string path = test::temp_path("report_big.html");
   write_html_report(path, "big", {{&r, summarize(r)}}, Json::object());
   const auto html = read_file(path);
   EXPECT_EQ(count(html, "<rect class=\"j"), 20000u);
@@ -224,7 +225,7 @@ TEST(ReportBig, CapsTimelineAndKeepsPeaks) {
 
 TEST(ReportBig, KeepsAQuarterOfTheCapForOomAttempts) {
   const SimResult r = big_run(1);  // 25,600 OOM and 25,600 completed attempts on the first 64 GPUs
-  const std::string path = ::testing::TempDir() + "aegis_report_oom.html";
+  const std::string path = test::temp_path("report_oom.html");
   write_html_report(path, "oom", {{&r, summarize(r)}}, Json::object());
   const auto html = read_file(path);
   EXPECT_EQ(count(html, "<rect class=\"j"), 20000u);

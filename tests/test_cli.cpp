@@ -8,7 +8,7 @@
 #include <sstream>
 #include <sys/wait.h>
 
-#include "tests/temp_path.h"
+#include "tests/test_util.h"
 
 namespace {
 

@@ -7,19 +7,13 @@
 #include "sim/csv.h"
 #include "sim/trace.h"
 #include "sim/workload.h"
-#include "tests/temp_path.h"
+#include "tests/test_util.h"
 
 namespace aegis {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::error_of;
+using test::TempFile;
 
 TEST(Csv, QuotedFieldsAndLineNumbers) {
   std::istringstream in("a,b,c\n1,\"x, \"\"y\"\"\",3\n\n4,\"multi\nline\",6\n7,8,9\n");
@@ -55,19 +49,6 @@ TEST(Csv, Errors) {
   std::istringstream empty("");
   EXPECT_EQ(error_of([&] { CsvReader r4(empty, "e.csv"); }), "e.csv: empty file, expected a CSV header");
 }
-
-class TempFile {
- public:
-  explicit TempFile(const std::string& text) : path_(test::temp_path(std::to_string(counter_++) + ".csv")) {
-    std::ofstream(path_) << text;
-  }
-  ~TempFile() { std::remove(path_.c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  std::string path_;
-};
 
 const char* kCatalog =
     "name,num_gpus,peak_memory_mib,avg_smact,avg_smocc,avg_drama,solo_runtime_s,horus_gpu_util_mean,lucid_ss\n"

@@ -12,7 +12,7 @@
 #include "sim/report_html.h"
 #include "sim/simulator.h"
 #include "sim/trace.h"
-#include "tests/temp_path.h"
+#include "tests/test_util.h"
 
 namespace aegis {
 namespace {

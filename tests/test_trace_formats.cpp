@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "tests/test_util.h"
 #include "sim/csv.h"
 #include "sim/trace.h"
 #include "sim/trace_formats.h"
@@ -19,38 +20,13 @@
 namespace aegis {
 namespace {
 
+using test::error_of;
+using test::TempFile;
+
 const std::string kData = std::string(AEGIS_SOURCE_DIR) + "/data/";
 const std::string kPhillyHeader = "timestamp,duration,num_gpus,gpu_time,cluster\n";
 const std::string kAlibabaHeader =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n";
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-// Named after the running test, so that tests run in parallel processes never share a file.
-class TempCsv {
- public:
-  explicit TempCsv(const std::string& text) {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path_ = ::testing::TempDir() + "aegis_tf_" + info->test_suite_name() + "_" + info->name() + "_" +
-            std::to_string(counter_++) + ".csv";
-    std::ofstream(path_) << text;
-  }
-  ~TempCsv() { std::remove(path_.c_str()); }
-  TempCsv(const TempCsv&) = delete;
-  TempCsv& operator=(const TempCsv&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  static inline int counter_ = 0;
-  std::string path_;
-};
 
 WorkloadProfile workload(const std::string& name, int gpus, Seconds runtime, double util) {
   WorkloadProfile w;
@@ -117,12 +93,12 @@ TEST(TraceFormats, DetectsEachFormatFromItsHeader) {
 
 TEST(TraceFormats, LoadTraceDetectsOrAsksForTheFormat) {
   const auto catalog = small_catalog();
-  TempCsv philly(kPhillyHeader + "2017-10-09 07:01:55,66.0,1,66.0,c1\n");
+  TempFile philly(kPhillyHeader + "2017-10-09 07:01:55,66.0,1,66.0,c1\n");
   EXPECT_EQ(load_trace(philly.path(), catalog).format, TraceFormat::Philly);
-  TempCsv alibaba(kAlibabaHeader + "p0,1000,100,1,1000,,LS,Running,5,50,10\n");
+  TempFile alibaba(kAlibabaHeader + "p0,1000,100,1,1000,,LS,Running,5,50,10\n");
   EXPECT_EQ(load_trace(alibaba.path(), catalog).format, TraceFormat::Alibaba);
 
-  TempCsv ambiguous("job_index,submit_time_s,workload_name,num_gpus,timestamp,duration\n"
+  TempFile ambiguous("job_index,submit_time_s,workload_name,num_gpus,timestamp,duration\n"
                     "0,0,w1_a,1,2017-10-09 07:01:55,66\n");
   const std::string e = error_of([&] { load_trace(ambiguous.path(), catalog); });
   EXPECT_EQ(e.rfind(ambiguous.path() + ":1: ", 0), 0u) << e;
@@ -130,12 +106,12 @@ TEST(TraceFormats, LoadTraceDetectsOrAsksForTheFormat) {
   // Naming the format resolves it.
   EXPECT_EQ(load_trace(ambiguous.path(), catalog, with_format(TraceFormat::Philly)).jobs.size(), 1u);
 
-  TempCsv unknown("a,b\n1,2\n");
+  TempFile unknown("a,b\n1,2\n");
   EXPECT_NE(error_of([&] { load_trace(unknown.path(), catalog); }).find("use --trace-format"), std::string::npos);
 }
 
 TEST(TraceFormats, ForcedFormatStillNeedsItsColumns) {
-  TempCsv f("timestamp,num_gpus\n2017-10-09 07:01:55,1\n");
+  TempFile f("timestamp,num_gpus\n2017-10-09 07:01:55,1\n");
   EXPECT_EQ(error_of([&] { load_trace(f.path(), small_catalog(), with_format(TraceFormat::Philly)); }),
             f.path() + ":1: missing column 'duration'");
   EXPECT_EQ(error_of([&] { load_trace(f.path(), small_catalog(), with_format(TraceFormat::Alibaba)); }),
@@ -145,7 +121,7 @@ TEST(TraceFormats, ForcedFormatStillNeedsItsColumns) {
 // ---------------------------------------------------------------- Philly
 
 TEST(TraceFormats, PhillyParsesAndSortsByArrival) {
-  TempCsv f(kPhillyHeader +
+  TempFile f(kPhillyHeader +
             "2017-10-09 07:01:55,66.0,1,66.0,11cb48\n"
             "2017-10-09 06:13:03,2951.5,4,11806.0,6214e9\n"
             "\n"
@@ -178,7 +154,7 @@ TEST(TraceFormats, PhillyParsesAndSortsByArrival) {
 TEST(TraceFormats, PhillyTimestampsAreUtcSecondsSinceTheEpoch) {
   // Arrivals are rebased to the first one, so the epoch itself as the first row exposes
   // the absolute conversion; the others cross a leap day and a year end.
-  TempCsv f(kPhillyHeader +
+  TempFile f(kPhillyHeader +
             "2017-10-09 07:01:55,1,1,1,a\n"
             "1970-01-01 00:00:00,1,1,1,a\n"
             "2016-02-28 23:59:59,1,1,1,a\n"
@@ -218,7 +194,7 @@ TEST(TraceFormats, PhillyBadFieldsNameFileLineAndField) {
       {"2017-10-09 07:01:55,66,two,66,c", "field 'num_gpus': expected a number, got 'two'"},
   };
   for (const auto& c : cases) {
-    TempCsv f(kPhillyHeader + "2017-10-09 07:01:55,66.0,1,66.0,c\n" + c.row + "\n");
+    TempFile f(kPhillyHeader + "2017-10-09 07:01:55,66.0,1,66.0,c\n" + c.row + "\n");
     EXPECT_EQ(error_of([&] { load_trace(f.path(), catalog); }), f.path() + ":3: " + c.message);
   }
 }
@@ -226,7 +202,7 @@ TEST(TraceFormats, PhillyBadFieldsNameFileLineAndField) {
 // ---------------------------------------------------------------- Alibaba
 
 TEST(TraceFormats, AlibabaSkipsPodsWithAReasonAndKeepsFractions) {
-  TempCsv f(kAlibabaHeader +
+  TempFile f(kAlibabaHeader +
             "cpu-1,4000,100,0,0,,BE,Running,0,100,0\n"
             "cpu-2,4000,100,0,0,,BE,Running,1,100,\n"
             "pending-1,4000,100,1,1000,,LS,Pending,2,,\n"
@@ -277,20 +253,20 @@ TEST(TraceFormats, AlibabaBadFieldsNameFileLineAndField) {
       {"p,1,1,1,1000,,LS,Running,0,soon,0", "field 'deletion_time': expected a number, got 'soon'"},
   };
   for (const auto& c : cases) {
-    TempCsv f(kAlibabaHeader + "ok,1,1,1,1000,,LS,Running,0,10,0\n" + c.row + "\n");
+    TempFile f(kAlibabaHeader + "ok,1,1,1,1000,,LS,Running,0,10,0\n" + c.row + "\n");
     EXPECT_EQ(error_of([&] { load_trace(f.path(), catalog); }), f.path() + ":3: " + c.message);
   }
 }
 
 TEST(TraceFormats, AlibabaWithNothingLeftSaysWhatWasSkipped) {
-  TempCsv f(kAlibabaHeader + "cpu,1,1,0,0,,BE,Running,0,10,0\n");
+  TempFile f(kAlibabaHeader + "cpu,1,1,0,0,,BE,Running,0,10,0\n");
   EXPECT_EQ(error_of([&] { load_trace(f.path(), small_catalog()); }), f.path() + ": no jobs (skipped: 1 CPU-only pod)");
 }
 
 // ---------------------------------------------------------------- shaping
 
 TEST(TraceFormats, MaxJobsKeepsTheFirstBySubmitTime) {
-  TempCsv f(kPhillyHeader +
+  TempFile f(kPhillyHeader +
             "2017-10-09 00:00:40,1,1,1,a\n"
             "2017-10-09 00:00:10,1,1,1,a\n"
             "2017-10-09 00:00:30,1,1,1,a\n"
@@ -308,7 +284,7 @@ TEST(TraceFormats, MaxJobsKeepsTheFirstBySubmitTime) {
 }
 
 TEST(TraceFormats, LoadCompressesInterArrivalTimes) {
-  TempCsv f(kPhillyHeader +
+  TempFile f(kPhillyHeader +
             "2017-10-09 00:01:00,1,1,1,a\n"
             "2017-10-09 00:00:20,1,1,1,a\n"
             "2017-10-09 00:05:00,1,1,1,a\n");
@@ -467,7 +443,7 @@ TEST(Mapping, NeedsDurationsAndAProfiledWorkload) {
   EXPECT_EQ(error_of([&] { map_workloads(jobs, small_catalog(), 42, false); }),
             "test:1: job 1 has no duration, which the workload mapping ranks by");
 
-  TempCsv cat("name,num_gpus,peak_memory_mib,avg_smact,avg_smocc,avg_drama,solo_runtime_s\n"
+  TempFile cat("name,num_gpus,peak_memory_mib,avg_smact,avg_smocc,avg_drama,solo_runtime_s\n"
               "unprofiled,1,1000,0.2,0.1,0.1,\n");
   const auto unusable = WorkloadCatalog::load(cat.path());
   std::vector<TraceJob> one = {job(0, 1, 10)};

@@ -1,0 +1,63 @@
+// Where the daemon's GPU facts come from: one call gives a sample of every GPU (memory,
+// utilisation, processes, power, activity metrics where the driver has them). The NVML
+// implementation loads libnvidia-ml with dlopen; pointed at the emulated library it
+// drives emulated GPUs through exactly the same code.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/gpu.h"
+#include "core/units.h"
+
+namespace aegis {
+
+struct GpuProcess {
+  std::uint32_t pid = 0;
+  std::optional<MiB> used_mib;  // empty when the driver does not say
+};
+
+struct GpuStatus {
+  int index = 0;                 // NVML index
+  std::string uuid;              // "GPU-..." (or "MIG-..." for a MIG instance)
+  std::string name;              // product name
+  MiB total_mib = 0;
+  MiB used_mib = 0;
+  MiB free_mib = 0;
+  std::optional<double> util;    // coarse utilisation, [0,1]
+  std::optional<double> smact;   // GPM SM activity, [0,1]
+  std::optional<double> smocc;   // GPM SM occupancy, [0,1]
+  std::optional<double> drama;   // GPM DRAM bandwidth utilisation, [0,1]
+  std::optional<double> power_w;
+  std::optional<double> energy_j;  // since driver load
+  bool mig_enabled = false;
+  std::vector<GpuProcess> processes;  // compute processes
+
+  // Which pressure rule the engine can apply to this GPU.
+  TelemetryLevel level() const {
+    if (smact && smocc && drama) return TelemetryLevel::Full;
+    if (util) return TelemetryLevel::Coarse;
+    return TelemetryLevel::MemoryOnly;
+  }
+  // The engine's sample (missing metrics read 0).
+  GpuSample sample() const { return {smact.value_or(0), smocc.value_or(0), drama.value_or(0), util.value_or(0)}; }
+};
+
+class GpuSource {
+ public:
+  virtual ~GpuSource() = default;
+  // One sample of every GPU, in NVML index order. Throws std::runtime_error if the
+  // driver stops answering (the daemon logs it and retries at the next tick).
+  virtual std::vector<GpuStatus> sample() = 0;
+  // Driver and library facts for logs and `aegis gpus`: "NVML 12.535.104 (libnvidia-ml.so.1), GPM: yes".
+  virtual std::string describe() const = 0;
+};
+
+// Loads NVML from `library` ("libnvidia-ml.so.1" for the system driver, or a path such as
+// the emulated library's) and initialises it. Returns null and sets `error` to one line
+// saying what is missing (no library, no driver, init failed) when it cannot.
+std::unique_ptr<GpuSource> open_nvml(const std::string& library, std::string* error);
+
+}  // namespace aegis

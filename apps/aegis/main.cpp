@@ -3,19 +3,21 @@
 #include <cstdio>
 #include <fmt/format.h>
 
+#include "apps/aegis/client.h"
 #include "apps/aegis/commands.h"
 #include "core/param_table.h"
 #include "sim/csv.h"
 #include "sim/simulator.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"aegis: GPU-sharing scheduler for deep-learning training jobs, and its simulator"};
+  CLI::App app{"aegis: share a server's GPUs between training jobs safely (talks to aegisd), and simulate policies"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "aegis 0.1.0");
   aegis::cli::add_sim(app);
   aegis::cli::add_config(app);
   aegis::cli::add_policies(app);
   aegis::cli::add_calibrate(app);
+  aegis::cli::add_job_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -23,6 +25,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "aegis: error: {}\n", e.what());
     fmt::print(stderr, "Run with --help for more information.\n");
     return 2;
+  } catch (const aegis::cli::ClientError& e) {  // the daemon said no, or cannot be reached
+    fmt::print(stderr, "aegis: error: {}\n", e.what());
+    return 1;
   } catch (const aegis::ConfigError& e) {  // a bad parameter is a usage error
     fmt::print(stderr, "aegis: error: {}\n", e.what());
     return 2;

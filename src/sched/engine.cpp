@@ -130,6 +130,28 @@ std::variant<Requeue, Stop> Engine::recover(const Failure& f) const {
   return recovery_->after_oom(f.job);
 }
 
+std::vector<Engine::GpuReport> Engine::report(const Snapshot& snap) const {
+  std::vector<GpuCandidate> gpus(snap.gpus.size());
+  Tick t{config_, snap, gpus};
+  for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
+    gpus[i].view = &snap.gpus[i];
+    gpus[i].guard_mib = config_.memory_guard(snap.gpus[i].total_mib);
+  }
+  for (const auto& r : snap.running)
+    t.add_job(r.spec, r.gpus, r.exclusive, r.admitted_mib, r.launched_at, r.first_activity);
+  std::vector<GpuReport> out;
+  for (auto& g : gpus) {
+    g.free_mib = effective_free(g, accounting_);
+    using M = GpuCandidate::Metric;
+    const auto& w = config_.risk_weights;
+    GpuReport r{g.view->index, g.job_count, g.observing, std::nullopt, g.free_mib,
+                g.risk(M::SmAct, w), g.risk(M::SmOcc, w), g.risk(M::Drama, w), g.risk(M::Util, w)};
+    if (g.observing && g.opens_at < kNever) r.opens_at = g.opens_at;
+    out.push_back(r);
+  }
+  return out;
+}
+
 Decisions Engine::tick(const Snapshot& snap) const {
   Decisions d;
   d.state = snap.state;

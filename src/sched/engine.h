@@ -25,6 +25,17 @@ class Engine {
 
   Decisions tick(const Snapshot& s) const;
 
+  // How each GPU looks to the stages right now, for status displays and metrics.
+  struct GpuReport {
+    int index = 0;
+    int jobs = 0;
+    bool observing = false;
+    std::optional<Seconds> opens_at;  // when observing and the gate's end is known
+    MiB effective_free_mib = 0;       // after the guard, under the policy's accounting
+    double risk_smact = 0, risk_smocc = 0, risk_drama = 0, risk_util = 0;
+  };
+  std::vector<GpuReport> report(const Snapshot& s) const;
+
   // The recovery half of a tick on its own: what becomes of a job that failed. Drivers
   // that place jobs one at a time (the cluster simulator's dispatcher) use it directly;
   // tick() applies it to Snapshot::failures.

@@ -1,1 +1,283 @@
-// Placeholder: implemented with the feature.
+// GpuSource over NVML loaded with dlopen (nvml_library.h). Newest API versions first;
+// what a GPU or driver turns out not to support is remembered and never asked again, so
+// a sample costs a handful of driver calls per GPU and no allocation beyond its result.
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include "runtime/gpu/gpu_source.h"
+#include "runtime/gpu/nvml_library.h"
+
+namespace aegis {
+
+namespace {
+
+using namespace nvml;
+
+// Entries in the first process buffer; it grows on INSUFFICIENT_SIZE and stays grown.
+constexpr unsigned int kFirstProcessCapacity = 8;
+// Enough for two API downgrades plus a resize, with room for processes that start between
+// the size query and the retry.
+constexpr int kProcessAttempts = 6;
+
+MiB to_mib(unsigned long long bytes) { return static_cast<MiB>(bytes >> 20U); }
+
+double fraction(double percent) { return std::clamp(percent / 100.0, 0.0, 1.0); }
+
+// "Not there" answers: the field stays empty for good on this GPU.
+bool unsupported(nvmlReturn_t rc) {
+  return rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND ||
+         rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+}
+
+enum class ProcessApi { V3, V2, V1, None };
+
+struct Device {
+  nvmlDevice_t handle = nullptr;
+  GpuStatus fixed;  // index, uuid, name, MIG mode: what does not change while loaded
+  bool memory_v2 = true, util = true, power = true, energy = true, processes = true;
+  bool gpm = false;
+  nvmlGpmSample_t gpm_prev = nullptr, gpm_cur = nullptr;
+  bool have_prev = false;  // GPM metrics need two samples
+};
+
+class NvmlSource final : public GpuSource {
+ public:
+  explicit NvmlSource(std::unique_ptr<Library> lib) : lib_(std::move(lib)) {}
+
+  ~NvmlSource() override {
+    for (auto& d : devices_) free_gpm(d);  // before the library unloads
+  }
+
+  // Enumerates the GPUs and what each supports; false with `error` set on failure.
+  bool start(std::string* error);
+
+  std::vector<GpuStatus> sample() override {
+    std::vector<GpuStatus> out;
+    out.reserve(devices_.size());
+    for (auto& d : devices_) {
+      GpuStatus s = d.fixed;
+      read_memory(d, s);
+      read_optional(d, s);
+      read_processes(d, s);
+      read_gpm(d, s);
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+
+  std::string describe() const override;
+
+ private:
+  [[noreturn]] void lost(const Device& d, const char* call, nvmlReturn_t rc) const {
+    throw std::runtime_error("NVML: GPU " + std::to_string(d.fixed.index) + " (" + d.fixed.uuid + "): " + call +
+                             ": " + lib_->error_string(rc));
+  }
+
+  void free_gpm(Device& d) {
+    if (d.gpm_prev) lib_->gpmSampleFree(d.gpm_prev);
+    if (d.gpm_cur) lib_->gpmSampleFree(d.gpm_cur);
+    d.gpm_prev = d.gpm_cur = nullptr;
+    d.gpm = d.have_prev = false;
+  }
+
+  void start_gpm(Device& d);
+  void read_memory(Device& d, GpuStatus& s);
+  void read_optional(Device& d, GpuStatus& s);
+  void read_processes(Device& d, GpuStatus& s);
+  void read_gpm(Device& d, GpuStatus& s);
+  nvmlReturn_t list_processes(nvmlDevice_t h, unsigned int* count);
+
+  std::unique_ptr<Library> lib_;
+  std::vector<Device> devices_;
+  int skipped_ = 0;  // GPUs NVML counts but would not open (permissions, lost)
+  std::string version_;
+  ProcessApi api_ = ProcessApi::None;
+  std::vector<unsigned char> process_buf_;
+  unsigned int process_capacity_ = 0;
+  nvmlGpmMetricsGet_t metrics_{};  // reused: about 4 KiB
+};
+
+bool NvmlSource::start(std::string* error) {
+  char text[NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE] = "";
+  if (lib_->getNVMLVersion && lib_->getNVMLVersion(text, sizeof text) == NVML_SUCCESS) version_ = text;
+  else if (lib_->getDriverVersion && lib_->getDriverVersion(text, sizeof text) == NVML_SUCCESS) version_ = std::string("driver ") + text;
+  else version_ = "(version unknown)";
+
+  api_ = lib_->getProcesses_v3 ? ProcessApi::V3
+         : lib_->getProcesses_v2 ? ProcessApi::V2
+         : lib_->getProcesses_v1 ? ProcessApi::V1
+                                 : ProcessApi::None;
+  process_capacity_ = kFirstProcessCapacity;
+  // Room for the larger _v3 entry some headers declare, whichever stride the driver uses.
+  process_buf_.resize(process_capacity_ * sizeof(nvmlProcessInfo_cc_t));
+
+  unsigned int count = 0;
+  if (const auto rc = lib_->getCount(&count); rc != NVML_SUCCESS) {
+    *error = "NVML from '" + lib_->path() + "': nvmlDeviceGetCount_v2: " + lib_->error_string(rc);
+    return false;
+  }
+  devices_.reserve(count);
+  for (unsigned int i = 0; i < count; ++i) {
+    Device d;
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "", name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = "";
+    if (lib_->getHandleByIndex(i, &d.handle) != NVML_SUCCESS || lib_->getUUID(d.handle, uuid, sizeof uuid) != NVML_SUCCESS) {
+      ++skipped_;
+      continue;
+    }
+    d.fixed.index = static_cast<int>(i);
+    d.fixed.uuid = uuid;
+    d.memory_v2 = lib_->getMemoryInfo_v2 != nullptr;
+    if (lib_->getName && lib_->getName(d.handle, name, sizeof name) == NVML_SUCCESS) d.fixed.name = name;
+    unsigned int current = 0, pending = 0;
+    if (lib_->getMigMode && lib_->getMigMode(d.handle, &current, &pending) == NVML_SUCCESS)
+      d.fixed.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
+    devices_.push_back(std::move(d));
+  }
+  for (auto& d : devices_) start_gpm(d);
+  metrics_.version = NVML_GPM_METRICS_GET_VERSION;
+  return true;
+}
+
+void NvmlSource::start_gpm(Device& d) {
+  if (!lib_->has_gpm()) return;
+  nvmlGpmSupport_t support{NVML_GPM_SUPPORT_VERSION, 0};
+  if (lib_->gpmQueryDeviceSupport(d.handle, &support) != NVML_SUCCESS || !support.isSupportedDevice) return;
+  d.gpm = lib_->gpmSampleAlloc(&d.gpm_prev) == NVML_SUCCESS && lib_->gpmSampleAlloc(&d.gpm_cur) == NVML_SUCCESS;
+  if (!d.gpm) free_gpm(d);
+}
+
+void NvmlSource::read_memory(Device& d, GpuStatus& s) {
+  unsigned long long total = 0, free = 0;
+  nvmlReturn_t rc = NVML_ERROR_NOT_SUPPORTED;
+  if (d.memory_v2) {
+    nvmlMemory_v2_t m{};
+    m.version = nvmlMemory_v2;
+    rc = lib_->getMemoryInfo_v2(d.handle, &m);
+    total = m.total, free = m.free;
+    if (unsupported(rc)) d.memory_v2 = false;
+  }
+  if (rc != NVML_SUCCESS && !d.memory_v2) {
+    nvmlMemory_t m{};
+    rc = lib_->getMemoryInfo(d.handle, &m);
+    total = m.total, free = m.free;
+  }
+  if (rc != NVML_SUCCESS) lost(d, "nvmlDeviceGetMemoryInfo", rc);
+  s.total_mib = to_mib(total);
+  s.free_mib = to_mib(free);
+  // What is not free is in use, driver reservations included (v2 reports them apart).
+  s.used_mib = s.total_mib - s.free_mib;
+}
+
+void NvmlSource::read_optional(Device& d, GpuStatus& s) {
+  auto ok = [&](nvmlReturn_t rc, bool& supported) {
+    if (rc == NVML_ERROR_GPU_IS_LOST) lost(d, "query", rc);
+    if (unsupported(rc)) supported = false;
+    return rc == NVML_SUCCESS;
+  };
+  if (d.util && lib_->getUtilizationRates) {
+    nvmlUtilization_t u{};
+    if (ok(lib_->getUtilizationRates(d.handle, &u), d.util)) s.util = fraction(u.gpu);
+  }
+  if (d.power && lib_->getPowerUsage) {
+    unsigned int mw = 0;
+    if (ok(lib_->getPowerUsage(d.handle, &mw), d.power)) s.power_w = mw / 1000.0;
+  }
+  if (d.energy && lib_->getTotalEnergyConsumption) {
+    unsigned long long mj = 0;
+    if (ok(lib_->getTotalEnergyConsumption(d.handle, &mj), d.energy)) s.energy_j = static_cast<double>(mj) / 1000.0;
+  }
+}
+
+nvmlReturn_t NvmlSource::list_processes(nvmlDevice_t h, unsigned int* count) {
+  void* buf = process_buf_.data();
+  switch (api_) {
+    case ProcessApi::V3: return lib_->getProcesses_v3(h, count, static_cast<nvmlProcessInfo_v3_t*>(buf));
+    case ProcessApi::V2: return lib_->getProcesses_v2(h, count, static_cast<nvmlProcessInfo_v2_t*>(buf));
+    case ProcessApi::V1: return lib_->getProcesses_v1(h, count, static_cast<nvmlProcessInfo_v1_t*>(buf));
+    case ProcessApi::None: break;
+  }
+  return NVML_ERROR_FUNCTION_NOT_FOUND;
+}
+
+void NvmlSource::read_processes(Device& d, GpuStatus& s) {
+  for (int attempt = 0; attempt < kProcessAttempts && d.processes && api_ != ProcessApi::None; ++attempt) {
+    unsigned int count = process_capacity_;
+    const nvmlReturn_t rc = list_processes(d.handle, &count);
+    if (rc == NVML_SUCCESS) {
+      const std::size_t stride = api_ == ProcessApi::V1 ? sizeof(nvmlProcessInfo_v1_t) : sizeof(nvmlProcessInfo_v2_t);
+      s.processes.reserve(count);
+      for (unsigned int i = 0; i < count && i < process_capacity_; ++i) {
+        nvmlProcessInfo_v1_t p{};  // pid and usedGpuMemory lead every version's layout
+        std::memcpy(&p, process_buf_.data() + i * stride, sizeof p);
+        GpuProcess gp{p.pid, std::nullopt};
+        if (p.usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) gp.used_mib = to_mib(p.usedGpuMemory);
+        s.processes.push_back(gp);
+      }
+      return;
+    }
+    if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+      process_capacity_ = std::max(process_capacity_ * 2, count + count / 2 + 1);
+      process_buf_.resize(process_capacity_ * sizeof(nvmlProcessInfo_cc_t));
+    } else if (rc == NVML_ERROR_FUNCTION_NOT_FOUND) {  // the driver is older than the library
+      api_ = api_ == ProcessApi::V3 && lib_->getProcesses_v2 ? ProcessApi::V2
+             : api_ != ProcessApi::V1 && lib_->getProcesses_v1 ? ProcessApi::V1
+                                                                : ProcessApi::None;
+    } else {
+      if (rc == NVML_ERROR_GPU_IS_LOST) lost(d, "nvmlDeviceGetComputeRunningProcesses", rc);
+      if (rc == NVML_ERROR_NOT_SUPPORTED) d.processes = false;
+      return;
+    }
+  }
+}
+
+void NvmlSource::read_gpm(Device& d, GpuStatus& s) {
+  if (!d.gpm) return;
+  const nvmlReturn_t rc = lib_->gpmSampleGet(d.handle, d.gpm_cur);
+  if (rc != NVML_SUCCESS) {
+    if (unsupported(rc)) free_gpm(d);
+    d.have_prev = false;
+    return;
+  }
+  if (d.have_prev) {
+    constexpr unsigned int ids[] = {NVML_GPM_METRIC_SM_UTIL, NVML_GPM_METRIC_SM_OCCUPANCY, NVML_GPM_METRIC_DRAM_BW_UTIL};
+    metrics_.numMetrics = 3;
+    metrics_.sample1 = d.gpm_prev;
+    metrics_.sample2 = d.gpm_cur;
+    for (unsigned int i = 0; i < 3; ++i) metrics_.metrics[i].metricId = ids[i];
+    if (lib_->gpmMetricsGet(&metrics_) == NVML_SUCCESS) {
+      std::optional<double>* fields[] = {&s.smact, &s.smocc, &s.drama};
+      for (unsigned int i = 0; i < 3; ++i)
+        if (metrics_.metrics[i].nvmlReturn == NVML_SUCCESS) *fields[i] = fraction(metrics_.metrics[i].value);
+    }
+  }
+  std::swap(d.gpm_prev, d.gpm_cur);
+  d.have_prev = true;
+}
+
+std::string NvmlSource::describe() const {
+  const auto n = devices_.size();
+  const auto gpm = std::count_if(devices_.begin(), devices_.end(), [](const Device& d) { return d.gpm; });
+  std::string out = "NVML " + version_ + " via " + lib_->path() + ", " + std::to_string(n) + (n == 1 ? " GPU" : " GPUs");
+  out += ", GPM: ";
+  out += gpm == 0 ? "no" : static_cast<std::size_t>(gpm) == n ? "yes" : std::to_string(gpm) + " of " + std::to_string(n);
+  for (const auto& d : devices_)
+    if (d.fixed.mig_enabled) out += ", MIG on GPU " + std::to_string(d.fixed.index);
+  if (skipped_ > 0) out += ", " + std::to_string(skipped_) + " more not accessible";
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<GpuSource> open_nvml(const std::string& library, std::string* error) {
+  std::string ignored;
+  if (!error) error = &ignored;
+  auto lib = Library::open(library, error);
+  if (!lib) return nullptr;
+  auto source = std::make_unique<NvmlSource>(std::move(lib));
+  if (!source->start(error)) return nullptr;
+  return source;
+}
+
+}  // namespace aegis

@@ -1,0 +1,31 @@
+// aegis-fakejob's command line: the emulated job's memory, activity and solo duration.
+// Defaults follow the simulator's workload conventions (smocc and drama half of smact).
+#pragma once
+#include <string>
+
+#include "core/units.h"
+#include "runtime/gpu/emulated/state.h"
+
+namespace aegis::fakejob {
+
+struct Options {
+  MiB mem_mib = 0;
+  double seconds = 0;      // solo duration: the work, in seconds at speed 1
+  double ramp_s = 0;       // memory reaches mem_mib this long after the first allocation
+  double startup_s = 2;    // before the first CUDA call (data loading)
+  emu::Activity activity;  // solo activity on each of its GPUs
+};
+
+inline constexpr const char* kUsage =
+    "usage: aegis-fakejob --mem MIB --smact F --seconds S [--ramp R] [--smocc F] [--drama F] [--util F] [--startup D]\n"
+    "  an emulated training job on the emulated GPUs named by CUDA_VISIBLE_DEVICES (UUIDs or indices;\n"
+    "  GPU 0 when unset), state in AEGIS_EMULATED_STATE (docs/emulated-gpu.md)\n"
+    "  --mem MIB      memory held on every GPU (reached over --ramp seconds, default at once)\n"
+    "  --smact F      SM activity alone, [0,1]; --smocc and --drama default to F/2, --util to min(1, 1.2 F)\n"
+    "  --seconds S    duration alone; co-located jobs slow it down (the simulator's interference model)\n"
+    "  --startup D    seconds before the first allocation (default 2)\n";
+
+// False, with `error` set to one line, for bad or missing arguments.
+bool parse_options(int argc, const char* const* argv, Options* out, std::string* error);
+
+}  // namespace aegis::fakejob

@@ -1,0 +1,88 @@
+// aegis-gpu-query: one CSV line per GPU, through the same NVML loader as the daemon.
+// What the published prototype paid per sample (a subprocess asking the driver) is what
+// bench_gpu_sample measures with it; it is also handy to look at emulated GPUs.
+//   aegis-gpu-query [--library PATH] [--gpm-interval MS] [--header]
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "runtime/gpu/gpu_source.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: aegis-gpu-query [--library PATH] [--gpm-interval MS] [--header]\n"
+    "  --library PATH      NVML library to load (default libnvidia-ml.so.1)\n"
+    "  --gpm-interval MS   take a second sample MS later, so GPM metrics (smact) appear\n"
+    "  --header            print the column names first\n"
+    "columns: index,uuid,memory.total MiB,memory.used MiB,memory.free MiB,utilization [0,1],smact [0,1],"
+    "processes (pid:MiB ...)\n";
+
+void print_optional(const std::optional<double>& v) {
+  if (v) std::printf("%.2f", *v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string library = "libnvidia-ml.so.1";
+  long gpm_ms = 0;
+  bool header = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--library" && i + 1 < argc) {
+      library = argv[++i];
+    } else if (a == "--gpm-interval" && i + 1 < argc) {
+      char* end = nullptr;
+      gpm_ms = std::strtol(argv[++i], &end, 10);
+      if (*end || gpm_ms < 0 || gpm_ms > 60000) {
+        std::fprintf(stderr, "aegis-gpu-query: --gpm-interval: '%s' is not a number of milliseconds (0 to 60000)\n", argv[i]);
+        return 2;
+      }
+    } else if (a == "--header") {
+      header = true;
+    } else if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else {
+      std::fprintf(stderr, "aegis-gpu-query: unknown argument '%s' (try --help)\n", a.c_str());
+      return 2;
+    }
+  }
+  std::string error;
+  auto source = aegis::open_nvml(library, &error);
+  if (!source) {
+    std::fprintf(stderr, "aegis-gpu-query: %s\n", error.c_str());
+    return 1;
+  }
+  try {
+    auto gpus = source->sample();
+    if (gpm_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(gpm_ms));
+      gpus = source->sample();
+    }
+    if (header) std::puts("index,uuid,memory.total,memory.used,memory.free,utilization,smact,processes");
+    for (const auto& g : gpus) {
+      std::printf("%d,%s,%lld,%lld,%lld,", g.index, g.uuid.c_str(), static_cast<long long>(g.total_mib),
+                  static_cast<long long>(g.used_mib), static_cast<long long>(g.free_mib));
+      print_optional(g.util);
+      std::putchar(',');
+      print_optional(g.smact);
+      std::putchar(',');
+      for (std::size_t i = 0; i < g.processes.size(); ++i) {
+        const auto& p = g.processes[i];
+        std::printf(i ? " %u:" : "%u:", p.pid);
+        if (p.used_mib) std::printf("%lld", static_cast<long long>(*p.used_mib));
+        else std::putchar('?');
+      }
+      std::putchar('\n');
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "aegis-gpu-query: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

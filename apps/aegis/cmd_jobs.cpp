@@ -1,0 +1,278 @@
+// The commands a user of a shared GPU server types: aegis submit, queue, show, cancel,
+// logs, gpus, history. Each talks to aegisd over its socket; every listing has --json.
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+#include "apps/aegis/client.h"
+#include "apps/aegis/commands.h"
+#include "runtime/api/request.h"
+#include "sim/csv.h"
+
+extern char** environ;
+
+namespace aegis::cli {
+
+namespace {
+
+using nlohmann::json;
+
+std::string g_socket;  // --socket, shared by every job command
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string ago(const json& t) {
+  if (!t.is_number()) return "-";
+  const double s = std::max(0.0, now_s() - t.get<double>());
+  if (s < 120) return fmt::format("{:.0f}s", s);
+  if (s < 7200) return fmt::format("{:.0f}m", s / 60);
+  if (s < 172800) return fmt::format("{:.1f}h", s / 3600);
+  return fmt::format("{:.1f}d", s / 86400);
+}
+
+std::string when(const json& t) {
+  if (!t.is_number()) return "-";
+  const auto secs = static_cast<std::time_t>(t.get<double>());
+  std::tm tm{};
+  localtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+std::string short_uuid(const std::string& u) { return u.size() > 12 ? u.substr(0, 12) : u; }
+
+void print_jobs(const json& jobs) {
+  fmt::print("{:>6}  {:<20} {:<10} {:<9} {:>4} {:>3}  {:<8} {}\n", "ID", "NAME", "USER", "STATE", "GPUS", "TRY", "TIME",
+             "WHERE / WHY");
+  for (const auto& j : jobs) {
+    const std::string state = j["state"];
+    std::string where;
+    if (state == "running") {
+      for (const auto& u : j["gpu_uuids"]) where += (where.empty() ? "" : ",") + short_uuid(u.get<std::string>());
+    } else {
+      where = j["reason"].get<std::string>();
+    }
+    const json& since = state == "running" ? j["started_at"] : state == "queued" ? j["submitted_at"] : j["ended_at"];
+    fmt::print("{:>6}  {:<20} {:<10} {:<9} {:>4} {:>3}  {:<8} {}\n", j["id"].get<std::int64_t>(),
+               j["name"].get<std::string>().substr(0, 20), j["user"].get<std::string>().substr(0, 10), state,
+               j["gpus"].get<int>(), j["attempts"].get<int>(), ago(since), where);
+  }
+}
+
+std::int64_t parse_id(const std::string& s) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != s.size() || v <= 0) throw ClientError("job id: '" + s + "' is not a job id (a positive number)");
+  return v;
+}
+
+// --- submit ------------------------------------------------------------------------
+
+struct SubmitArgs {
+  int gpus = 0;
+  std::string mem, name, spec, workdir;
+  bool exclusive = false;
+  std::vector<std::string> env, tags, command;
+};
+
+api::JobRequest build_request(const SubmitArgs& a) {
+  api::JobRequest r;
+  if (!a.spec.empty()) {
+    std::ifstream f(a.spec);
+    if (!f) throw ClientError(a.spec + ": cannot read the job spec");
+    std::stringstream ss;
+    ss << f.rdbuf();
+    auto parsed = api::parse_job_spec_yaml(ss.str());
+    if (auto* e = std::get_if<api::ParseError>(&parsed)) throw ClientError(a.spec + ": " + e->message);
+    r = std::get<api::JobRequest>(parsed);
+  } else {
+    // The job sees the environment it was submitted from, as with sbatch, less what the
+    // API refuses (the daemon's own variables, exported shell functions, oversized or
+    // non-UTF-8 values): each variable is checked alone with the API's own rules.
+    for (char** e = environ; *e && r.env.size() < api::kMaxEnvEntries; ++e) {
+      const std::string kv = *e;
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos) continue;
+      api::JobRequest probe;
+      probe.command = {"true"};
+      probe.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+      if (!api::validate(probe)) r.env.insert(*probe.env.begin());
+    }
+  }
+  if (!a.command.empty()) r.command = a.command;
+  if (r.command.empty()) throw ClientError("submit: no command; usage: aegis submit [options] -- COMMAND [ARGS...]");
+  if (a.gpus > 0) r.gpus = a.gpus;
+  if (!a.mem.empty()) {
+    auto m = api::parse_mem_size(a.mem);
+    if (!m) throw ClientError("--mem: '" + a.mem + "' is not a memory size (e.g. 12000, 12G, 1.5GiB)");
+    r.mem_mib = *m;
+  }
+  if (!a.name.empty()) r.name = a.name;  // else the daemon names it after the command
+  if (a.exclusive) r.exclusive = true;
+  for (const auto& kv : a.env) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw ClientError("--env: expected NAME=VALUE, got '" + kv + "'");
+    r.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& t : a.tags) r.tags.push_back(t);
+  if (!a.workdir.empty()) r.workdir = a.workdir;
+  if (r.workdir.empty()) {
+    char buf[4096];
+    if (!getcwd(buf, sizeof buf)) throw ClientError("cannot tell the current directory; give --workdir");
+    r.workdir = buf;
+  }
+  if (auto e = api::validate(r)) throw ClientError(e->message);
+  return r;
+}
+
+}  // namespace
+
+void add_job_commands(CLI::App& app) {
+  app.add_option("--socket", g_socket, "aegisd's socket (default: $AEGIS_SOCKET, else /run/aegis/aegisd.sock)");
+
+  static SubmitArgs sa;
+  auto* submit = app.add_subcommand("submit", "Queue a job on this server's GPUs; prints its id");
+  submit->add_option("--gpus", sa.gpus, "GPUs the job needs (default 1)")->check(CLI::Range(1, api::kMaxGpus));
+  submit->add_option("--mem", sa.mem, "GPU memory it needs per GPU, e.g. 12G or 12000 (MiB); omitted: the server decides");
+  submit->add_option("--name", sa.name, "Name shown in listings (default: the command's name)");
+  submit->add_flag("--exclusive", sa.exclusive, "Run alone on its GPUs");
+  submit->add_option("--spec", sa.spec, "YAML job spec (docs/api.md); flags override its fields");
+  submit->add_option("--env", sa.env, "Set NAME=VALUE in the job's environment (repeatable)");
+  submit->add_option("--tag", sa.tags, "Label the job (repeatable)");
+  submit->add_option("--workdir", sa.workdir, "Working directory (default: the current one)");
+  submit->add_option("command", sa.command, "The command, after --")->expected(-1);
+  submit->callback([] {
+    const auto r = build_request(sa);
+    const auto reply = call(socket_path(g_socket), {{"op", "submit"}, {"job", json::parse(api::to_json(r))}});
+    fmt::print("{}\n", reply["id"].get<std::int64_t>());
+  });
+
+  static bool q_all = false, q_json = false;
+  auto* queue = app.add_subcommand("queue", "Jobs waiting and running (like squeue)");
+  queue->add_flag("--all", q_all, "Include finished jobs");
+  queue->add_flag("--json", q_json, "Print JSON");
+  queue->callback([] {
+    const auto reply = call(socket_path(g_socket), {{"op", "queue"}, {"all", q_all}});
+    if (q_json) {
+      fmt::print("{}\n", reply["jobs"].dump(2));
+      return;
+    }
+    print_jobs(reply["jobs"]);
+    if (reply.contains("waiting_because") && !reply["waiting_because"].get<std::string>().empty())
+      fmt::print("\nhead of the queue waits: {}\n", reply["waiting_because"].get<std::string>());
+  });
+
+  static std::string show_id;
+  static bool show_json = false;
+  auto* show = app.add_subcommand("show", "One job in detail, with its attempts and events");
+  show->add_option("id", show_id, "Job id")->required();
+  show->add_flag("--json", show_json, "Print JSON");
+  show->callback([] {
+    const auto j = call(socket_path(g_socket), {{"op", "show"}, {"id", parse_id(show_id)}})["job"];
+    if (show_json) {
+      fmt::print("{}\n", j.dump(2));
+      return;
+    }
+    fmt::print("job {} ({}) of {}: {}\n", j["id"].get<std::int64_t>(), j["name"].get<std::string>(),
+               j["user"].get<std::string>(), j["state"].get<std::string>());
+    fmt::print("  command    {}\n", j["request"]["command"].dump());
+    fmt::print("  workdir    {}\n", j["request"]["workdir"].get<std::string>());
+    fmt::print("  gpus       {}   memory {}\n", j["gpus"].get<int>(),
+               j["request"].contains("mem_mib") ? fmt::format("{} MiB", j["request"]["mem_mib"].get<std::int64_t>())
+                                                : std::string("not declared"));
+    fmt::print("  submitted  {}   started {}   ended {}\n", when(j["submitted_at"]), when(j["started_at"]),
+               when(j["ended_at"]));
+    if (!j["reason"].get<std::string>().empty()) fmt::print("  reason     {}\n", j["reason"].get<std::string>());
+    for (const auto& a : j["attempt_log"]) {
+      std::string gpus;
+      for (const auto& u : a["gpus"]) gpus += (gpus.empty() ? "" : ",") + short_uuid(u.get<std::string>());
+      fmt::print("  attempt {}  {} on {}  {}{}\n", a["number"].get<int>(), when(a["launched_at"]), gpus,
+                 a["outcome"].get<std::string>().empty() ? "running" : a["outcome"].get<std::string>(),
+                 a["detail"].get<std::string>().empty() ? "" : ": " + a["detail"].get<std::string>());
+    }
+    for (const auto& e : j["events"])
+      fmt::print("  {}  {:<9} {}\n", when(e["t"]), e["kind"].get<std::string>(), e["detail"].get<std::string>());
+  });
+
+  static std::vector<std::string> cancel_ids;
+  auto* cancel = app.add_subcommand("cancel", "Cancel jobs (yours; admins: any)");
+  cancel->add_option("ids", cancel_ids, "Job ids")->required();
+  cancel->callback([] {
+    json ids = json::array();
+    for (const auto& s : cancel_ids) ids.push_back(parse_id(s));
+    const auto reply = call(socket_path(g_socket), {{"op", "cancel"}, {"ids", ids}});
+    for (const auto& id : reply["cancelled"]) fmt::print("cancelled {}\n", id.get<std::int64_t>());
+  });
+
+  static std::string logs_id;
+  static bool follow = false, err_stream = false;
+  auto* logs = app.add_subcommand("logs", "A job's output (its latest attempt)");
+  logs->add_option("id", logs_id, "Job id")->required();
+  logs->add_flag("-f,--follow", follow, "Keep printing until the job ends");
+  logs->add_flag("--stderr", err_stream, "Standard error instead of standard output");
+  logs->callback([] {
+    const auto id = parse_id(logs_id);
+    std::uint64_t offset = 0;
+    while (true) {
+      const auto r = call(socket_path(g_socket), {{"op", "logs"}, {"id", id}, {"stream", err_stream ? "stderr" : "stdout"},
+                                                  {"offset", offset}});
+      const std::string data = r["data"];
+      std::fwrite(data.data(), 1, data.size(), stdout);
+      std::fflush(stdout);
+      offset = r["offset"].get<std::uint64_t>();
+      if (!follow || r["eof"].get<bool>()) break;
+      if (data.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  });
+
+  static bool gpus_json = false;
+  auto* gpus = app.add_subcommand("gpus", "The server's GPUs: memory, activity, jobs, open or observing");
+  gpus->add_flag("--json", gpus_json, "Print JSON");
+  gpus->callback([] {
+    const auto r = call(socket_path(g_socket), {{"op", "gpus"}});
+    if (gpus_json) {
+      fmt::print("{}\n", r["gpus"].dump(2));
+      return;
+    }
+    fmt::print("{}\n", r["source"].get<std::string>());
+    if (!r["error"].get<std::string>().empty()) fmt::print("telemetry error: {}\n", r["error"].get<std::string>());
+    fmt::print("{:>3}  {:<12} {:>17}  {:>5} {:>5} {:>5}  {:<10} {}\n", "GPU", "UUID", "MEMORY (MiB)", "SMACT", "SMOCC",
+               "DRAMA", "STATE", "JOBS");
+    auto pct = [](const json& v) { return v.is_number() ? fmt::format("{:.0f}%", 100 * v.get<double>()) : std::string("-"); };
+    for (const auto& g : r["gpus"]) {
+      std::string jobs;
+      for (const auto& id : g["jobs"]) jobs += (jobs.empty() ? "" : ",") + std::to_string(id.get<std::int64_t>());
+      fmt::print("{:>3}  {:<12} {:>8}/{:<8}  {:>5} {:>5} {:>5}  {:<10} {}\n", g["index"].get<int>(),
+                 short_uuid(g["uuid"].get<std::string>()), g["memory_used_mib"].get<std::int64_t>(),
+                 g["memory_total_mib"].get<std::int64_t>(), pct(g["smact"]), pct(g["smocc"]), pct(g["drama"]),
+                 g["observing"].get<bool>() ? "observing" : "open", jobs.empty() ? "-" : jobs);
+    }
+  });
+
+  static std::int64_t limit = 50;
+  static bool hist_json = false;
+  auto* history = app.add_subcommand("history", "Recent jobs, finished ones included, newest first");
+  history->add_option("--limit", limit, "How many")->check(CLI::Range(1, 100000));
+  history->add_flag("--json", hist_json, "Print JSON");
+  history->callback([] {
+    const auto r = call(socket_path(g_socket), {{"op", "history"}, {"limit", limit}});
+    if (hist_json) fmt::print("{}\n", r["jobs"].dump(2));
+    else print_jobs(r["jobs"]);
+  });
+}
+
+}  // namespace aegis::cli

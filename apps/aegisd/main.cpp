@@ -1,0 +1,94 @@
+// aegisd: the GPU-sharing scheduler daemon of one server. It drives the same engine as
+// `aegis sim` with real processes, NVML telemetry (or emulated GPUs) and a durable queue.
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "runtime/daemon/config.h"
+#include "runtime/daemon/daemon.h"
+#include "runtime/daemon/server.h"
+
+namespace {
+
+std::string exe_dir() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<std::size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0;
+}
+
+// Installed layout first (bin/ and lib/), then the build tree.
+std::string default_emulated_library() {
+  for (const std::string& p : {exe_dir() + "/../lib/libaegis-nvml-emulated.so", std::string(AEGIS_EMULATED_NVML_BUILD)})
+    if (exists(p)) return p;
+  return exe_dir() + "/../lib/libaegis-nvml-emulated.so";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"aegisd: shares the GPUs of this server between training jobs safely"};
+  std::string config_path;
+  std::vector<std::string> sets;
+  bool print = false;
+  std::string state_dir, socket;
+  app.add_option("--config", config_path, "TOML configuration file (see docs/daemon.md)");
+  app.add_option("--set", sets, "Override a setting or engine parameter: NAME=VALUE (repeatable)");
+  app.add_option("--state-dir", state_dir, "Same as --set state_dir=DIR");
+  app.add_option("--socket", socket, "Same as --set socket=PATH");
+  app.add_flag("--print-config", print, "Print the effective configuration as TOML and exit");
+  app.set_version_flag("--version", "aegisd 0.1.0");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (!state_dir.empty()) sets.push_back("state_dir=" + state_dir);
+    if (!socket.empty()) sets.push_back("socket=" + socket);
+    aegis::DaemonConfig cfg = aegis::load_daemon_config(config_path, sets);
+    if (cfg.daemon.shim.empty()) cfg.daemon.shim = exe_dir() + "/aegis-shim";
+    if (cfg.daemon.emulated_library.empty()) cfg.daemon.emulated_library = default_emulated_library();
+    if (print) {
+      fmt::print("{}", aegis::to_toml(cfg));
+      return 0;
+    }
+    if (!exists(cfg.daemon.shim)) throw std::runtime_error("shim: " + cfg.daemon.shim + " not found");
+
+    std::string library = cfg.daemon.nvml_library;
+    if (cfg.daemon.gpu_backend == "emulated") {
+      // The emulated library reads these at nvmlInit; jobs inherit them to find its state.
+      mkdir(cfg.daemon.state_dir.c_str(), 0700);
+      setenv("AEGIS_EMULATED_GPUS", cfg.daemon.emulated_gpus.c_str(), 1);
+      setenv("AEGIS_EMULATED_STATE", (cfg.daemon.state_dir + "/emulated-gpus.state").c_str(), 1);
+      setenv("AEGIS_EMULATED_GPM", cfg.daemon.emulated_gpm ? "1" : "0", 1);
+      library = cfg.daemon.emulated_library;
+    }
+    std::string error;
+    auto source = aegis::open_nvml(library, &error);
+    if (!source) throw std::runtime_error("GPUs: " + error);
+    fmt::print(stderr, "aegisd: {}; policy {}; state in {}; socket {}\n", source->describe(), cfg.daemon.policy,
+               cfg.daemon.state_dir, cfg.daemon.socket);
+    aegis::Daemon daemon(cfg, std::move(source));
+    fmt::print(stderr, "aegisd: {} unfinished job(s) recovered; engine: {}\n", daemon.active_jobs(),
+               aegis::Engine(cfg.engine).describe());
+    aegis::Server server(daemon);
+    server.run();
+    fmt::print(stderr, "aegisd: stopping; running jobs continue and are re-adopted at the next start\n");
+  } catch (const aegis::ConfigError& e) {
+    fmt::print(stderr, "aegisd: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "aegisd: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

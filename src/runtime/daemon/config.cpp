@@ -1,0 +1,130 @@
+#include "runtime/daemon/config.h"
+
+#include <fmt/format.h>
+#include <map>
+#include <toml++/toml.h>
+
+#include "sched/config_params.h"
+#include "sched/policies.h"
+
+namespace aegis {
+
+namespace {
+
+constexpr double kInf = kParamInf;
+#define P(...) AEGIS_PARAM(DaemonSettings, __VA_ARGS__)
+
+const ParamEntry<DaemonSettings> kEntries[] = {
+    P("state_dir", state_dir, 0, 0, "", "Directory of the database, job logs and attempt records"),
+    P("socket", socket, 0, 0, "", "Unix socket the aegis command talks to"),
+    P("socket_mode", socket_mode, 0, 0, "", "Permissions of the socket (octal); callers are identified by SO_PEERCRED"),
+    P("admin_group", admin_group, 0, 0, "", "Unix group whose members may manage every job (root always may)"),
+    P("gpu_backend", gpu_backend, 0, 0, "nvml,emulated", "nvml: the NVIDIA driver; emulated: emulated GPUs"),
+    P("nvml_library", nvml_library, 0, 0, "", "NVML library loaded with dlopen for gpu_backend = nvml"),
+    P("emulated_library", emulated_library, 0, 0, "",
+      "Emulated NVML library for gpu_backend = emulated (default: next to aegisd)"),
+    P("emulated_gpus", emulated_gpus, 0, 0, "", "Emulated GPUs, COUNTxMIB[,COUNTxMIB...], e.g. 3x40960"),
+    P("emulated_gpm", emulated_gpm, 0, 0, "", "Emulated GPUs report SM activity/occupancy and DRAM activity (GPM)"),
+    P("gpus", gpus, 0, 0, "", "GPUs to schedule: all, or a comma list of NVML indices or UUIDs"),
+    P("policy", policy, 0, 0, "exclusive,aegis,aegis-peak,aegis-horus,carma,lucid,horus,naive",
+      "Scheduling policy (its preset applies before the engine keys of this file)"),
+    P("metrics_port", metrics_port, 0, 65535, "", "Loopback TCP port of the Prometheus endpoint (0 = off)"),
+    P("kill_grace_s", kill_grace_s, 0, 3600, "", "Seconds between SIGTERM and SIGKILL when a job is cancelled"),
+    P("durability", durability, 0, 0, "full,normal",
+      "full: fsync every commit (survives power loss); normal: survives daemon crashes only"),
+    P("shim", shim, 0, 0, "", "Path of aegis-shim, which runs each job attempt (default: next to aegisd)"),
+};
+#undef P
+
+std::string toml_value_text(const toml::node& n, const std::string& where) {
+  if (auto s = n.as_string()) return s->get();
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto f = n.as_floating_point()) return fmt::format("{}", f->get());
+  if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (auto a = n.as_array()) {
+    std::string out;
+    for (const auto& e : *a) out += (out.empty() ? "" : ",") + toml_value_text(e, where);
+    return out;
+  }
+  throw ConfigError(where + ": unsupported value type");
+}
+
+bool is_daemon_key(std::string_view k) {
+  for (const auto& e : kEntries)
+    if (e.name == k) return true;
+  return false;
+}
+
+}  // namespace
+
+std::span<const ParamEntry<DaemonSettings>> daemon_param_table() { return kEntries; }
+
+DaemonConfig load_daemon_config(const std::string& path, const std::vector<std::string>& overrides) {
+  // Collect NAME=VALUE from the file, then the overrides; the policy is applied first.
+  std::vector<std::pair<std::string, std::string>> kv;
+  if (!path.empty()) {
+    toml::table t;
+    try {
+      t = toml::parse_file(path);
+    } catch (const toml::parse_error& e) {
+      throw ConfigError(fmt::format("{}:{}: {}", path, e.source().begin.line, e.description()));
+    }
+    for (const auto& [key, node] : t) {
+      const std::string name(key.str());
+      if (node.is_table()) {
+        if (name != "engine") throw ConfigError(fmt::format("{}: unknown table [{}]", path, name));
+        for (const auto& [k2, n2] : *node.as_table())
+          kv.push_back({std::string(k2.str()), toml_value_text(n2, fmt::format("{}: engine.{}", path, k2.str()))});
+        continue;
+      }
+      kv.push_back({name, toml_value_text(node, fmt::format("{}: {}", path, name))});
+    }
+  }
+  for (const auto& o : overrides) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0) throw ConfigError("--set: expected NAME=VALUE, got '" + o + "'");
+    kv.push_back({o.substr(0, eq), o.substr(eq + 1)});
+  }
+
+  DaemonConfig c;
+  const std::string where = path.empty() ? std::string("config") : path;
+  for (const auto& [k, v] : kv)
+    if (is_daemon_key(k)) {
+      try {
+        set_param_in<DaemonSettings>(kEntries, c.daemon, k, v);
+      } catch (const ConfigError& e) {
+        throw ConfigError(fmt::format("{}: {}", where, e.what()));
+      }
+    }
+  check_params<DaemonSettings>(kEntries, c.daemon);
+  c.engine = policy_config(c.daemon.policy);
+  // The daemon admits a job with its user's declared memory when there is one, and
+  // against the estimator-free floor otherwise.
+  if (c.engine.estimator == "none") c.engine.estimator = "declared";
+  for (const auto& [k, v] : kv) {
+    if (is_daemon_key(k)) continue;
+    try {
+      set_param(c.engine, k, v);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("{}: {}", where, e.what()));
+    }
+  }
+  return c;
+}
+
+std::string to_toml(const DaemonConfig& c) {
+  auto quote = [](const ParamInfo& p) {
+    const std::string v = format_value(p.value);
+    if (std::holds_alternative<std::string>(p.value)) return "\"" + v + "\"";
+    if (std::holds_alternative<std::vector<double>>(p.value)) return "[" + v + "]";
+    return v;
+  };
+  std::string out = "# aegisd effective configuration\n";
+  for (const auto& p : describe_params<DaemonSettings>(kEntries, c.daemon))
+    out += fmt::format("{} = {}  # {}\n", p.name, quote(p), p.doc);
+  out += "\n# engine (names as in `aegis config`; the policy's preset is applied first)\n";
+  for (const auto& p : describe(c.engine)) out += fmt::format("{} = {}  # {}\n", p.name, quote(p), p.doc);
+  return out;
+}
+
+}  // namespace aegis

@@ -1,0 +1,46 @@
+// aegisd's configuration: its own settings plus every engine parameter, from a TOML file
+// and command-line overrides. `aegisd --print-config` shows the result as TOML.
+// Precedence: engine defaults < the policy's preset < the file < --set flags.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/param_table.h"
+#include "sched/config.h"
+
+namespace aegis {
+
+struct DaemonSettings {
+  std::string state_dir = "/var/lib/aegis";
+  std::string socket = "/run/aegis/aegisd.sock";
+  std::string socket_mode = "0666";       // anyone may connect; SO_PEERCRED says who they are
+  std::string admin_group;                // members may manage every job ("" = root only)
+  std::string gpu_backend = "nvml";       // nvml | emulated
+  std::string nvml_library = "libnvidia-ml.so.1";
+  std::string emulated_library;           // default: next to aegisd (lib/libaegis-nvml-emulated.so)
+  std::string emulated_gpus = "3x40960";
+  bool emulated_gpm = true;
+  std::string gpus = "all";               // "all" or a comma list of NVML indices or UUIDs
+  std::string policy = "aegis";
+  std::int64_t metrics_port = 0;          // loopback HTTP port for Prometheus (0 = off)
+  double kill_grace_s = 10;
+  std::string durability = "full";        // full: fsync every commit; normal: survive crashes only
+  std::string shim;                       // default: aegis-shim next to aegisd
+};
+
+struct DaemonConfig {
+  DaemonSettings daemon;
+  EngineConfig engine;
+};
+
+std::span<const ParamEntry<DaemonSettings>> daemon_param_table();
+
+// Builds the config from an optional TOML file and NAME=VALUE overrides (daemon or engine
+// names). Throws ConfigError naming the file, key and problem.
+DaemonConfig load_daemon_config(const std::string& toml_path, const std::vector<std::string>& overrides);
+
+// The effective config as TOML, each key with its meaning as a comment.
+std::string to_toml(const DaemonConfig& c);
+
+}  // namespace aegis

@@ -1,0 +1,108 @@
+// The daemon's brain, free of sockets and event loops: it keeps the jobs (in memory and in
+// the store), samples the GPUs, asks the engine what to do, and does it, writing every
+// state change before acting on it. server.h drives it from the event loop; tests drive it
+// directly.
+#pragma once
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "runtime/api/request.h"
+#include "runtime/daemon/config.h"
+#include "runtime/gpu/gpu_source.h"
+#include "runtime/job/job.h"
+#include "runtime/store/store.h"
+#include "sched/engine.h"
+#include "telemetry/rolling_window.h"
+
+namespace aegis {
+
+// Who is calling, from the socket's SO_PEERCRED.
+struct Caller {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  pid_t pid = 0;
+};
+
+struct DaemonStats {
+  std::map<std::string, std::int64_t> outcomes;  // completed, failed, cancelled, oom (attempts)
+  std::int64_t submissions = 0;
+  std::int64_t ticks = 0;
+  double tick_seconds_sum = 0;                   // scheduling passes: engine and actions
+  double tick_seconds_max = 0;
+  std::vector<double> recent_tick_seconds;       // last 1024, for quantiles
+};
+
+class Daemon {
+ public:
+  // Opens the store and recovers the jobs it holds (re-adopting attempts that still run).
+  Daemon(DaemonConfig config, std::unique_ptr<GpuSource> gpus);
+
+  // One API request; the reply object ({"ok": ...}). Never throws for bad requests.
+  nlohmann::json handle(const api::Request& request, const Caller& caller);
+
+  // Samples telemetry and notices first GPU activity and ended attempts; then schedules.
+  void sample_and_schedule(Seconds now);
+  // Schedules with the telemetry it has (after submissions and cancellations).
+  void schedule(Seconds now);
+  // Signals the jobs cancelled since the last call (the event loop calls it after its
+  // group commit, so that a cancel is on disk before any process is signalled).
+  void send_cancel_signals(Seconds now);
+
+  // For the event loop: group commit of the requests read in one pass.
+  Store& store() { return store_; }
+  const DaemonConfig& config() const { return cfg_; }
+  const DaemonStats& stats() const { return stats_; }
+  std::string metrics_text() const;  // Prometheus text format
+  std::size_t active_jobs() const { return active_.size(); }
+
+ private:
+  struct Gpu {
+    std::string uuid;
+    int nvml_index = 0;
+    GpuStatus status;
+    RollingWindow window;
+    std::vector<GpuSample> window_copy;
+  };
+
+  void recover_jobs(Seconds now);
+  void select_gpus(const std::vector<GpuStatus>& all);
+  void note_activity(Seconds now);
+  void collect_exits(Seconds now, std::vector<Failure>& failures);
+  void finish_attempt(DaemonJob& job, const std::string& outcome, const std::string& detail, Seconds now);
+  RunningJob running_view(const DaemonJob& job) const;
+  QueuedJob queued_view(const DaemonJob& job) const;
+  void apply(const Decisions& d, Seconds now);
+  void launch(DaemonJob& job, const Launch& l, Seconds now);
+  void save(const DaemonJob& job, const std::string& event, const std::string& detail, Seconds now);
+  void request_cancel(DaemonJob& job, Seconds now);
+
+  nlohmann::json submit(const api::SubmitRequest& r, const Caller& c);
+  nlohmann::json list(const api::ListRequest& r);
+  nlohmann::json show(const api::ShowRequest& r, const Caller& c);
+  nlohmann::json cancel(const api::CancelRequest& r, const Caller& c);
+  nlohmann::json logs(const api::LogsRequest& r, const Caller& c);
+  nlohmann::json gpus_reply() const;
+  bool may_manage(const Caller& c, uid_t owner) const;
+  std::optional<DaemonJob> find(JobId id);
+
+  DaemonConfig cfg_;
+  Store store_;
+  std::unique_ptr<GpuSource> source_;
+  Engine engine_;
+  EngineState engine_state_;
+  std::vector<Gpu> gpus_;
+  std::map<JobId, DaemonJob> active_;  // queued and running
+  std::map<JobId, Seconds> kill_at_;   // cancelled jobs whose shim is gone: SIGKILL then
+  std::vector<JobId> cancel_signals_;  // cancelled, recorded, not signalled yet
+  std::vector<Failure> pending_failures_;
+  DaemonStats stats_;
+  std::string gpu_error_;              // why sampling failed last, for `aegis gpus`
+  std::string blocked_reason_;
+};
+
+}  // namespace aegis

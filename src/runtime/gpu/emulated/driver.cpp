@@ -1,0 +1,110 @@
+#include "runtime/gpu/emulated/driver.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+namespace aegis::emu {
+
+namespace {
+
+std::mutex g_mu;  // guards the fields below against concurrent nvmlInit/nvmlShutdown
+int g_refs = 0;
+State* g_state = nullptr;  // a plain pointer: nothing to destroy at unload
+// Read once at nvmlInit, as a driver enumerates its GPUs once.
+int g_count = 0;
+DriverOptions g_options;
+char g_detail[512] = "";
+nvml::nvmlDevice_st g_devices[kMaxGpus];
+
+// Reads a 0/1 switch; false (with the detail set) for anything else.
+bool read_switch(const char* name, bool* value) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return true;
+  if (std::strcmp(v, "0") == 0 || std::strcmp(v, "1") == 0) {
+    *value = *v == '1';
+    return true;
+  }
+  std::snprintf(g_detail, sizeof g_detail, "emulated driver: %s='%s' (write 0 or 1)", name, v);
+  return false;
+}
+
+nvml::nvmlReturn_t fail(const std::string& why) {
+  std::snprintf(g_detail, sizeof g_detail, "emulated driver: %s", why.c_str());
+  return nvml::NVML_ERROR_DRIVER_NOT_LOADED;
+}
+
+nvml::nvmlReturn_t first_init() {
+  DriverOptions o;
+  if (!read_switch("AEGIS_EMULATED_GPM", &o.gpm) || !read_switch("AEGIS_EMULATED_PROCESS_MEMORY", &o.process_memory))
+    return nvml::NVML_ERROR_DRIVER_NOT_LOADED;
+  if (const char* v = std::getenv("AEGIS_EMULATED_PROCESS_API"); v && *v) {
+    if (std::strlen(v) != 1 || v[0] < '1' || v[0] > '3')
+      return fail(std::string("AEGIS_EMULATED_PROCESS_API='") + v + "' (write 1, 2 or 3)");
+    o.process_api = v[0] - '0';
+  }
+  const char* path = std::getenv("AEGIS_EMULATED_STATE");
+  if (!path || !*path) return fail("AEGIS_EMULATED_STATE is not set (the path of the shared state file)");
+  std::string error;
+  std::vector<GpuSpec> gpus;
+  if (const char* v = std::getenv("AEGIS_EMULATED_GPUS"); v && *v) {
+    gpus = parse_gpu_specs(v, &error);
+    if (gpus.empty()) return fail(error);
+  }
+  auto state = State::open(path, gpus, &error);
+  if (!state) return fail(error);
+  const int count = state->gpu_count();
+  if (count == 0) return fail("no GPUs: set AEGIS_EMULATED_GPUS (e.g. 3x40960)");
+  g_count = count;
+  g_options = o;
+  g_state = state.release();
+  for (int i = 0; i < kMaxGpus; ++i) g_devices[i].index = i;
+  return nvml::NVML_SUCCESS;
+}
+
+}  // namespace
+
+nvml::nvmlReturn_t driver_init() {
+  std::lock_guard lock(g_mu);
+  if (g_refs > 0) {
+    ++g_refs;
+    return nvml::NVML_SUCCESS;
+  }
+  g_detail[0] = '\0';
+  const auto rc = first_init();
+  if (rc == nvml::NVML_SUCCESS) g_refs = 1;
+  return rc;
+}
+
+nvml::nvmlReturn_t driver_shutdown() {
+  std::lock_guard lock(g_mu);
+  if (g_refs == 0) return nvml::NVML_ERROR_UNINITIALIZED;
+  if (--g_refs == 0) {
+    delete g_state;
+    g_state = nullptr;
+  }
+  return nvml::NVML_SUCCESS;
+}
+
+const char* driver_init_detail() { return g_detail; }
+
+State* driver_state() { return g_state; }
+
+const DriverOptions& driver_options() { return g_options; }
+
+int device_count() { return g_count; }
+
+int device_index(nvml::nvmlDevice_t device) {
+  // Compared as integers: a foreign pointer need not point into the array.
+  const auto p = reinterpret_cast<std::uintptr_t>(device), base = reinterpret_cast<std::uintptr_t>(g_devices);
+  if (!g_state || p < base || (p - base) % sizeof(nvml::nvmlDevice_st) != 0) return -1;
+  const auto i = (p - base) / sizeof(nvml::nvmlDevice_st);
+  return i < static_cast<std::uintptr_t>(g_count) ? static_cast<int>(i) : -1;
+}
+
+nvml::nvmlDevice_t device_handle(int index) { return &g_devices[index]; }
+
+}  // namespace aegis::emu

@@ -1,0 +1,50 @@
+// The emulated NVML library's process-wide state: nvmlInit's reference count, the options
+// read from the environment at the first nvmlInit, the mapped shared state and the device
+// handles. Internal to libaegis-nvml-emulated.so.
+#pragma once
+#include "runtime/gpu/emulated/state.h"
+#include "runtime/gpu/nvml_api.h"
+
+namespace aegis::nvml {
+// What an emulated device handle points to.
+struct nvmlDevice_st {
+  int index;
+};
+}  // namespace aegis::nvml
+
+namespace aegis::emu {
+
+struct DriverOptions {
+  bool gpm = true;             // AEGIS_EMULATED_GPM: GPM metrics supported (Hopper-like)
+  int process_api = 3;         // AEGIS_EMULATED_PROCESS_API: newest process-listing API
+  bool process_memory = true;  // AEGIS_EMULATED_PROCESS_MEMORY=0: per-process memory "not available"
+};
+
+// Reads the environment and maps the state on the first call; counts later calls.
+nvml::nvmlReturn_t driver_init();
+nvml::nvmlReturn_t driver_shutdown();
+// Why the last nvmlInit failed (shown by nvmlErrorString), or "".
+const char* driver_init_detail();
+
+// Null before nvmlInit (and after the last nvmlShutdown).
+State* driver_state();
+const DriverOptions& driver_options();
+// GPUs enumerated at nvmlInit.
+int device_count();
+// The GPU index a handle names, or -1 when the handle is not one of ours.
+int device_index(nvml::nvmlDevice_t device);
+nvml::nvmlDevice_t device_handle(int index);
+
+// Runs `f` (returning an nvmlReturn_t) with no exception escaping into C callers.
+template <class F>
+nvml::nvmlReturn_t guarded(F&& f) noexcept {
+  try {
+    return f();
+  } catch (...) {
+    return nvml::NVML_ERROR_UNKNOWN;
+  }
+}
+
+}  // namespace aegis::emu
+
+#define AEGIS_NVML_EXPORT extern "C" __attribute__((visibility("default")))

@@ -1,0 +1,219 @@
+// The NVML entry points of libaegis-nvml-emulated.so (GPM is in nvml_gpm.cpp): the same
+// symbols, signatures, return codes and struct versions as libnvidia-ml, answered from
+// the shared state, so the loader cannot tell the two apart.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <type_traits>
+
+#include "runtime/gpu/emulated/driver.h"
+
+using namespace aegis::nvml;
+using aegis::emu::device_index;
+using aegis::emu::driver_options;
+using aegis::emu::driver_state;
+using aegis::emu::guarded;
+
+namespace {
+
+constexpr const char* kDriverVersion = "0.0-aegis-emulated";
+constexpr const char* kNvmlVersion = "12.0-aegis-emulated";
+constexpr unsigned int kNoInstance = 0xFFFFFFFFU;  // gpuInstanceId off MIG
+
+nvmlReturn_t copy_text(const char* text, char* out, unsigned int length) {
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+  if (std::strlen(text) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(out, text, std::strlen(text) + 1);
+  return NVML_SUCCESS;
+}
+
+unsigned long long bytes(aegis::MiB mib) { return static_cast<unsigned long long>(mib) << 20U; }
+
+// The body of a device query: checks init and the handle, then runs `f(gpu)`.
+template <class F>
+nvmlReturn_t on_device(nvmlDevice_t device, F&& f) {
+  return guarded([&]() -> nvmlReturn_t {
+    if (!driver_state()) return NVML_ERROR_UNINITIALIZED;
+    const int gpu = device_index(device);
+    if (gpu < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    return f(gpu);
+  });
+}
+
+// The INSUFFICIENT_SIZE protocol of every nvmlDeviceGet*RunningProcesses version: with
+// too small a buffer, say how many entries are needed and write none.
+template <class Info>
+nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, Info* infos, int api) {
+  if (api > driver_options().process_api) return NVML_ERROR_FUNCTION_NOT_FOUND;  // an older driver
+  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+    if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+    aegis::emu::ProcessEntry entries[aegis::emu::kMaxProcesses];
+    const std::size_t n = driver_state()->processes(gpu, entries);
+    if (*count < n) {
+      *count = static_cast<unsigned int>(n);
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    if (n > 0 && !infos) return NVML_ERROR_INVALID_ARGUMENT;
+    for (std::size_t i = 0; i < n; ++i) {
+      Info info{};
+      info.pid = entries[i].pid;
+      info.usedGpuMemory = driver_options().process_memory ? bytes(entries[i].used_mib) : NVML_VALUE_NOT_AVAILABLE;
+      if constexpr (requires { info.gpuInstanceId; }) info.gpuInstanceId = info.computeInstanceId = kNoInstance;
+      infos[i] = info;
+    }
+    *count = static_cast<unsigned int>(n);
+    return NVML_SUCCESS;
+  });
+}
+
+unsigned int percent(double v) { return static_cast<unsigned int>(std::lround(v * 100)); }
+
+}  // namespace
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlInit_v2() { return guarded([] { return aegis::emu::driver_init(); }); }
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlShutdown() { return guarded([] { return aegis::emu::driver_shutdown(); }); }
+
+AEGIS_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
+  switch (rc) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED: {
+      // Only init fails this way here: say why, which a real driver cannot.
+      const char* d = aegis::emu::driver_init_detail();
+      return *d ? d : "Driver Not Loaded";
+    }
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument Version Mismatch";
+    default: return "Unknown Error";
+  }
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  if (!driver_state()) return NVML_ERROR_UNINITIALIZED;
+  return copy_text(kDriverVersion, version, length);
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
+  return copy_text(kNvmlVersion, version, length);  // needs no init, as in NVML
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  if (!driver_state()) return NVML_ERROR_UNINITIALIZED;
+  if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+  *count = static_cast<unsigned int>(aegis::emu::device_count());
+  return NVML_SUCCESS;
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  if (!driver_state()) return NVML_ERROR_UNINITIALIZED;
+  if (!device || index >= static_cast<unsigned int>(aegis::emu::device_count())) return NVML_ERROR_INVALID_ARGUMENT;
+  *device = aegis::emu::device_handle(static_cast<int>(index));
+  return NVML_SUCCESS;
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  return on_device(device, [&](int gpu) { return copy_text(aegis::emu::emulated_uuid(gpu).c_str(), uuid, length); });
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  return on_device(device, [&](int gpu) { return copy_text(driver_state()->gpu_name(gpu).c_str(), name, length); });
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+    if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+    const auto r = driver_state()->read(gpu);
+    *memory = {bytes(r.total_mib), bytes(r.total_mib - r.used_mib), bytes(r.used_mib)};
+    return NVML_SUCCESS;
+  });
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  if (driver_options().process_api < 3) return NVML_ERROR_FUNCTION_NOT_FOUND;  // before NVML 11.6
+  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+    if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+    if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    const auto r = driver_state()->read(gpu);
+    memory->total = bytes(r.total_mib);
+    memory->reserved = 0;
+    memory->free = bytes(r.total_mib - r.used_mib);
+    memory->used = bytes(r.used_mib);
+    return NVML_SUCCESS;
+  });
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
+  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+    if (!utilization) return NVML_ERROR_INVALID_ARGUMENT;
+    const auto r = driver_state()->read(gpu);
+    *utilization = {percent(r.activity.util), percent(r.activity.drama)};
+    return NVML_SUCCESS;
+  });
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* count,
+                                                                     nvmlProcessInfo_v1_t* infos) {
+  return list_processes(device, count, infos, 1);
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* count,
+                                                                        nvmlProcessInfo_v2_t* infos) {
+  return list_processes(device, count, infos, 2);
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                                        nvmlProcessInfo_v3_t* infos) {
+  return list_processes(device, count, infos, 3);
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* milliwatts) {
+  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+    if (!milliwatts) return NVML_ERROR_INVALID_ARGUMENT;
+    *milliwatts = static_cast<unsigned int>(std::lround(driver_state()->read(gpu).power_w * 1000));
+    return NVML_SUCCESS;
+  });
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* millijoules) {
+  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+    if (!millijoules) return NVML_ERROR_INVALID_ARGUMENT;
+    *millijoules = static_cast<unsigned long long>(std::llround(driver_state()->read(gpu).energy_j * 1000));
+    return NVML_SUCCESS;
+  });
+}
+
+// MIG-capable (as an A100 or H100) with MIG off: the loader's MIG path runs, finds it off.
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
+  return on_device(device, [&](int) -> nvmlReturn_t {
+    if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
+    *current = *pending = 0;
+    return NVML_SUCCESS;
+  });
+}
+
+// Each definition has exactly the type the loader casts its symbol to.
+static_assert(std::is_same_v<decltype(&nvmlInit_v2), nvmlInit_v2_fn>);
+static_assert(std::is_same_v<decltype(&nvmlShutdown), nvmlShutdown_fn>);
+static_assert(std::is_same_v<decltype(&nvmlErrorString), nvmlErrorString_fn>);
+static_assert(std::is_same_v<decltype(&nvmlSystemGetDriverVersion), nvmlSystemGetDriverVersion_fn>);
+static_assert(std::is_same_v<decltype(&nvmlSystemGetNVMLVersion), nvmlSystemGetNVMLVersion_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetCount_v2), nvmlDeviceGetCount_v2_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetHandleByIndex_v2), nvmlDeviceGetHandleByIndex_v2_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetUUID), nvmlDeviceGetUUID_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetName), nvmlDeviceGetName_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetMemoryInfo), nvmlDeviceGetMemoryInfo_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetMemoryInfo_v2), nvmlDeviceGetMemoryInfo_v2_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetUtilizationRates), nvmlDeviceGetUtilizationRates_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetComputeRunningProcesses), nvmlDeviceGetComputeRunningProcesses_fn>);
+static_assert(
+    std::is_same_v<decltype(&nvmlDeviceGetComputeRunningProcesses_v2), nvmlDeviceGetComputeRunningProcesses_v2_fn>);
+static_assert(
+    std::is_same_v<decltype(&nvmlDeviceGetComputeRunningProcesses_v3), nvmlDeviceGetComputeRunningProcesses_v3_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetPowerUsage), nvmlDeviceGetPowerUsage_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetTotalEnergyConsumption), nvmlDeviceGetTotalEnergyConsumption_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetMigMode), nvmlDeviceGetMigMode_fn>);

@@ -1,0 +1,131 @@
+// An NVML library loaded with dlopen, its symbols resolved, nvmlInit done: the required
+// symbols are non-null, optional ones are null where the library lacks them. Destroying
+// it shuts NVML down and unloads the library. Used only by nvml_source.cpp.
+#pragma once
+#include <dlfcn.h>
+
+#include <memory>
+#include <string>
+
+#include "runtime/gpu/nvml_api.h"
+
+namespace aegis::nvml {
+
+class Library {
+ public:
+  // Null, with `error` set to one line, when the library cannot be loaded or initialised.
+  static std::unique_ptr<Library> open(const std::string& path, std::string* error) {
+    std::unique_ptr<Library> lib(new Library);
+    lib->path_ = path;
+    lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib->handle_) {
+      const char* why = dlerror();
+      *error = "cannot load NVML from '" + path + "' (" + (why ? why : "unknown reason") +
+               "): is the NVIDIA driver installed?";
+      return nullptr;
+    }
+    const char* missing = lib->resolve();
+    if (missing) {
+      *error = "'" + path + "' is not a usable NVML library: it lacks " + missing;
+      return nullptr;
+    }
+    const nvmlReturn_t rc = lib->init();
+    if (rc != NVML_SUCCESS) {
+      *error = "NVML from '" + path + "' failed to initialise: " + lib->error_string(rc);
+      return nullptr;
+    }
+    lib->initialised_ = true;
+    return lib;
+  }
+
+  ~Library() {
+    if (initialised_) shutdown();
+    if (handle_) dlclose(handle_);
+  }
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  std::string error_string(nvmlReturn_t rc) const {
+    const char* s = errorString ? errorString(rc) : nullptr;
+    return (s ? std::string(s) : "NVML error") + " (code " + std::to_string(rc) + ")";
+  }
+
+  // Required.
+  nvmlInit_v2_fn init = nullptr;
+  nvmlShutdown_fn shutdown = nullptr;
+  nvmlErrorString_fn errorString = nullptr;
+  nvmlDeviceGetCount_v2_fn getCount = nullptr;
+  nvmlDeviceGetHandleByIndex_v2_fn getHandleByIndex = nullptr;
+  nvmlDeviceGetUUID_fn getUUID = nullptr;
+  nvmlDeviceGetMemoryInfo_fn getMemoryInfo = nullptr;
+  // Optional: null when absent.
+  nvmlSystemGetDriverVersion_fn getDriverVersion = nullptr;
+  nvmlSystemGetNVMLVersion_fn getNVMLVersion = nullptr;
+  nvmlDeviceGetName_fn getName = nullptr;
+  nvmlDeviceGetMemoryInfo_v2_fn getMemoryInfo_v2 = nullptr;
+  nvmlDeviceGetUtilizationRates_fn getUtilizationRates = nullptr;
+  nvmlDeviceGetComputeRunningProcesses_v3_fn getProcesses_v3 = nullptr;
+  nvmlDeviceGetComputeRunningProcesses_v2_fn getProcesses_v2 = nullptr;
+  nvmlDeviceGetComputeRunningProcesses_fn getProcesses_v1 = nullptr;
+  nvmlDeviceGetPowerUsage_fn getPowerUsage = nullptr;
+  nvmlDeviceGetTotalEnergyConsumption_fn getTotalEnergyConsumption = nullptr;
+  nvmlDeviceGetMigMode_fn getMigMode = nullptr;
+  nvmlGpmQueryDeviceSupport_fn gpmQueryDeviceSupport = nullptr;
+  nvmlGpmSampleAlloc_fn gpmSampleAlloc = nullptr;
+  nvmlGpmSampleFree_fn gpmSampleFree = nullptr;
+  nvmlGpmSampleGet_fn gpmSampleGet = nullptr;
+  nvmlGpmMetricsGet_fn gpmMetricsGet = nullptr;
+
+  bool has_gpm() const { return gpmQueryDeviceSupport && gpmSampleAlloc && gpmSampleFree && gpmSampleGet && gpmMetricsGet; }
+
+ private:
+  Library() = default;
+
+  template <class F>
+  void find(F* out, const char* name) {
+    // dlsym gives a data pointer; POSIX guarantees it converts to a function pointer.
+    *out = reinterpret_cast<F>(dlsym(handle_, name));
+  }
+
+  // The name of the first required symbol missing, or null.
+  const char* resolve() {
+    const char* missing = nullptr;
+    auto need = [&](auto* out, const char* name) {
+      find(out, name);
+      if (!*out && !missing) missing = name;
+    };
+    need(&init, "nvmlInit_v2");
+    need(&shutdown, "nvmlShutdown");
+    need(&errorString, "nvmlErrorString");
+    need(&getCount, "nvmlDeviceGetCount_v2");
+    need(&getHandleByIndex, "nvmlDeviceGetHandleByIndex_v2");
+    need(&getUUID, "nvmlDeviceGetUUID");
+    need(&getMemoryInfo, "nvmlDeviceGetMemoryInfo");
+    if (missing) return missing;
+    find(&getDriverVersion, "nvmlSystemGetDriverVersion");
+    find(&getNVMLVersion, "nvmlSystemGetNVMLVersion");
+    find(&getName, "nvmlDeviceGetName");
+    find(&getMemoryInfo_v2, "nvmlDeviceGetMemoryInfo_v2");
+    find(&getUtilizationRates, "nvmlDeviceGetUtilizationRates");
+    find(&getProcesses_v3, "nvmlDeviceGetComputeRunningProcesses_v3");
+    find(&getProcesses_v2, "nvmlDeviceGetComputeRunningProcesses_v2");
+    find(&getProcesses_v1, "nvmlDeviceGetComputeRunningProcesses");
+    find(&getPowerUsage, "nvmlDeviceGetPowerUsage");
+    find(&getTotalEnergyConsumption, "nvmlDeviceGetTotalEnergyConsumption");
+    find(&getMigMode, "nvmlDeviceGetMigMode");
+    find(&gpmQueryDeviceSupport, "nvmlGpmQueryDeviceSupport");
+    find(&gpmSampleAlloc, "nvmlGpmSampleAlloc");
+    find(&gpmSampleFree, "nvmlGpmSampleFree");
+    find(&gpmSampleGet, "nvmlGpmSampleGet");
+    find(&gpmMetricsGet, "nvmlGpmMetricsGet");
+    return nullptr;
+  }
+
+  std::string path_;
+  void* handle_ = nullptr;
+  bool initialised_ = false;
+};
+
+}  // namespace aegis::nvml

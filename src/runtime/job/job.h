@@ -1,0 +1,58 @@
+// A job as the daemon keeps it: the user's request, who asked, where it stands, and its
+// current attempt. This is what the store persists and what listings show.
+#pragma once
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+#include "core/job.h"
+#include "runtime/api/request.h"
+
+namespace aegis {
+
+enum class JobState { Queued, Running, Completed, Failed, Cancelled };
+
+std::string_view to_string(JobState s);
+std::optional<JobState> parse_job_state(std::string_view s);
+inline bool is_final(JobState s) { return s == JobState::Completed || s == JobState::Failed || s == JobState::Cancelled; }
+
+// The attempt that holds (or last held) GPUs.
+struct Attempt {
+  int number = 0;                       // 1, 2, ...
+  std::vector<std::string> gpu_uuids;
+  Seconds launched_at = 0;              // wall clock, seconds since the epoch
+  std::optional<Seconds> first_activity;
+  bool exclusive = false;
+  MiB admitted_mib = 0;
+  MiB free_at_placement = 0;
+  MiB gpu_total_mib = 0;
+  pid_t pgid = 0;                       // the job's process group (= its session), 0 until known
+  pid_t shim_pid = 0;                   // valid while the attempt's lock is held
+  std::optional<Seconds> ended_at;
+  std::string outcome;                  // "", "completed", "oom", "failed", "cancelled", "lost"
+  std::string detail;                   // the classifier's line
+};
+
+struct DaemonJob {
+  JobId id = 0;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::string user;
+  api::JobRequest request;
+  JobState state = JobState::Queued;
+  bool in_recovery_queue = false;       // queued jobs only
+  std::int64_t queue_seq = 0;           // order within its queue
+  RecoveryState recovery;
+  Seconds submitted_at = 0;
+  std::optional<Seconds> started_at;    // first launch
+  std::optional<Seconds> ended_at;
+  bool cancel_requested = false;
+  std::string reason;                   // why it failed, was cancelled or waits
+  std::vector<Attempt> attempts;
+
+  Attempt* current() { return attempts.empty() ? nullptr : &attempts.back(); }
+  const Attempt* current() const { return attempts.empty() ? nullptr : &attempts.back(); }
+};
+
+}  // namespace aegis

@@ -1,0 +1,108 @@
+#include "runtime/job/job_json.h"
+
+#include <stdexcept>
+
+namespace aegis {
+
+namespace {
+
+using nlohmann::json;
+
+json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+std::optional<double> opt_double(const json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+json attempt_json(const Attempt& a) {
+  return {{"number", a.number},          {"gpus", a.gpu_uuids},
+          {"launched_at", a.launched_at}, {"first_activity", opt(a.first_activity)},
+          {"exclusive", a.exclusive},     {"admitted_mib", a.admitted_mib},
+          {"free_at_placement_mib", a.free_at_placement},
+          {"gpu_total_mib", a.gpu_total_mib},
+          {"pgid", a.pgid},               {"shim_pid", a.shim_pid},
+          {"ended_at", opt(a.ended_at)},
+          {"outcome", a.outcome},         {"detail", a.detail}};
+}
+
+Attempt attempt_from(const json& j) {
+  Attempt a;
+  a.number = j.at("number").get<int>();
+  a.gpu_uuids = j.at("gpus").get<std::vector<std::string>>();
+  a.launched_at = j.at("launched_at").get<double>();
+  a.first_activity = opt_double(j, "first_activity");
+  a.exclusive = j.at("exclusive").get<bool>();
+  a.admitted_mib = j.at("admitted_mib").get<MiB>();
+  a.free_at_placement = j.at("free_at_placement_mib").get<MiB>();
+  a.gpu_total_mib = j.at("gpu_total_mib").get<MiB>();
+  a.pgid = j.at("pgid").get<pid_t>();
+  a.shim_pid = j.value("shim_pid", 0);
+  a.ended_at = opt_double(j, "ended_at");
+  a.outcome = j.at("outcome").get<std::string>();
+  a.detail = j.at("detail").get<std::string>();
+  return a;
+}
+
+}  // namespace
+
+json to_json(const DaemonJob& job) {
+  json attempts = json::array();
+  for (const auto& a : job.attempts) attempts.push_back(attempt_json(a));
+  const Attempt* cur = job.current();
+  json j = {{"id", job.id},
+            {"name", job.request.name},
+            {"user", job.user},
+            {"uid", job.uid},
+            {"gid", job.gid},
+            {"state", std::string(to_string(job.state))},
+            {"gpus", job.request.gpus},
+            {"gpu_uuids", cur && job.state == JobState::Running ? json(cur->gpu_uuids) : json::array()},
+            {"attempts", static_cast<int>(job.attempts.size())},
+            {"submitted_at", job.submitted_at},
+            {"started_at", opt(job.started_at)},
+            {"ended_at", opt(job.ended_at)},
+            {"reason", job.reason},
+            {"queue", job.state == JobState::Queued ? (job.in_recovery_queue ? "recovery" : "main") : ""},
+            {"queue_seq", job.queue_seq},
+            {"cancel_requested", job.cancel_requested},
+            {"recovery", {{"floor_mib", job.recovery.floor_mib},
+                          {"exclusive_only", job.recovery.exclusive_only},
+                          {"oom_count", job.recovery.oom_count}}},
+            {"request", nlohmann::json::parse(api::to_json(job.request))},
+            {"attempt_log", attempts}};
+  return j;
+}
+
+DaemonJob job_from_json(const json& j) {
+  try {
+    DaemonJob d;
+    d.id = j.at("id").get<JobId>();
+    d.user = j.at("user").get<std::string>();
+    d.uid = j.at("uid").get<uid_t>();
+    d.gid = j.at("gid").get<gid_t>();
+    auto st = parse_job_state(j.at("state").get<std::string>());
+    if (!st) throw std::runtime_error("state: unknown");
+    d.state = *st;
+    d.in_recovery_queue = j.at("queue").get<std::string>() == "recovery";
+    d.queue_seq = j.at("queue_seq").get<std::int64_t>();
+    d.submitted_at = j.at("submitted_at").get<double>();
+    d.started_at = opt_double(j, "started_at");
+    d.ended_at = opt_double(j, "ended_at");
+    d.reason = j.at("reason").get<std::string>();
+    d.cancel_requested = j.at("cancel_requested").get<bool>();
+    const auto& r = j.at("recovery");
+    d.recovery.floor_mib = r.at("floor_mib").get<MiB>();
+    d.recovery.exclusive_only = r.at("exclusive_only").get<bool>();
+    d.recovery.oom_count = r.at("oom_count").get<int>();
+    auto req = api::parse_request("{\"op\":\"submit\",\"job\":" + j.at("request").dump() + "}");
+    if (auto* e = std::get_if<api::ParseError>(&req)) throw std::runtime_error("request: " + e->message);
+    d.request = std::get<api::SubmitRequest>(std::get<api::Request>(req)).job;
+    for (const auto& a : j.at("attempt_log")) d.attempts.push_back(attempt_from(a));
+    return d;
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(std::string("job record: ") + e.what());
+  }
+}
+
+}  // namespace aegis

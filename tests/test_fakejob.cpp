@@ -1,0 +1,221 @@
+// aegis-fakejob as the daemon runs it: memory that shows while it runs, the PyTorch OOM
+// message and status, slowdown next to a heavy co-runner, release on SIGTERM.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <fstream>
+#include <spawn.h>
+#include <sstream>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "runtime/gpu/emulated/state.h"
+#include "tests/test_util.h"
+
+extern char** environ;
+
+namespace {
+
+using namespace aegis;
+using Clock = std::chrono::steady_clock;
+
+struct Job {
+  pid_t pid = -1;
+  std::string out, err;  // paths of its stdout and stderr
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Wall seconds from the job's "done: <wall> s wall, <solo> s solo" line, or -1.
+double wall_of(const std::string& out) {
+  const auto at = out.find("done: ");
+  return at == std::string::npos ? -1 : std::atof(out.c_str() + at + 6);
+}
+
+class FakeJob : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_path_ = test::temp_path("gpus.state");
+    std::remove(state_path_.c_str());
+    setenv("AEGIS_EMULATED_STATE", state_path_.c_str(), 1);
+    unsetenv("AEGIS_EMULATED_GPUS");
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    std::string error;
+    const std::vector<emu::GpuSpec> gpus(2, emu::GpuSpec{10000});
+    state_ = emu::State::open(state_path_, gpus, &error);
+    ASSERT_TRUE(state_) << error;
+  }
+  void TearDown() override {
+    for (const auto& j : jobs_) {
+      if (j.pid > 0 && kill(j.pid, SIGKILL) == 0) waitpid(j.pid, nullptr, 0);
+      std::remove(j.out.c_str());
+      std::remove(j.err.c_str());
+    }
+    unsetenv("AEGIS_EMULATED_STATE");
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    state_.reset();
+    std::remove(state_path_.c_str());
+  }
+
+  // Starts aegis-fakejob with `args`, CUDA_VISIBLE_DEVICES set to `visible` unless null.
+  Job start(const std::vector<std::string>& args, const char* visible = nullptr) {
+    Job j;
+    j.out = test::temp_path("job" + std::to_string(jobs_.size()) + ".out");
+    j.err = test::temp_path("job" + std::to_string(jobs_.size()) + ".err");
+    if (visible) setenv("CUDA_VISIBLE_DEVICES", visible, 1);
+    else unsetenv("CUDA_VISIBLE_DEVICES");
+    std::vector<std::string> all{AEGIS_FAKEJOB};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, j.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, j.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (posix_spawn(&j.pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) j.pid = -1;
+    posix_spawn_file_actions_destroy(&fa);
+    jobs_.push_back(j);
+    return j;
+  }
+
+  // Its exit status (128 + signal if killed), or -1 after `timeout_s`.
+  int wait(Job& j, double timeout_s = 10) {
+    const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
+    while (Clock::now() < end) {
+      int status = 0;
+      if (waitpid(j.pid, &status, WNOHANG) == j.pid) {
+        j.pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return -1;
+  }
+
+  // What `pid` holds on `gpu` now (0 when nothing).
+  MiB held(int gpu, pid_t pid) {
+    emu::ProcessEntry entries[64];
+    const auto n = state_->processes(gpu, entries);
+    for (std::size_t i = 0; i < n && i < 64; ++i)
+      if (entries[i].pid == static_cast<std::uint32_t>(pid)) return entries[i].used_mib;
+    return 0;
+  }
+
+  // Polls until `pid` holds `mib` on `gpu`; false after `timeout_s`.
+  bool wait_held(int gpu, pid_t pid, MiB mib, double timeout_s = 5) {
+    const auto end = Clock::now() + std::chrono::duration<double>(timeout_s);
+    while (Clock::now() < end) {
+      if (held(gpu, pid) == mib) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+  std::string state_path_;
+  std::unique_ptr<emu::State> state_;
+  std::vector<Job> jobs_;
+};
+
+TEST_F(FakeJob, JobThatFitsRunsAndShowsItsMemory) {
+  auto j = start({"--mem", "2000", "--smact", "0.5", "--seconds", "0.6", "--startup", "0.1"},
+                 "GPU-aeg15000-0000-0000-0000-000000000001");
+  ASSERT_GT(j.pid, 0);
+  EXPECT_TRUE(wait_held(1, j.pid, 2000));
+  EXPECT_EQ(held(0, j.pid), 0);
+  EXPECT_NEAR(state_->read(1).activity.smact, 0.5, 1e-9);
+  EXPECT_EQ(wait(j), 0) << slurp(j.err);
+  const auto out = slurp(j.out);
+  EXPECT_NE(out.find("done: "), std::string::npos) << out;
+  EXPECT_NE(out.find(" s wall, 0.60 s solo\n"), std::string::npos) << out;
+  EXPECT_NEAR(wall_of(out), 0.6, 0.1);
+  EXPECT_EQ(state_->read(1).used_mib, 0);
+  EXPECT_EQ(state_->read(1).process_count, 0);
+}
+
+TEST_F(FakeJob, MemoryRampsUp) {
+  auto j = start({"--mem", "1000", "--smact", "0.2", "--seconds", "0.8", "--ramp", "0.4", "--startup", "0"});
+  ASSERT_GT(j.pid, 0);
+  MiB least = 1000, most = 0;
+  const auto end = Clock::now() + std::chrono::seconds(3);
+  while (most < 1000 && Clock::now() < end) {
+    if (const MiB m = held(0, j.pid); m > 0) least = std::min(least, m), most = std::max(most, m);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_LT(least, 1000);
+  EXPECT_EQ(most, 1000);
+  EXPECT_EQ(wait(j), 0) << slurp(j.err);
+}
+
+TEST_F(FakeJob, JobThatDoesNotFitDiesOfOom) {
+  ASSERT_TRUE(state_->allocate(0, static_cast<std::uint32_t>(getpid()), 3000));
+  auto j = start({"--mem", "8000", "--smact", "0.5", "--seconds", "1", "--startup", "0"}, "0");
+  ASSERT_GT(j.pid, 0);
+  EXPECT_EQ(wait(j), 1);
+  EXPECT_EQ(slurp(j.err),
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 8000 MiB (GPU 0; 10000 MiB total capacity; "
+            "7000 MiB free)\n");
+  EXPECT_EQ(state_->read(0).used_mib, 3000);
+  // On its second GPU (device ordinal 1) after holding memory on the first: gives it back.
+  auto k = start({"--mem", "8000", "--smact", "0.5", "--seconds", "1", "--startup", "0"}, "1,0");
+  EXPECT_EQ(wait(k), 1);
+  EXPECT_NE(slurp(k.err).find("(GPU 1; 10000 MiB total capacity; 7000 MiB free)"), std::string::npos) << slurp(k.err);
+  EXPECT_EQ(state_->read(1).used_mib, 0);
+}
+
+TEST_F(FakeJob, CoLocatedHeavyJobsTakeLonger) {
+  const std::vector<std::string> heavy{"--mem", "1000", "--smact", "0.9", "--seconds", "1", "--startup", "0"};
+  // Apart (one GPU each): no interference.
+  auto a = start(heavy, "0");
+  auto b = start(heavy, "1");
+  ASSERT_EQ(wait(a), 0);
+  ASSERT_EQ(wait(b), 0);
+  EXPECT_LT(wall_of(slurp(a.out)), 1.1);
+  EXPECT_LT(wall_of(slurp(b.out)), 1.1);
+  // Together: speed 1 / (1 + 0.28 * 1 * 1 + 0.44 * 0.45 * 0.45) = 0.73 while both run.
+  auto c = start(heavy, "0");
+  auto d = start(heavy, "0");
+  ASSERT_EQ(wait(c), 0);
+  ASSERT_EQ(wait(d), 0);
+  const double wc = wall_of(slurp(c.out)), wd = wall_of(slurp(d.out));
+  EXPECT_GT(wc, 1.2) << slurp(c.out);
+  EXPECT_GT(wd, 1.2) << slurp(d.out);
+  EXPECT_LT(std::max(wc, wd), 1.6);
+}
+
+TEST_F(FakeJob, SigtermReleasesAndExits143) {
+  auto j = start({"--mem", "500", "--smact", "0.5", "--seconds", "30", "--startup", "0"});
+  ASSERT_GT(j.pid, 0);
+  ASSERT_TRUE(wait_held(0, j.pid, 500));
+  kill(j.pid, SIGTERM);
+  // Exited but not reaped: its entries must be gone by its own hand (a zombie counts as alive).
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(j.pid), &info, WEXITED | WNOWAIT), 0);
+  EXPECT_EQ(held(0, j.pid), 0);
+  EXPECT_EQ(wait(j), 143);
+}
+
+TEST_F(FakeJob, BadSetupExitsTwoWithOneLine) {
+  auto j = start({"--mem", "500", "--smact", "2", "--seconds", "1"});
+  EXPECT_EQ(wait(j), 2);
+  EXPECT_EQ(slurp(j.err), "aegis-fakejob: --smact: '2' is not a number in [0, 1]\n");
+  auto k = start({"--mem", "500", "--smact", "0.5", "--seconds", "1"}, "7");
+  EXPECT_EQ(wait(k), 2);
+  EXPECT_NE(slurp(k.err).find("CUDA_VISIBLE_DEVICES: '7' names no emulated GPU"), std::string::npos);
+  unsetenv("AEGIS_EMULATED_STATE");
+  auto m = start({"--mem", "500", "--smact", "0.5", "--seconds", "1"});
+  EXPECT_EQ(wait(m), 2);
+  EXPECT_EQ(slurp(m.err), "aegis-fakejob: AEGIS_EMULATED_STATE is not set: no emulated GPUs to run on\n");
+}
+
+}  // namespace

@@ -1,0 +1,335 @@
+// The NVML loader against the emulated library (exactly the code path of the real driver),
+// and the emulated GPUs' rules: memory, processes, activity, telemetry levels, OOM, killed
+// processes, the INSUFFICIENT_SIZE retry, energy.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <set>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+#include "runtime/gpu/emulated/state.h"
+#include "runtime/gpu/emulated/state_layout.h"
+#include "runtime/gpu/gpu_source.h"
+#include "sim/sim_config.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using namespace aegis;
+
+const std::string kLibrary = AEGIS_EMULATED_NVML;
+
+// Emulated GPUs in a state file unique to this process and test; the library reads the
+// environment at nvmlInit, so each test opens its own source.
+class EmulatedGpus : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_path_ = test::temp_path("gpus.state");
+    std::remove(state_path_.c_str());
+    setenv("AEGIS_EMULATED_STATE", state_path_.c_str(), 1);
+    setenv("AEGIS_EMULATED_GPUS", "3x40960", 1);
+    for (const char* v : {"AEGIS_EMULATED_GPM", "AEGIS_EMULATED_PROCESS_API", "AEGIS_EMULATED_PROCESS_MEMORY"}) unsetenv(v);
+  }
+  void TearDown() override {
+    for (const char* v : {"AEGIS_EMULATED_STATE", "AEGIS_EMULATED_GPUS", "AEGIS_EMULATED_GPM", "AEGIS_EMULATED_PROCESS_API",
+                          "AEGIS_EMULATED_PROCESS_MEMORY"})
+      unsetenv(v);
+    std::remove(state_path_.c_str());
+  }
+
+  std::unique_ptr<GpuSource> open() {
+    std::string error;
+    auto s = open_nvml(kLibrary, &error);
+    EXPECT_TRUE(s) << error;
+    return s;
+  }
+  // A client of the shared state, as a fake job is.
+  std::unique_ptr<emu::State> client() {
+    std::string error;
+    auto s = emu::State::open(state_path_, {}, &error);
+    EXPECT_TRUE(s) << error;
+    return s;
+  }
+
+  std::string state_path_;
+};
+
+std::uint32_t self() { return static_cast<std::uint32_t>(getpid()); }
+
+void pause_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// Forks a child that allocates `mib` on `gpu` as itself, tells the parent, and waits to be killed.
+pid_t spawn_holder(const std::string& path, int gpu, MiB mib) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::string error;
+    auto s = emu::State::open(path, {}, &error);
+    const char ok = s && s->allocate(gpu, static_cast<std::uint32_t>(getpid()), mib) ? 'y' : 'n';
+    if (write(fds[1], &ok, 1) != 1) _exit(3);
+    for (;;) pause();
+  }
+  char ok = 'n';
+  const bool got = read(fds[0], &ok, 1) == 1;
+  close(fds[0]);
+  close(fds[1]);
+  return got && ok == 'y' ? pid : -1;
+}
+
+void kill_and_reap(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+}
+
+TEST(Nvml, MissingLibraryIsACleanError) {
+  std::string error;
+  EXPECT_FALSE(open_nvml("/nonexistent/libnvidia-ml.so.1", &error));
+  EXPECT_NE(error.find("cannot load NVML from '/nonexistent/libnvidia-ml.so.1'"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+}
+
+TEST(Nvml, LibraryWithoutNvmlIsACleanError) {
+  std::string error;
+  EXPECT_FALSE(open_nvml("libm.so.6", &error));
+  EXPECT_NE(error.find("lacks nvmlInit_v2"), std::string::npos) << error;
+}
+
+TEST(Nvml, PowerModelIsTheSimulators) {
+  EXPECT_EQ(emu::kPowerIdleW, SimConfig{}.power_idle_w);
+  EXPECT_EQ(emu::kPowerMaxW, SimConfig{}.power_max_w);
+}
+
+TEST_F(EmulatedGpus, InitFailureIsACleanError) {
+  unsetenv("AEGIS_EMULATED_STATE");
+  std::string error;
+  EXPECT_FALSE(open_nvml(kLibrary, &error));
+  EXPECT_NE(error.find("failed to initialise"), std::string::npos) << error;
+  EXPECT_NE(error.find("AEGIS_EMULATED_STATE is not set"), std::string::npos) << error;
+  setenv("AEGIS_EMULATED_STATE", state_path_.c_str(), 1);
+  setenv("AEGIS_EMULATED_GPUS", "3x", 1);
+  EXPECT_FALSE(open_nvml(kLibrary, &error));
+  EXPECT_NE(error.find("AEGIS_EMULATED_GPUS: '3x'"), std::string::npos) << error;
+}
+
+TEST_F(EmulatedGpus, EnumeratesGpus) {
+  setenv("AEGIS_EMULATED_GPUS", "2x40960,1x81920", 1);
+  auto src = open();
+  ASSERT_TRUE(src);
+  const auto gpus = src->sample();
+  ASSERT_EQ(gpus.size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    const auto& g = gpus[static_cast<std::size_t>(i)];
+    EXPECT_EQ(g.index, i);
+    EXPECT_EQ(g.uuid, "GPU-aeg15000-0000-0000-0000-00000000000" + std::to_string(i));
+    EXPECT_EQ(g.total_mib, i < 2 ? 40960 : 81920);
+    EXPECT_EQ(g.free_mib, g.total_mib);
+    EXPECT_EQ(g.used_mib, 0);
+    EXPECT_FALSE(g.name.empty());
+    EXPECT_FALSE(g.mig_enabled);
+    EXPECT_TRUE(g.processes.empty());
+    ASSERT_TRUE(g.power_w);
+    EXPECT_DOUBLE_EQ(*g.power_w, 50);  // idle
+  }
+  const auto d = src->describe();
+  EXPECT_EQ(d.find("NVML "), 0u) << d;
+  EXPECT_NE(d.find("via " + kLibrary + ", 3 GPUs, GPM: yes"), std::string::npos) << d;
+}
+
+TEST_F(EmulatedGpus, ProcessesAppearWithMemoryAndActivity) {
+  auto src = open();
+  auto c = client();
+  ASSERT_TRUE(src && c);
+  ASSERT_TRUE(c->allocate(0, self(), 1000));
+  ASSERT_TRUE(c->allocate(0, self(), 24));
+  ASSERT_TRUE(c->set_activity(0, self(), {0.6, 0.3, 0.2, 0.7}));
+  auto first = src->sample();
+  // GPM needs two samples: the first has coarse utilisation only.
+  EXPECT_FALSE(first[0].smact);
+  EXPECT_EQ(first[0].level(), TelemetryLevel::Coarse);
+  pause_ms(30);
+  const auto gpus = src->sample();
+  const auto& g = gpus[0];
+  EXPECT_EQ(g.used_mib, 1024);
+  EXPECT_EQ(g.free_mib, 40960 - 1024);
+  ASSERT_EQ(g.processes.size(), 1u);
+  EXPECT_EQ(g.processes[0].pid, self());
+  EXPECT_EQ(g.processes[0].used_mib, 1024);
+  EXPECT_EQ(g.level(), TelemetryLevel::Full);
+  EXPECT_NEAR(*g.smact, 0.6, 1e-6);
+  EXPECT_NEAR(*g.smocc, 0.3, 1e-6);
+  EXPECT_NEAR(*g.drama, 0.2, 1e-6);
+  EXPECT_NEAR(*g.util, 0.7, 0.005);
+  EXPECT_NEAR(*g.power_w, 50 + 350 * 0.6, 0.01);
+  EXPECT_EQ(gpus[1].level(), TelemetryLevel::Full);  // idle, but measured
+  EXPECT_EQ(*gpus[1].smact, 0);
+  EXPECT_TRUE(gpus[1].processes.empty());
+
+  // Speed-weighted sum of the active processes, capped at 1 (the simulator's rule).
+  const pid_t other = spawn_holder(state_path_, 0, 1000);
+  ASSERT_GT(other, 0);
+  ASSERT_TRUE(c->set_activity(0, static_cast<std::uint32_t>(other), {0.8, 0.5, 0.4, 0.9}, 0.5));
+  src->sample();
+  pause_ms(30);
+  const auto shared = src->sample()[0];
+  EXPECT_NEAR(*shared.smact, 0.6 + 0.5 * 0.8, 1e-6);
+  EXPECT_NEAR(*shared.smocc, 0.3 + 0.5 * 0.5, 1e-6);
+  EXPECT_NEAR(*shared.util, 1.0, 1e-6);  // 0.7 + 0.45, capped
+  EXPECT_EQ(shared.processes.size(), 2u);
+  const auto co = c->co_runners(0, self());
+  EXPECT_DOUBLE_EQ(co.util, 0.9);  // solo values, as the interference model takes them
+  EXPECT_DOUBLE_EQ(co.drama, 0.4);
+  kill_and_reap(other);
+  c->release(self());
+  EXPECT_TRUE(src->sample()[0].processes.empty());
+}
+
+TEST_F(EmulatedGpus, CoarseOnlyWithoutGpm) {
+  {
+    auto src = open();
+    ASSERT_TRUE(src);
+    EXPECT_NE(src->describe().find("GPM: yes"), std::string::npos);
+  }
+  // The library rereads the environment once every source has let it go.
+  setenv("AEGIS_EMULATED_GPM", "0", 1);
+  auto src = open();
+  auto c = client();
+  ASSERT_TRUE(src && c);
+  EXPECT_NE(src->describe().find("GPM: no"), std::string::npos) << src->describe();
+  ASSERT_TRUE(c->set_activity(1, self(), {0.6, 0.3, 0.2, 0.7}));
+  src->sample();
+  pause_ms(20);
+  const auto g = src->sample()[1];
+  EXPECT_FALSE(g.smact || g.smocc || g.drama);
+  EXPECT_NEAR(*g.util, 0.7, 0.005);
+  EXPECT_EQ(g.level(), TelemetryLevel::Coarse);
+}
+
+TEST_F(EmulatedGpus, AllocationBeyondCapacityFails) {
+  auto src = open();
+  auto c = client();
+  ASSERT_TRUE(src && c);
+  MiB free = 0;
+  ASSERT_TRUE(c->allocate(2, self(), 40000, &free));
+  EXPECT_EQ(free, 960);
+  EXPECT_FALSE(c->allocate(2, self(), 961, &free));
+  EXPECT_EQ(free, 960);
+  EXPECT_TRUE(c->allocate(2, self(), 960));
+  EXPECT_FALSE(c->allocate(2, self(), 1));
+  EXPECT_FALSE(c->allocate(3, self(), 1));  // no such GPU
+  const auto g = src->sample()[2];
+  EXPECT_EQ(g.used_mib, 40960);
+  EXPECT_EQ(g.free_mib, 0);
+}
+
+TEST_F(EmulatedGpus, KilledProcessFreesItsMemory) {
+  auto src = open();
+  ASSERT_TRUE(src);
+  const pid_t child = fork();
+  if (child == 0) {
+    std::string error;
+    auto s = emu::State::open(state_path_, {}, &error);
+    if (!s || !s->allocate(1, static_cast<std::uint32_t>(getpid()), 5000)) _exit(1);
+    raise(SIGKILL);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the child could not allocate";
+  const auto g = src->sample()[1];
+  EXPECT_EQ(g.used_mib, 0);
+  EXPECT_TRUE(g.processes.empty());
+}
+
+TEST_F(EmulatedGpus, HolderKilledWithTheLockDoesNotBlockOthers) {
+  auto src = open();
+  auto c = client();
+  ASSERT_TRUE(src && c);
+  const pid_t child = fork();
+  if (child == 0) {
+    std::string error;
+    auto s = emu::State::open(state_path_, {}, &error);
+    if (!s || !s->allocate(0, static_cast<std::uint32_t>(getpid()), 3000)) _exit(1);
+    const int fd = ::open(state_path_.c_str(), O_RDWR);
+    void* p = mmap(nullptr, sizeof(emu::layout::File), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) _exit(1);
+    pthread_mutex_lock(&static_cast<emu::layout::File*>(p)->mutex);
+    raise(SIGKILL);  // dies holding it
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the child could not set up";
+  EXPECT_TRUE(c->allocate(0, self(), 100));  // would hang on a non-robust mutex
+  const auto g = src->sample()[0];
+  EXPECT_EQ(g.used_mib, 100);
+  ASSERT_EQ(g.processes.size(), 1u);
+  EXPECT_EQ(g.processes[0].pid, self());
+}
+
+// The loader's first process buffer has 8 entries: 12 processes force a retry.
+TEST_F(EmulatedGpus, MoreProcessesThanTheFirstBuffer) {
+  for (const char* api : {"3", "2", "1"}) {  // each listing version has its own layout
+    SCOPED_TRACE(std::string("process API v") + api);
+    setenv("AEGIS_EMULATED_PROCESS_API", api, 1);
+    auto src = open();
+    ASSERT_TRUE(src);
+    std::set<std::uint32_t> pids;
+    for (int i = 0; i < 12; ++i) {
+      const pid_t p = spawn_holder(state_path_, 2, 10 + i);
+      ASSERT_GT(p, 0);
+      pids.insert(static_cast<std::uint32_t>(p));
+    }
+    const auto g = src->sample()[2];
+    std::set<std::uint32_t> seen;
+    MiB sum = 0;
+    for (const auto& p : g.processes) {
+      seen.insert(p.pid);
+      ASSERT_TRUE(p.used_mib);
+      sum += *p.used_mib;
+    }
+    EXPECT_EQ(seen, pids);
+    EXPECT_EQ(sum, 12 * 10 + 66);
+    EXPECT_EQ(g.used_mib, sum);
+    for (auto p : pids) kill_and_reap(static_cast<pid_t>(p));
+    EXPECT_TRUE(src->sample()[2].processes.empty());
+  }
+}
+
+TEST_F(EmulatedGpus, ProcessMemoryNotAvailable) {
+  setenv("AEGIS_EMULATED_PROCESS_MEMORY", "0", 1);
+  auto src = open();
+  auto c = client();
+  ASSERT_TRUE(src && c);
+  ASSERT_TRUE(c->allocate(0, self(), 500));
+  const auto g = src->sample()[0];
+  ASSERT_EQ(g.processes.size(), 1u);
+  EXPECT_FALSE(g.processes[0].used_mib);
+  EXPECT_EQ(g.used_mib, 500);  // the GPU total is still known
+}
+
+TEST_F(EmulatedGpus, EnergyIncreasesWithTime) {
+  auto src = open();
+  auto c = client();
+  ASSERT_TRUE(src && c);
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const double e0 = *src->sample()[0].energy_j;
+  pause_ms(100);
+  const double e1 = *src->sample()[0].energy_j;
+  const double outer = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_GE(e1 - e0, 50 * 0.1 - 0.002);  // idle power over at least the pause (mJ rounding)
+  EXPECT_LE(e1 - e0, 50 * outer + 0.002);
+  ASSERT_TRUE(c->set_activity(0, self(), {1, 0.5, 0.5, 1}));
+  pause_ms(100);
+  const auto g = src->sample()[0];
+  EXPECT_GE(*g.energy_j - e1, 400 * 0.1 - 0.002);  // full SM activity: 400 W
+  EXPECT_DOUBLE_EQ(*g.power_w, 400);
+}
+
+}  // namespace

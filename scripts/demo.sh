@@ -5,12 +5,12 @@
 # Expects a build in build/ (scripts/run.sh does it). About a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B=build
+B="$PWD/build"
 dir=$(mktemp -d /tmp/aegis-demo.XXXXXX)
 chmod 755 "$dir"
 export AEGIS_SOCKET="$dir/aegisd.sock"
 aegis() { "$B/apps/aegis/aegis" "$@"; }
-fake="$PWD/$B/apps/aegis-fakejob/aegis-fakejob"
+fake="$B/apps/aegis-fakejob/aegis-fakejob"
 
 "$B/apps/aegisd/aegisd" --set gpu_backend=emulated --set emulated_gpus=3x40960 \
   --state-dir "$dir/state" --socket "$AEGIS_SOCKET" --set durability=normal \

@@ -48,7 +48,8 @@ std::string when(const json& t) {
   return buf;
 }
 
-std::string short_uuid(const std::string& u) { return u.size() > 12 ? u.substr(0, 12) : u; }
+// "GPU-5d2a1c3e..9f01": the start tells vendors' UUIDs apart, the end emulated ones.
+std::string short_uuid(const std::string& u) { return u.size() > 18 ? u.substr(0, 12) + ".." + u.substr(u.size() - 4) : u; }
 
 void print_jobs(const json& jobs) {
   fmt::print("{:>6}  {:<20} {:<10} {:<9} {:>4} {:>3}  {:<8} {}\n", "ID", "NAME", "USER", "STATE", "GPUS", "TRY", "TIME",
@@ -250,13 +251,13 @@ void add_job_commands(CLI::App& app) {
     }
     fmt::print("{}\n", r["source"].get<std::string>());
     if (!r["error"].get<std::string>().empty()) fmt::print("telemetry error: {}\n", r["error"].get<std::string>());
-    fmt::print("{:>3}  {:<12} {:>17}  {:>5} {:>5} {:>5}  {:<10} {}\n", "GPU", "UUID", "MEMORY (MiB)", "SMACT", "SMOCC",
+    fmt::print("{:>3}  {:<18} {:>17}  {:>5} {:>5} {:>5}  {:<10} {}\n", "GPU", "UUID", "MEMORY (MiB)", "SMACT", "SMOCC",
                "DRAMA", "STATE", "JOBS");
     auto pct = [](const json& v) { return v.is_number() ? fmt::format("{:.0f}%", 100 * v.get<double>()) : std::string("-"); };
     for (const auto& g : r["gpus"]) {
       std::string jobs;
       for (const auto& id : g["jobs"]) jobs += (jobs.empty() ? "" : ",") + std::to_string(id.get<std::int64_t>());
-      fmt::print("{:>3}  {:<12} {:>8}/{:<8}  {:>5} {:>5} {:>5}  {:<10} {}\n", g["index"].get<int>(),
+      fmt::print("{:>3}  {:<18} {:>8}/{:<8}  {:>5} {:>5} {:>5}  {:<10} {}\n", g["index"].get<int>(),
                  short_uuid(g["uuid"].get<std::string>()), g["memory_used_mib"].get<std::int64_t>(),
                  g["memory_total_mib"].get<std::int64_t>(), pct(g["smact"]), pct(g["smocc"]), pct(g["drama"]),
                  g["observing"].get<bool>() ? "observing" : "open", jobs.empty() ? "-" : jobs);

@@ -326,6 +326,9 @@ void Daemon::schedule(Seconds now) {
   s.failures = pending_failures_;
   s.state = engine_state_;
   const Decisions d = engine_.tick(s);
+  const double decide = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (stats_.recent_decide_seconds.size() >= 1024) stats_.recent_decide_seconds.erase(stats_.recent_decide_seconds.begin());
+  stats_.recent_decide_seconds.push_back(decide);
   pending_failures_.clear();
   engine_state_ = d.state;
   blocked_reason_ = d.blocked ? d.blocked->reason : "";
@@ -734,9 +737,18 @@ std::string Daemon::metrics_text() const {
   line("# HELP aegis_submissions_total Jobs accepted");
   line("# TYPE aegis_submissions_total counter");
   line(fmt::format("aegis_submissions_total {}", stats_.submissions));
-  std::vector<double> v = stats_.recent_tick_seconds;
+  std::vector<double> v = stats_.recent_tick_seconds, e = stats_.recent_decide_seconds;
   std::sort(v.begin(), v.end());
-  auto q = [&](double p) { return v.empty() ? 0.0 : v[static_cast<std::size_t>(p * static_cast<double>(v.size() - 1))]; };
+  std::sort(e.begin(), e.end());
+  auto quant = [](const std::vector<double>& x, double p) {
+    return x.empty() ? 0.0 : x[static_cast<std::size_t>(p * static_cast<double>(x.size() - 1))];
+  };
+  auto q = [&](double p) { return quant(v, p); };
+  line("# HELP aegis_decide_seconds Snapshot building and engine tick (no actions), recent passes");
+  line("# TYPE aegis_decide_seconds summary");
+  line(fmt::format("aegis_decide_seconds{{quantile=\"0.5\"}} {:.9f}", quant(e, 0.5)));
+  line(fmt::format("aegis_decide_seconds{{quantile=\"0.99\"}} {:.9f}", quant(e, 0.99)));
+  line(fmt::format("aegis_decide_seconds_count {}", e.size()));
   line("# HELP aegis_tick_seconds Scheduling pass latency (engine tick and actions), recent passes");
   line("# TYPE aegis_tick_seconds summary");
   line(fmt::format("aegis_tick_seconds{{quantile=\"0.5\"}} {:.9f}", q(0.5)));

@@ -35,6 +35,7 @@ struct DaemonStats {
   double tick_seconds_sum = 0;                   // scheduling passes: engine and actions
   double tick_seconds_max = 0;
   std::vector<double> recent_tick_seconds;       // last 1024, for quantiles
+  std::vector<double> recent_decide_seconds;     // snapshot and engine only, last 1024
 };
 
 class Daemon {

@@ -1,0 +1,95 @@
+"""The aegis command line against a live aegisd: errors a person can act on, the JSON
+contract of `aegis queue --all --json`, the Prometheus endpoint, and --print-config.
+Usage: test_cli.py BUILD_DIR
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+from harness import Daemon, fail
+
+
+def expect_error(r, text):
+    if r.returncode == 0 or text not in r.stderr:
+        fail(f"expected an error containing {text!r}, got rc={r.returncode} stderr={r.stderr!r}")
+
+
+def main(build):
+    build = os.path.abspath(build)
+    aegis = os.path.join(build, "apps/aegis/aegis")
+    # No daemon: say where we looked and how to start one.
+    r = subprocess.run([aegis, "--socket", "/nonexistent/aegisd.sock", "queue"], capture_output=True, text=True)
+    expect_error(r, "cannot reach aegisd at /nonexistent/aegisd.sock")
+    expect_error(r, "start it with `aegisd --config")
+
+    port = 19900 + os.getpid() % 90
+    d = Daemon(build, settings={"metrics_port": port, "observation_window_s": 1.0})
+    try:
+        d.start()
+        expect_error(d.run_cli("submit", "--mem", "12X", "--", "true", check=False), "--mem: '12X' is not a memory size")
+        expect_error(d.run_cli("submit", "--gpus", "4", "--", "true", check=False),
+                     "job.gpus: 4 GPUs requested; this server schedules 3")
+        expect_error(d.run_cli("submit", "--mem", "50G", "--", "true", check=False),
+                     "job.mem: 51200 MiB per GPU requested; the largest GPU here has 40960 MiB")
+        expect_error(d.run_cli("show", "9999", check=False), "job 9999: no such job")
+        expect_error(d.run_cli("cancel", "abc", check=False), "'abc' is not a job id")
+        expect_error(d.run_cli("submit", "--", check=False), "no command")
+        expect_error(d.run_cli("submit", "--workdir", "/no/such/dir", "--", "true", check=False),
+                     "job.workdir: /no/such/dir is not a directory")
+
+        ok = d.submit("--name", "quick", "--", "/bin/sh", "-c", "echo hello; echo oops >&2")
+        fails = d.submit("--name", "broken", "--", "/bin/sh", "-c", "exit 3")
+        d.wait_all_final([ok, fails], timeout=60)
+        jobs = d.jobs()
+        if not isinstance(jobs, list):
+            fail("queue --all --json is not an array")
+        for j in jobs:
+            for k in ("id", "name", "user", "state", "gpus", "attempts"):
+                if k not in j:
+                    fail(f"job without {k}: {j}")
+            if j["state"] not in ("queued", "running", "completed", "failed", "cancelled"):
+                fail("bad state " + j["state"])
+        states = {j["id"]: j for j in jobs}
+        if states[ok]["state"] != "completed" or states[fails]["state"] != "failed":
+            fail(str(states))
+        if states[fails]["reason"] != "exit status 3":
+            fail("failure reason not visible: " + states[fails]["reason"])
+        if d.run_cli("logs", str(ok)).stdout != "hello\n" or d.run_cli("logs", str(ok), "--stderr").stdout != "oops\n":
+            fail("logs")
+        text = d.run_cli("queue", "--all").stdout
+        if "quick" not in text or "completed" not in text:
+            fail("queue table: " + text)
+        gpus = d.call("gpus", "--json")
+        if len(gpus) != 3 or gpus[0]["memory_total_mib"] != 40960 or gpus[0]["telemetry"] != "full":
+            fail("gpus: " + json.dumps(gpus)[:500])
+
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        for name in ("aegis_gpu_memory_used_mib{", "aegis_gpu_risk{", "aegis_gpu_observing{",
+                     'aegis_queue_length{queue="main"}', 'aegis_attempts_total{outcome="completed"} 1',
+                     "aegis_tick_seconds_count", "aegis_submissions_total 2"):
+            if name not in body:
+                fail("metrics lack " + name)
+    finally:
+        d.cleanup()
+
+    # --print-config prints TOML that reads back to the same config.
+    aegisd = os.path.join(build, "apps/aegisd/aegisd")
+    one = subprocess.run([aegisd, "--set", "policy=carma", "--set", "observation_window_s=12", "--print-config"],
+                         capture_output=True, text=True, check=True).stdout
+    path = os.path.join(d.dir + "-cfg.toml")
+    open(path, "w").write(one)
+    two = subprocess.run([aegisd, "--config", path, "--print-config"], capture_output=True, text=True, check=True).stdout
+    os.remove(path)
+    if one != two or "observation_window_s = 12" not in one or 'policy = "carma"' not in one:
+        fail("print-config does not round-trip")
+    r = subprocess.run([aegisd, "--set", "gpu_backend=cuda"], capture_output=True, text=True)
+    if r.returncode != 2 or "gpu_backend: 'cuda' is not one of nvml,emulated" not in r.stderr:
+        fail("bad setting: " + r.stderr)
+    print("OK: CLI errors, JSON contract, logs, gpus, metrics and print-config")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -255,16 +255,23 @@ void Daemon::finish_attempt(DaemonJob& job, const std::string& outcome, const st
 // ---------------------------------------------------------------------------------------
 // Scheduling: the engine decides, the daemon records and acts.
 
+// What the engine knows of a job: its request, declared memory and profile hints.
+JobSpec Daemon::spec_of(const DaemonJob& j) {
+  JobSpec spec;
+  spec.id = j.id;
+  spec.name = j.request.name;
+  spec.num_gpus = j.request.gpus;
+  spec.submit_time = j.submitted_at;
+  spec.estimates.declared = j.request.mem_mib;
+  spec.hints.gpu_util = j.request.hint_gpu_util;
+  spec.hints.sharing_score = j.request.hint_sharing_score;
+  return spec;
+}
+
 RunningJob Daemon::running_view(const DaemonJob& j) const {
   RunningJob r;
   const Attempt& a = *j.current();
-  r.spec.id = j.id;
-  r.spec.name = j.request.name;
-  r.spec.num_gpus = j.request.gpus;
-  r.spec.submit_time = j.submitted_at;
-  r.spec.estimates.declared = j.request.mem_mib;
-  r.spec.hints.gpu_util = j.request.hint_gpu_util;
-  r.spec.hints.sharing_score = j.request.hint_sharing_score;
+  r.spec = spec_of(j);
   r.recovery = j.recovery;
   for (const auto& u : a.gpu_uuids)
     for (std::size_t i = 0; i < gpus_.size(); ++i)
@@ -278,17 +285,24 @@ RunningJob Daemon::running_view(const DaemonJob& j) const {
   return r;
 }
 
-QueuedJob Daemon::queued_view(const DaemonJob& j) const {
-  QueuedJob q;
-  q.spec.id = j.id;
-  q.spec.name = j.request.name;
-  q.spec.num_gpus = j.request.gpus;
-  q.spec.submit_time = j.submitted_at;
-  q.spec.estimates.declared = j.request.mem_mib;
-  q.spec.hints.gpu_util = j.request.hint_gpu_util;
-  q.spec.hints.sharing_score = j.request.hint_sharing_score;
-  q.recovery = j.recovery;
-  return q;
+QueuedJob Daemon::queued_view(const DaemonJob& j) const { return {spec_of(j), j.recovery}; }
+
+// The GPUs as the engine sees them, from the last sample (windows point into gpus_).
+std::vector<GpuView> Daemon::views() const {
+  std::vector<GpuView> out;
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    const auto& g = gpus_[i];
+    GpuView v;
+    v.index = static_cast<int>(i);
+    v.uuid = g.uuid;
+    v.total_mib = g.status.total_mib;
+    v.free_mib = g.status.free_mib;
+    v.process_count = static_cast<int>(g.status.processes.size());
+    v.level = g.status.level();
+    v.window = g.window_copy;
+    out.push_back(v);
+  }
+  return out;
 }
 
 void Daemon::schedule(Seconds now) {
@@ -304,24 +318,12 @@ void Daemon::schedule(Seconds now) {
   for (const auto* j : queued) (j->in_recovery_queue ? recovery_q : main_q).push_back(queued_view(*j));
   if (main_q.empty() && recovery_q.empty() && pending_failures_.empty()) return;
 
-  std::vector<GpuView> views;
-  for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    const auto& g = gpus_[i];
-    GpuView v;
-    v.index = static_cast<int>(i);
-    v.uuid = g.uuid;
-    v.total_mib = g.status.total_mib;
-    v.free_mib = g.status.free_mib;
-    v.process_count = static_cast<int>(g.status.processes.size());
-    v.level = g.status.level();
-    v.window = g.window_copy;
-    views.push_back(v);
-  }
+  const std::vector<GpuView> gpu_views = views();
   Snapshot s;
   s.now = now;
   s.main_queue = &main_q;
   s.recovery_queue = &recovery_q;
-  s.gpus = views;
+  s.gpus = gpu_views;
   s.running = running;
   s.failures = pending_failures_;
   s.state = engine_state_;
@@ -635,18 +637,8 @@ json Daemon::logs(const api::LogsRequest& r, const Caller& c) {
 }
 
 json Daemon::gpus_reply() const {
-  std::vector<GpuView> views;
+  const std::vector<GpuView> gpu_views = views();
   std::vector<RunningJob> running;
-  for (std::size_t i = 0; i < gpus_.size(); ++i) {
-    GpuView v;
-    v.index = static_cast<int>(i);
-    v.total_mib = gpus_[i].status.total_mib;
-    v.free_mib = gpus_[i].status.free_mib;
-    v.process_count = static_cast<int>(gpus_[i].status.processes.size());
-    v.level = gpus_[i].status.level();
-    v.window = gpus_[i].window_copy;
-    views.push_back(v);
-  }
   std::map<int, std::vector<JobId>> jobs_on;
   for (const auto& [id, j] : active_)
     if (j.state == JobState::Running && j.current()) {
@@ -655,7 +647,7 @@ json Daemon::gpus_reply() const {
     }
   Snapshot s;
   s.now = clock_now();
-  s.gpus = views;
+  s.gpus = gpu_views;
   s.running = running;
   const auto reports = engine_.report(s);
   json out = json::array();

@@ -75,7 +75,9 @@ class Daemon {
   void note_activity(Seconds now);
   void collect_exits(Seconds now, std::vector<Failure>& failures);
   void finish_attempt(DaemonJob& job, const std::string& outcome, const std::string& detail, Seconds now);
+  static JobSpec spec_of(const DaemonJob& job);
   RunningJob running_view(const DaemonJob& job) const;
+  std::vector<GpuView> views() const;
   QueuedJob queued_view(const DaemonJob& job) const;
   void apply(const Decisions& d, Seconds now);
   void launch(DaemonJob& job, const Launch& l, Seconds now);

@@ -7,7 +7,7 @@ PACKAGES=(
   g++ cmake make ninja-build pkg-config
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev googletest libbenchmark-dev
-  libsqlite3-dev libyaml-cpp-dev libtomlplusplus-dev
+  libsqlite3-dev libyaml-cpp-dev libtomlplusplus-dev libeigen3-dev
   clang libclang-rt-14-dev   # libFuzzer for the fuzz targets (fuzz/)
   chromium   # headless, for the HTML report's browser check (tests/browser/)
 )

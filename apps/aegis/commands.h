@@ -8,6 +8,7 @@ void add_sim(CLI::App& app);
 void add_config(CLI::App& app);
 void add_policies(CLI::App& app);
 void add_calibrate(CLI::App& app);
-void add_job_commands(CLI::App& app);  // submit, queue, show, cancel, logs, gpus, history
+void add_job_commands(CLI::App& app);
+void add_estimate(CLI::App& app);  // aegis estimate train | eval | predict  // submit, queue, show, cancel, logs, gpus, history
 
 }  // namespace aegis::cli

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   aegis::cli::add_policies(app);
   aegis::cli::add_calibrate(app);
   aegis::cli::add_job_commands(app);
+  aegis::cli::add_estimate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

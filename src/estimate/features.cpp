@@ -1,0 +1,2 @@
+// Placeholder: implemented with the feature.
+#include "estimate/features.h"

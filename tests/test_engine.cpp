@@ -285,3 +285,32 @@ TEST(Engine, RequestShapeCoversWhatThePolicyReads) {
 
 }  // namespace
 }  // namespace aegis
+
+namespace aegis {
+namespace {
+
+TEST(Engine, StopsJobsNoGpuHereCanHold) {
+  // After an OOM alone on a 40 GiB GPU the job may only go to a larger GPU; there is none.
+  World w(2);
+  QueuedJob j = test::job(1);
+  j.recovery.exclusive_only = true;
+  j.recovery.floor_mib = 40449;
+  w.recovery_queue.push_back(j);
+  w.main_queue.push_back(test::job(2));
+  const auto d = w.tick(test::engine("aegis"));
+  ASSERT_EQ(d.stops.size(), 1u);
+  EXPECT_EQ(d.stops[0].job, 1);
+  EXPECT_NE(d.stops[0].reason.find("needs 40449 MiB on a GPU alone"), std::string::npos);
+  ASSERT_EQ(d.launches.size(), 1u);  // and the queue moves on
+  EXPECT_EQ(d.launches[0].job, 2);
+  // With a larger GPU it waits for it and runs there.
+  World big(2);
+  big.gpus[1].total_mib = big.gpus[1].free_mib = 81920;
+  big.recovery_queue.push_back(j);
+  const auto d2 = big.tick(test::engine("aegis"));
+  ASSERT_EQ(d2.launches.size(), 1u);
+  EXPECT_EQ(d2.launches[0].gpus, std::vector<int>{1});
+}
+
+}  // namespace
+}  // namespace aegis

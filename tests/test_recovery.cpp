@@ -45,8 +45,11 @@ TEST(Ladder, ClimbsThenRunsAloneThenStops) {
   auto top = rule->after_oom(failed(30720, r));
   ASSERT_TRUE(std::holds_alternative<Requeue>(top));
   EXPECT_TRUE(std::get<Requeue>(top).recovery.exclusive_only);
+  // An OOM alone: only a larger GPU may take it now (on 40 GiB GPUs the engine stops it).
   auto alone = rule->after_oom(failed(40448, std::get<Requeue>(top).recovery, /*exclusive=*/true));
-  EXPECT_TRUE(std::holds_alternative<Stop>(alone));
+  ASSERT_TRUE(std::holds_alternative<Requeue>(alone));
+  EXPECT_EQ(std::get<Requeue>(alone).recovery.floor_mib, 40449);
+  EXPECT_TRUE(std::get<Requeue>(alone).recovery.exclusive_only);
 }
 
 TEST(Ladder, SkipsRungsBelowTheFreeMemoryTheJobHad) {
@@ -69,7 +72,7 @@ TEST(Retry, OneRetryThenAloneThenStop) {
   auto second = rule->after_oom(failed(12000, std::get<Requeue>(first).recovery));
   EXPECT_TRUE(std::get<Requeue>(second).recovery.exclusive_only);
   auto third = rule->after_oom(failed(40448, std::get<Requeue>(second).recovery, true));
-  EXPECT_TRUE(std::holds_alternative<Stop>(third));
+  EXPECT_EQ(std::get<Requeue>(third).recovery.floor_mib, 40449);
 }
 
 }  // namespace

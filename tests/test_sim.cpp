@@ -158,7 +158,9 @@ TEST(Sim, JobThatNeverFitsStopsInsteadOfHanging) {
   c.add(0, 0, "huge");
   const auto r = c.run("aegis", 1, 40960);
   EXPECT_FALSE(r.jobs[0].completed);
-  EXPECT_EQ(r.jobs[0].stop_reason, "out of memory while running alone on its GPU");
+  // It dies of OOM alone, may then only run on a larger GPU, and there is none.
+  EXPECT_EQ(r.jobs[0].attempts.back().outcome, AttemptOutcome::Oom);
+  EXPECT_EQ(r.jobs[0].stop_reason, "no GPU of this cluster can hold it");
   EXPECT_EQ(summarize(r).stopped, 1);
 }
 

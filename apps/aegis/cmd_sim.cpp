@@ -38,6 +38,7 @@ struct SimArgs {
   std::string gpu_memory = "40960";
   std::string policies = "exclusive,aegis,aegis-peak,aegis-horus,carma,lucid,horus,naive";
   std::string json_path, jobs_csv, mapping_csv, report_path, sweep, sweep_csv;
+  std::string sharing = "process";
   std::uint64_t seed = 1;
   std::vector<std::string> sets;
   unsigned threads = 0;
@@ -158,7 +159,21 @@ void run_sim(const SimArgs& a) {
   if (a.trace_runtime != "trace" && a.trace_runtime != "workload")
     throw ConfigError("--trace-runtime: '" + a.trace_runtime + "' is not one of trace, workload");
   if (!(a.load > 0)) throw ConfigError("--load: must be positive");
-  const ClusterSpec cluster = cluster_of(a);
+  ClusterSpec cluster = cluster_of(a);
+  // --sharing: how jobs share a GPU (docs/sharing.md); recorded with the sim parameters.
+  std::vector<std::string> sharing_sets;
+  if (a.sharing == "process") {
+    sharing_sets = {"sim.sharing=process"};
+  } else if (a.sharing == "mps") {
+    sharing_sets = {"sim.sharing=mps", "sim.mps_memory_limits=true"};
+  } else if (a.sharing == "mps-nolimits") {
+    sharing_sets = {"sim.sharing=mps", "sim.mps_memory_limits=false"};
+  } else if (a.sharing.rfind("mig:", 0) == 0) {
+    cluster = cluster.with_mig(a.sharing.substr(4));
+    sharing_sets = {"sim.sharing=process"};
+  } else {
+    throw ConfigError("--sharing: '" + a.sharing + "' is not process, mps, mps-nolimits or mig:LAYOUT");
+  }
   const auto points = a.sweep.empty() ? std::vector<SweepPoint>{SweepPoint{}} : grid(parse_sweep(a.sweep));
 
   const WorkloadCatalog catalog = WorkloadCatalog::load(a.workloads);
@@ -184,6 +199,7 @@ void run_sim(const SimArgs& a) {
     for (const auto& name : names) {
       EngineConfig e = policy_config(name);
       SimConfig s;
+      apply_sets(sharing_sets, name, e, s);
       apply_sets(a.sets, name, e, s);
       for (const auto& [param, value] : point) set_any(param, fmt::format("{}", value), e, s);
       sim_used = s;
@@ -213,6 +229,7 @@ void run_sim(const SimArgs& a) {
   cfg["traces"] = Json::array();
   for (const auto& t : traces) cfg["traces"].push_back(trace_record(t));
   cfg["trace_options"] = {{"runtime", a.trace_runtime}, {"mapping_seed", a.mapping_seed}, {"max_jobs", a.max_jobs}, {"load", a.load}};
+  cfg["sharing"] = a.sharing;
   cfg["overrides"] = a.sets;
   if (!a.sweep.empty()) cfg["sweep"] = a.sweep;
   cfg["sim"] = to_json(describe(sim_used));
@@ -309,6 +326,10 @@ void add_sim(CLI::App& app) {
                   "Memory of each GPU in MiB, or server types as SERVERSxGPUSxMIB,... (e.g. 2x8x40960,4x8x81920)")
       ->capture_default_str();
   cmd->add_option("--policies", a.policies, "Comma-separated policies (see `aegis policies`)")->capture_default_str();
+  cmd->add_option("--sharing", a.sharing,
+                  "How jobs share a GPU: process (time slicing), mps (with per-job memory limits), mps-nolimits, "
+                  "or mig:PROFILES (e.g. mig:3g.20gb,2g.10gb,1g.5gb,1g.5gb; ';' between per-GPU lists)")
+      ->capture_default_str();
   cmd->add_option("--json", a.json_path, "Write every figure and the full config to this JSON file");
   cmd->add_option("--jobs-csv", a.jobs_csv, "Write one row per job attempt to this CSV file");
   cmd->add_option("--mapping", a.mapping_csv, "Write each job's borrowed workload to this CSV file");

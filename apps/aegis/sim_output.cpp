@@ -43,14 +43,14 @@ void print_table(const Trace& trace, const std::string& cluster, std::uint64_t s
   for (const auto& m : ms)
     if (m.policy == "exclusive") excl = &m;
   fmt::print("\n{} ({} jobs, {}, seed {})\n", trace.name, trace.jobs.size(), cluster, seed);
-  fmt::print("{:<12} {:>13} {:>11} {:>7} {:>10} {:>10} {:>10} {:>11} {:>5} {:>6} {:>7} {:>9} {:>7}\n", "policy",
-             "done", "makespan_s", "/excl", "jct_mean_s", "jct_p95_s", "queue_mean", "exec_total", "oom", "failed",
+  fmt::print("{:<12} {:>13} {:>11} {:>7} {:>10} {:>10} {:>10} {:>11} {:>5} {:>5} {:>6} {:>7} {:>9} {:>7}\n", "policy",
+             "done", "makespan_s", "/excl", "jct_mean_s", "jct_p95_s", "queue_mean", "exec_total", "oom", "nbr", "failed",
              "slow_mx", "energy_MJ", "/excl");
   for (const auto& m : ms) {
-    fmt::print("{:<12} {:>13} {:>11.0f} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>11.0f} {:>5} {:>6} {:>7.3f} {:>9.1f} {:>7}\n",
+    fmt::print("{:<12} {:>13} {:>11.0f} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>11.0f} {:>5} {:>5} {:>6} {:>7.3f} {:>9.1f} {:>7}\n",
                m.policy, fmt::format("{}/{}", m.completed, m.jobs), m.makespan_s,
                excl ? ratio(m.makespan_s, excl->makespan_s) : "-", m.jct_mean_s, m.jct_p95_s, m.queue_mean_s,
-               m.exec_total_s, m.oom_attempts, m.failed_attempts, m.slowdown_max, m.energy_j / 1e6,
+               m.exec_total_s, m.oom_attempts, m.neighbour_oom_attempts, m.failed_attempts, m.slowdown_max, m.energy_j / 1e6,
                excl ? ratio(m.energy_j, excl->energy_j) : "-");
   }
 }

@@ -13,6 +13,7 @@ struct Launch {
   JobId job = 0;
   std::vector<int> gpus;      // GpuView::index values
   bool exclusive = false;     // no other job may join these GPUs while it runs
+  bool alone = false;         // placed on idle GPUs (exclusive first): nobody beside it yet
   MiB admitted_mib = 0;       // memory booked per GPU (estimate, or floor when none)
   MiB free_at_placement = 0;  // smallest effective free memory among its GPUs
 };

@@ -18,10 +18,11 @@ enum class EstimateSource {
   FakeTensor,
   Learned,
   History,
+  Auto,        // the daemon's chain: declared, else history, else learned, else none
 };
 
 // Parses "none", "declared", "profiled" (alias "peak"), "analytical" (alias "horus"),
-// "faketensor", "learned" (alias "gpumemnet"), "history". Empty optional if unknown.
+// "faketensor", "learned" (alias "gpumemnet"), "history", "auto". Empty if unknown.
 std::optional<EstimateSource> parse_estimate_source(std::string_view name);
 std::string_view to_string(EstimateSource s);
 // All accepted names, comma separated, for error messages and help.

@@ -30,7 +30,7 @@ const ParamEntry<EngineConfig> kEntries[] = {
     P("estimator_free_floor_mib", estimator_free_floor_mib, 0, kInf, "",
                 "Free memory a GPU must offer a job without an estimate"),
     P("estimator", estimator, 0, 0,
-                "none,declared,profiled,peak,analytical,horus,faketensor,learned,gpumemnet,history",
+                "none,declared,profiled,peak,analytical,horus,faketensor,learned,gpumemnet,history,auto",
                 "Memory estimate the memory filter uses (none = estimator-free)"),
     P("memory_accounting", memory_accounting, 0, 0, "reported,booked,both",
                 "Free memory seen by the filter: reported by the GPU, capacity minus booked "

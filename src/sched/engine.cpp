@@ -125,6 +125,15 @@ Engine::RequestShape Engine::request_shape(const QueuedJob& job) const {
   return {h, req.required_free_mib, std::max(req.estimate.value_or(0), job.recovery.floor_mib)};
 }
 
+bool Engine::could_ever_run(const QueuedJob& job, std::span<const MiB> gpu_totals) const {
+  if (job.spec.num_gpus < 1 || job.spec.num_gpus > static_cast<int>(gpu_totals.size())) return false;
+  const RequestShape shape = request_shape(job);
+  int big_enough = 0;
+  for (MiB total : gpu_totals)
+    if (total - config_.memory_guard(total) >= shape.need_alone) ++big_enough;
+  return big_enough >= job.spec.num_gpus;
+}
+
 std::variant<Requeue, Stop> Engine::recover(const Failure& f) const {
   if (f.kind != FailureKind::Oom) return Stop{f.job.spec.id, f.detail.empty() ? "failed (not out of memory)" : f.detail};
   return recovery_->after_oom(f.job);
@@ -202,14 +211,23 @@ Decisions Engine::tick(const Snapshot& snap) const {
   std::string why;
   bool by_pressure = false;
   bool any_waiting = false;
+  std::vector<MiB> totals;
+  for (const auto& g : snap.gpus) totals.push_back(g.total_mib);
   while (const QueuedJob* job = next_job()) {
     const int n = job->spec.num_gpus;
+    if (n <= static_cast<int>(totals.size()) && !could_ever_run(*job, totals)) {
+      // It needs more memory alone than any GPU here has: waiting would block the queue forever.
+      d.stops.push_back({job->spec.id, fmt::format("needs {} MiB on a GPU alone; no GPU here has that much",
+                                                   request_shape(*job).need_alone)});
+      continue;
+    }
     PlacementRequest req;
     fill_requirement(*job, req);
     req.now = snap.now;
 
     pick.clear();
     bool exclusive = false;
+    bool alone = false;
     why.clear();
     by_pressure = false;
     pressure_gpus.clear();
@@ -220,12 +238,13 @@ Decisions Engine::tick(const Snapshot& snap) const {
       if (cfg.exclusive_first || job->recovery.exclusive_only || !cfg.collocate) {
         // Alone, a job needs no margin, but a GPU that cannot hold its estimate or its
         // recovery floor at all is no use to it (mixed GPU sizes).
-        const MiB alone = std::max(req.estimate.value_or(0), job->recovery.floor_mib);
+        const MiB alone_need = std::max(req.estimate.value_or(0), job->recovery.floor_mib);
         for (const auto& g : t.gpus)
-          if (g.idle() && !g.observing && g.free_mib >= alone) pick.push_back(&g);
+          if (g.idle() && !g.observing && g.free_mib >= alone_need) pick.push_back(&g);
         if (static_cast<int>(pick.size()) >= n) {
           order_->sort(pick, req, d.state);
           exclusive = job->recovery.exclusive_only || !cfg.collocate;
+          alone = true;
         } else {
           pick.clear();
           if (job->recovery.exclusive_only || !cfg.collocate)
@@ -269,6 +288,7 @@ Decisions Engine::tick(const Snapshot& snap) const {
     Launch l;
     l.job = job->spec.id;
     l.exclusive = exclusive;
+    l.alone = alone;
     l.admitted_mib = req.admitted_mib;
     l.free_at_placement = std::numeric_limits<MiB>::max();
     for (int k = 0; k < n; ++k) {

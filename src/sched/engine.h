@@ -4,6 +4,7 @@
 // idle GPUs to the head job alone (exclusive first), else the policy's filters and order.
 #pragma once
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ class Engine {
   Engine& operator=(Engine&&) noexcept;
 
   Decisions tick(const Snapshot& s) const;
+
+  // False when no GPU of these sizes could ever take `job`: it needs more GPUs than there
+  // are, or more memory alone than the largest holds. Drivers stop such jobs instead of
+  // letting them wait forever.
+  bool could_ever_run(const QueuedJob& job, std::span<const MiB> gpu_totals) const;
 
   // How each GPU looks to the stages right now, for status displays and metrics.
   struct GpuReport {

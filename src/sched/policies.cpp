@@ -22,6 +22,11 @@ void aegis_horus(EngineConfig& c) {
   c.memory_accounting = "both";
 }
 
+void aegis_learned(EngineConfig& c) {
+  c.estimator = "learned";
+  c.memory_accounting = "both";
+}
+
 // CARMA (the predecessor): same skeleton, its thresholds and risk weights
 // (0.2 mean + 0.2 median + 0.3 p95 + 0.1 p50 + 0.2 EWMA: median and p50 coincide),
 // one retry under the same floor, then alone.
@@ -70,6 +75,7 @@ const PolicyInfo kPolicies[] = {
     {"aegis", "estimator-free floor, observation window, pressure filter, MAGM, OOM ladder", aegis_defaults},
     {"aegis-peak", "aegis with the profiled peak as the memory estimate", aegis_peak},
     {"aegis-horus", "aegis with the analytical (Horus) memory estimate", aegis_horus},
+    {"aegis-learned", "aegis with the learned (GPUMemNet-style) memory estimate", aegis_learned},
     {"carma", "CARMA: thresholds 0.80/0.45/0.40, its risk weights, one retry then alone", carma},
     {"lucid", "Lucid-style: <= 2 jobs per GPU by sharing score, profiled peaks must fit", lucid},
     {"horus", "Horus-style: profiled utilisation sums to <= 100 %, least projected first", horus},

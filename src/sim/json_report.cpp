@@ -29,6 +29,8 @@ Json to_json(const RunMetrics& m) {
   j["attempts"] = m.attempts;
   j["failed_attempts"] = m.failed_attempts;
   j["oom_attempts"] = m.oom_attempts;
+  j["neighbour_oom_attempts"] = m.neighbour_oom_attempts;
+  j["mps_limit_attempts"] = m.mps_limit_attempts;
   j["collocated_attempts"] = m.collocated_attempts;
   j["slowdown_mean"] = m.slowdown_mean;
   j["slowdown_max"] = m.slowdown_max;

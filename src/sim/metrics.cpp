@@ -75,6 +75,8 @@ RunMetrics summarize(const SimResult& r) {
       m.exec_total_s += a.end - a.launch;
       if (a.outcome != AttemptOutcome::Completed) ++m.failed_attempts;
       if (a.outcome == AttemptOutcome::Oom) ++m.oom_attempts;
+      if (a.neighbour_oom) ++m.neighbour_oom_attempts;
+      if (a.mps_limit) ++m.mps_limit_attempts;
     }
   }
   m.jct_mean_s = mean(jct);

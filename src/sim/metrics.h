@@ -23,6 +23,8 @@ struct RunMetrics {
   std::int64_t attempts = 0;
   std::int64_t failed_attempts = 0;
   std::int64_t oom_attempts = 0;
+  std::int64_t neighbour_oom_attempts = 0;  // OOM deaths of jobs not placed last on their GPU
+  std::int64_t mps_limit_attempts = 0;      // OOM deaths at a job's own MPS limit
   std::int64_t collocated_attempts = 0;  // attempts that shared a GPU at some point
   double slowdown_mean = 0, slowdown_max = 0;
   double energy_j = 0;

@@ -27,6 +27,10 @@ const ParamEntry<SimConfig> kEntries[] = {
     P("power_max_w", power_max_w, 0, 10000, "", "GPU power at full SM activity, W"),
     P("telemetry_noise", telemetry_noise, 0, 1, "",
       "Std. deviation of seeded noise added to each synthesised telemetry sample"),
+    P("sharing", sharing, 0, 0, "process,mps",
+      "process: time slicing (fitted interference); mps: side by side until SMs are full"),
+    P("mps_memory_limits", mps_memory_limits, 0, 0, "",
+      "Under MPS, each job is capped at its admitted memory plus the engine's margin"),
 };
 
 #undef P

@@ -34,6 +34,14 @@ struct SimConfig {
 
   // Telemetry synthesis: standard deviation of seeded per-sample noise (0 = exact means).
   double telemetry_noise = 0;
+
+  // How jobs share a GPU (docs/sharing.md): "process" (time slicing, the interference
+  // model above) or "mps" (kernels of all clients run side by side: SMs are shared until
+  // their summed activity exceeds the GPU; DRAM contention as above).
+  std::string sharing = "process";
+  // Under MPS, cap each job at its admitted memory plus the engine's margin
+  // (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): a job that outgrows it dies alone.
+  bool mps_memory_limits = true;
 };
 
 std::span<const ParamEntry<SimConfig>> sim_param_table();

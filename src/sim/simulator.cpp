@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fmt/format.h>
 #include <limits>
 #include <queue>
@@ -55,6 +56,7 @@ struct Job {
   Seconds ends_at = 0;             // time of its pending completion event
   bool active = false;             // has shown GPU activity
   MiB held_mib = 0;                // per GPU
+  bool placed_alone = false;       // on idle GPUs: no MPS memory limit (docs/sharing.md)
   std::vector<int> gpus;           // cluster-wide ids
   std::vector<Part> parts;
   JobRecord rec;
@@ -67,8 +69,11 @@ struct Gpu {
   MiB used = 0;
   std::vector<int> running;  // jobs launched here
   std::vector<int> active;   // jobs that have shown activity here
-  double active_util = 0;    // sums of the active jobs' solo utilisation and DRAM activity
+  double active_util = 0;    // sums of the active jobs' solo utilisation, DRAM and SM activity
   double active_drama = 0;
+  double active_smact = 0;
+  double sm_fraction = 1.0;  // a MIG instance's share of the GPU's SMs
+  int last_launched = -1;    // the job placed on it last (for the blast radius)
   std::uint64_t touched = 0; // refresh() stamp
   GpuSample sample{};        // current whole-GPU activity
   std::vector<std::pair<Seconds, GpuSample>> history;  // change points, oldest first
@@ -109,9 +114,10 @@ class Run {
     validate(o.sim);
     if (o.cluster.servers.empty()) throw InputError("cluster: needs at least one server");
     for (const auto& s : o.cluster.servers) {
-      if (s.gpus < 1) throw InputError("--gpus-per-server: a server needs at least one GPU");
+      if (s.gpus < 1 && s.devices.empty()) throw InputError("--gpus-per-server: a server needs at least one GPU");
       if (s.gpu_memory_mib < 1) throw InputError("--gpu-memory: must be positive");
     }
+    mps_ = o.sim.sharing == "mps";
     const int total = o.cluster.total_gpus();
     max_per_server_ = o.cluster.max_gpus_per_server();
     jobs_.reserve(trace.jobs.size());
@@ -146,27 +152,30 @@ class Run {
     int next = 0;
     for (std::size_t s = 0; s < servers_.size(); ++s) {
       const ServerSpec spec = o.cluster.servers[s];
+      const int n = spec.devices.empty() ? spec.gpus : static_cast<int>(spec.devices.size());
       Server& srv = servers_[s];
       srv.first_gpu = next;
-      srv.ngpus = spec.gpus;
-      srv.idle_gpus = spec.gpus;
-      srv.views.resize(spec.gpus);
-      for (int g = 0; g < spec.gpus; ++g, ++next) {
+      srv.ngpus = n;
+      srv.idle_gpus = n;
+      srv.views.resize(n);
+      for (int g = 0; g < n; ++g, ++next) {
         Gpu& gpu = gpus_[next];
         gpu.server = static_cast<int>(s);
         gpu.local = g;
-        gpu.total = spec.gpu_memory_mib;
+        gpu.total = spec.devices.empty() ? spec.gpu_memory_mib : spec.devices[g].memory_mib;
+        gpu.sm_fraction = spec.devices.empty() ? 1.0 : spec.devices[g].sm_fraction;
         gpu.last_t = start_;
         gpu.history.push_back({start_, GpuSample{}});
         GpuView& v = srv.views[g];
         v.index = g;
         v.uuid = fmt::format("SIM-{}-{}", s, g);
-        v.total_mib = spec.gpu_memory_mib;
-        v.free_mib = spec.gpu_memory_mib;
+        v.total_mib = gpu.total;
+        v.free_mib = gpu.total;
         v.level = TelemetryLevel::Full;
       }
     }
     if (o.record_timeline) timeline_.resize(total);
+    for (const auto& gpu : gpus_) device_totals_.push_back(gpu.total);
   }
 
   SimResult run() {
@@ -276,15 +285,25 @@ class Run {
   // Allocates `mib` more on every GPU of the job; the job dies of OOM if one cannot hold it.
   bool allocate(Job& j, MiB mib, Seconds t) {
     if (mib <= 0) return true;
+    const int id = static_cast<int>(j.spec.id);
+    const Part p = j.parts.front();
+    const RunningJob& r = servers_[p.server].running[p.running_pos];
+    // Under MPS with limits, a job that outgrows its admitted memory plus the margin fails
+    // at its own limit, whatever the GPU has left.
+    const bool capped = mps_ && opt_.sim.mps_memory_limits && !j.placed_alone;
+    const MiB limit = r.admitted_mib + opt_.engine.memory_margin_mib;
     for (int g : j.gpus) {
-      if (gpus_[g].used + mib > gpus_[g].total) {
-        const int id = static_cast<int>(j.spec.id);
-        const Part p = j.parts.front();
+      const bool over_limit = capped && j.held_mib + mib > limit;
+      if (over_limit || gpus_[g].used + mib > gpus_[g].total) {
         Failure f;
-        f.job = servers_[p.server].running[p.running_pos];
+        f.job = r;
         f.kind = FailureKind::Oom;
-        f.detail = fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free", mib,
-                               gpus_[g].total - gpus_[g].used);
+        f.detail = over_limit ? fmt::format("CUDA out of memory: MPS limit of {} MiB reached", limit)
+                              : fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free",
+                                            mib, gpus_[g].total - gpus_[g].used);
+        auto& a = j.rec.attempts.back();
+        a.mps_limit = over_limit;
+        a.neighbour_oom = !over_limit && gpus_[g].last_launched != id;
         finish_attempt(id, t, AttemptOutcome::Oom);
         j.phase = Phase::Failed;
         failures_.push_back(std::move(f));
@@ -356,6 +375,7 @@ class Run {
     j.held_mib = 0;
     j.gpus.clear();
     j.parts.clear();
+    j.placed_alone = std::all_of(parts.begin(), parts.end(), [](const auto& p) { return p.second.alone; });
     if (j.rec.first_launch < 0) j.rec.first_launch = t;
     AttemptRecord a;
     a.launch = t;
@@ -377,6 +397,7 @@ class Run {
         r.gpu_total_mib = std::min(r.gpu_total_mib, gpus_[g].total);
         if (gpus_[g].running.empty()) srv.idle_gpus--;
         gpus_[g].running.push_back(id);
+        gpus_[g].last_launched = id;
         j.gpus.push_back(g);
         note(g, t);
       }
@@ -406,13 +427,17 @@ class Run {
   // Recomputed from scratch (not adjusted) so that sums never drift with history.
   void sum_activity(int g) {
     Gpu& gpu = gpus_[g];
-    gpu.active_util = gpu.active_drama = 0;
+    gpu.active_util = gpu.active_drama = gpu.active_smact = 0;
     for (int k : gpu.active) {
       gpu.active_util += jobs_[k].w->util;
       gpu.active_drama += jobs_[k].w->drama;
+      gpu.active_smact += jobs_[k].w->smact;
     }
   }
 
+  // A job's speed on each of its GPUs is that of its device (a MIG instance has a share
+  // of the SMs) times what its neighbours leave it (time slicing or MPS); the job runs at
+  // its slowest GPU (docs/sharing.md).
   double speed_of(int id) const {
     const Job& j = jobs_[id];
     if (!j.active) return 1.0;
@@ -420,11 +445,30 @@ class Run {
     const ActivityProfile self{j.w->util, j.w->drama};
     for (int g : j.gpus) {
       const Gpu& gpu = gpus_[g];
-      if (gpu.active.size() < 2) continue;
-      s = std::min(s, model_.speed(self, std::max(0.0, gpu.active_util - self.util),
-                                   std::max(0.0, gpu.active_drama - self.drama)));
+      double on_gpu = device_speed(self.util, gpu.sm_fraction);
+      if (gpu.active.size() >= 2) {
+        const double other_drama = std::max(0.0, gpu.active_drama - self.drama);
+        const double sliced = model_.speed(self, std::max(0.0, gpu.active_util - self.util), other_drama);
+        if (mps_) {
+          // Kernels of all clients run side by side: SMs are shared only past saturation,
+          // DRAM bandwidth always; and MPS does no worse than time slicing.
+          const double side_by_side = model_.speed({0.0, self.drama}, 0.0, other_drama) /
+                                      std::max(1.0, gpu.active_smact / gpu.sm_fraction);
+          on_gpu *= std::max(sliced, side_by_side);
+        } else {
+          on_gpu *= sliced;
+        }
+      }
+      s = std::min(s, on_gpu);
     }
     return s;
+  }
+
+  // Alone on a device with a fraction f of the SMs, a job busy on the GPU a fraction u of
+  // its time alone spends (1 - u) + u / f as long per step.
+  static double device_speed(double util, double f) {
+    if (f >= 1.0) return 1.0;
+    return 1.0 / ((1.0 - util) + util / f);
   }
 
   void touch(int g) {
@@ -721,6 +765,16 @@ class Run {
     const int id = static_cast<int>(job.spec.id);
     jobs_[id].recovery = job.recovery;
     jobs_[id].request = engine_.request_shape(job);
+    if (!engine_.could_ever_run(job, device_totals_)) {
+      // No device of this cluster could hold it (e.g. a MIG instance too small for it):
+      // it leaves the queue as stopped instead of blocking everything behind it.
+      Job& j = jobs_[id];
+      j.phase = Phase::Stopped;
+      j.rec.end = t;
+      j.rec.stop_reason = "no GPU of this cluster can hold it";
+      ++n_finished_;
+      return true;
+    }
     if (job.spec.num_gpus > max_per_server_) return dispatch_gang(id, job, t);
     return dispatch_single(id, job, t);
   }
@@ -826,6 +880,8 @@ class Run {
   std::vector<std::pair<Seconds, int>> queue_timeline_;
   std::string last_blocked_;
   int max_per_server_ = 0;
+  bool mps_ = false;
+  std::vector<MiB> device_totals_;
   Seconds start_ = 0;
   std::uint64_t seq_ = 0, n_events_ = 0, n_ticks_ = 0;
   std::size_t n_finished_ = 0;
@@ -835,7 +891,7 @@ class Run {
 
 ClusterSpec ClusterSpec::uniform(int servers, int gpus_per_server, MiB gpu_memory_mib) {
   ClusterSpec c;
-  c.servers.assign(static_cast<std::size_t>(std::max(servers, 0)), ServerSpec{gpus_per_server, gpu_memory_mib});
+  c.servers.assign(static_cast<std::size_t>(std::max(servers, 0)), ServerSpec{gpus_per_server, gpu_memory_mib, {}});
   return c;
 }
 
@@ -860,26 +916,82 @@ ClusterSpec ClusterSpec::parse(const std::string& spec) {
     }
     if (!ok || k != 3 || p <= part.size() || n[0] < 1 || n[1] < 1 || n[2] < 1)
       throw InputError(fmt::format("--gpu-memory: '{}' is not SERVERSxGPUSxMIB (e.g. 4x8x81920)", part));
-    for (long long i = 0; i < n[0]; ++i) c.servers.push_back(ServerSpec{static_cast<int>(n[1]), n[2]});
+    for (long long i = 0; i < n[0]; ++i) c.servers.push_back(ServerSpec{static_cast<int>(n[1]), n[2], {}});
     pos = comma + 1;
   }
   return c;
 }
 
+namespace {
+int devices_of(const ServerSpec& s) { return s.devices.empty() ? s.gpus : static_cast<int>(s.devices.size()); }
+}  // namespace
+
 int ClusterSpec::total_gpus() const {
   int n = 0;
-  for (const auto& s : servers) n += s.gpus;
+  for (const auto& s : servers) n += devices_of(s);
   return n;
 }
 
 int ClusterSpec::max_gpus_per_server() const {
   int n = 0;
-  for (const auto& s : servers) n = std::max(n, s.gpus);
+  for (const auto& s : servers) n = std::max(n, devices_of(s));
   return n;
+}
+
+ClusterSpec ClusterSpec::with_mig(const std::string& layout) const {
+  // Per-GPU lists, then each list's profiles.
+  std::vector<std::vector<DeviceSpec>> lists;
+  std::size_t pos = 0;
+  while (pos <= layout.size()) {
+    const std::size_t semi = std::min(layout.find(';', pos), layout.size());
+    std::vector<DeviceSpec> list;
+    std::size_t p = pos;
+    while (p <= semi) {
+      const std::size_t comma = std::min(layout.find(',', p), semi);
+      const std::string prof = layout.substr(p, comma - p);
+      unsigned slices = 0, gib = 0;
+      char tail = 0;
+      if (std::sscanf(prof.c_str(), "%ug.%ugb%c", &slices, &gib, &tail) != 2 || slices < 1 || slices > 7 || gib < 1 ||
+          prof != fmt::format("{}g.{}gb", slices, gib))
+        throw InputError(fmt::format("--sharing mig: '{}' is not a MIG profile like 3g.20gb", prof));
+      list.push_back({static_cast<MiB>(gib) * 1024, slices / 7.0, prof});
+      p = comma + 1;
+    }
+    lists.push_back(std::move(list));
+    pos = semi + 1;
+  }
+  ClusterSpec out;
+  out.servers.clear();
+  std::size_t next = 0;
+  for (const auto& s : servers) {
+    ServerSpec m = s;
+    m.devices.clear();
+    for (int g = 0; g < s.gpus; ++g) {
+      const auto& list = lists[next++ % lists.size()];
+      double slices = 0;
+      MiB mem = 0;
+      for (const auto& d : list) {
+        slices += d.sm_fraction * 7;
+        mem += d.memory_mib;
+        m.devices.push_back(d);
+      }
+      if (slices > 7.0 + 1e-9) throw InputError("--sharing mig: the instances of one GPU use more than 7 slices");
+      if (mem > s.gpu_memory_mib)
+        throw InputError(fmt::format("--sharing mig: the instances of one GPU need {} MiB; it has {}", mem, s.gpu_memory_mib));
+    }
+    out.servers.push_back(std::move(m));
+  }
+  return out;
 }
 
 std::string ClusterSpec::describe() const {
   std::string out;
+  if (!servers.empty() && !servers.front().devices.empty()) {
+    std::string profiles;
+    for (const auto& d : servers.front().devices)
+      profiles += (profiles.empty() ? "" : ",") + d.profile;
+    return fmt::format("{} server(s), {} MIG instances ({} on the first server)", servers.size(), total_gpus(), profiles);
+  }
   for (std::size_t i = 0; i < servers.size();) {
     std::size_t k = i;
     while (k < servers.size() && servers[k].gpus == servers[i].gpus &&

@@ -19,9 +19,17 @@
 
 namespace aegis {
 
+// One schedulable device: a whole GPU, or a MIG instance with a fraction of its SMs.
+struct DeviceSpec {
+  MiB memory_mib = 40960;
+  double sm_fraction = 1.0;  // MIG: slices / 7
+  std::string profile;       // "" for a whole GPU, e.g. "3g.20gb"
+};
+
 struct ServerSpec {
   int gpus = 3;
   MiB gpu_memory_mib = 40960;
+  std::vector<DeviceSpec> devices;  // when set (MIG), the server's devices instead
 };
 
 struct ClusterSpec {
@@ -34,6 +42,12 @@ struct ClusterSpec {
   int total_gpus() const;
   int max_gpus_per_server() const;
   std::string describe() const;  // "64 x 8 x 40960 MiB"
+
+  // Cuts every GPU into MIG instances: "3g.20gb,2g.10gb,1g.5gb,1g.5gb" for every GPU, or
+  // per-GPU lists separated by ';' (used in turn). Profiles are NVIDIA's names: <slices>g.
+  // <GiB>gb; slices of a GPU sum to at most 7 and memory to at most the GPU's. Throws
+  // InputError naming the bad profile.
+  ClusterSpec with_mig(const std::string& layout) const;
 };
 
 enum class AttemptOutcome { Completed, Oom, Stopped };
@@ -47,6 +61,10 @@ struct AttemptRecord {
   MiB floor_mib = 0;
   MiB admitted_mib = 0;   // memory the engine booked per GPU for this attempt
   AttemptOutcome outcome = AttemptOutcome::Completed;
+  // An OOM death of a job that was not the one placed last on its GPU: a neighbour taken
+  // down by someone else's growth (the blast radius of sharing without memory isolation).
+  bool neighbour_oom = false;
+  bool mps_limit = false;  // died at its own MPS memory limit
 };
 
 struct JobRecord {

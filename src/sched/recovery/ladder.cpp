@@ -26,8 +26,7 @@ class LadderRecovery final : public RecoveryRule {
   std::string_view name() const override { return "ladder"; }
 
   std::variant<Requeue, Stop> after_oom(const RunningJob& job) const override {
-    if (job.exclusive)
-      return Stop{job.spec.id, "out of memory while running alone on its GPU"};
+    if (job.exclusive) return needs_larger_gpu(job);
     RecoveryState next = job.recovery;
     next.oom_count += 1;
     const MiB had = std::max(job.recovery.floor_mib, job.free_at_placement);
@@ -49,6 +48,15 @@ class LadderRecovery final : public RecoveryRule {
 };
 
 }  // namespace
+
+std::variant<Requeue, Stop> needs_larger_gpu(const RunningJob& job) {
+  RecoveryState next = job.recovery;
+  next.oom_count += 1;
+  next.exclusive_only = true;
+  next.floor_mib = job.free_at_placement + 1;
+  return Requeue{job.spec.id, next,
+                 fmt::format("out of memory alone with {} MiB; retry only on a larger GPU", job.free_at_placement)};
+}
 
 std::unique_ptr<RecoveryRule> make_ladder_recovery(const EngineConfig& c) {
   return std::make_unique<LadderRecovery>(c);

@@ -13,13 +13,17 @@ namespace aegis {
 std::vector<MiB> ladder_rungs(MiB total_mib, const std::vector<double>& fractions, MiB max_step_mib);
 
 // After an OOM the new floor is the first rung strictly above max(current floor, the
-// free memory the job had when placed); past the top rung the job runs alone; an OOM
-// while alone stops it.
+// free memory the job had when placed); past the top rung the job runs alone; after an
+// OOM alone it may only run alone on a larger GPU (needs_larger_gpu), and the engine
+// stops it where there is none (on one server of equal GPUs: at once, as published).
 std::unique_ptr<RecoveryRule> make_ladder_recovery(const EngineConfig& c);
 
 // Retry under the same floor `retries` times, then alone; an OOM while alone stops it.
 std::unique_ptr<RecoveryRule> make_retry_recovery(const EngineConfig& c);
 
 std::unique_ptr<RecoveryRule> make_recovery(const EngineConfig& c);
+
+// An OOM while alone: retry alone, only where more memory than it had is free.
+std::variant<Requeue, Stop> needs_larger_gpu(const RunningJob& job);
 
 }  // namespace aegis

@@ -11,8 +11,7 @@ class RetryRecovery final : public RecoveryRule {
   std::string_view name() const override { return "retry"; }
 
   std::variant<Requeue, Stop> after_oom(const RunningJob& job) const override {
-    if (job.exclusive)
-      return Stop{job.spec.id, "out of memory while running alone on its GPU"};
+    if (job.exclusive) return needs_larger_gpu(job);
     RecoveryState next = job.recovery;
     next.oom_count += 1;
     if (next.oom_count <= retries_)

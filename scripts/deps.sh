@@ -10,6 +10,7 @@ PACKAGES=(
   libsqlite3-dev libyaml-cpp-dev libtomlplusplus-dev libeigen3-dev
   clang libclang-rt-14-dev   # libFuzzer for the fuzz targets (fuzz/)
   chromium   # headless, for the HTML report's browser check (tests/browser/)
+  python3-torch   # Debian's PyTorch (/usr/bin/python3): estimator helpers and workload smoke tests
 )
 
 missing=()

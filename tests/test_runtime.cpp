@@ -132,7 +132,7 @@ TEST(DaemonConfig, FileOverridesAndPrecedence) {
   EXPECT_DOUBLE_EQ(c.engine.smact_threshold, 0.7);      // the file over CARMA's 0.80
   EXPECT_DOUBLE_EQ(c.engine.smocc_threshold, 0.45);     // CARMA's preset
   EXPECT_DOUBLE_EQ(c.engine.observation_window_s, 50);  // --set over the file
-  EXPECT_EQ(c.engine.estimator, "declared");            // the daemon's default
+  EXPECT_EQ(c.engine.estimator, "auto");                // the daemon's chain
   EXPECT_EQ(c.engine.recovery, "retry");
 }
 

@@ -12,6 +12,7 @@
 
 #include "apps/aegis/client.h"
 #include "apps/aegis/commands.h"
+#include "estimate/features.h"
 #include "runtime/api/request.h"
 #include "sim/csv.h"
 
@@ -85,7 +86,7 @@ std::int64_t parse_id(const std::string& s) {
 
 struct SubmitArgs {
   int gpus = 0;
-  std::string mem, name, spec, workdir;
+  std::string mem, name, spec, workdir, model_spec;
   bool exclusive = false;
   std::vector<std::string> env, tags, command;
 };
@@ -124,6 +125,19 @@ api::JobRequest build_request(const SubmitArgs& a) {
   }
   if (!a.name.empty()) r.name = a.name;  // else the daemon names it after the command
   if (a.exclusive) r.exclusive = true;
+  if (!a.model_spec.empty()) {
+    std::ifstream f(a.model_spec);
+    if (!f) throw ClientError(a.model_spec + ": cannot read the model spec");
+    json j;
+    try {
+      j = json::parse(f);
+    } catch (const json::exception& e) {
+      throw ClientError(a.model_spec + ": not valid JSON: " + e.what());
+    }
+    auto parsed = features_from_json(j);
+    if (auto* e = std::get_if<std::string>(&parsed)) throw ClientError(a.model_spec + ": " + *e);
+    r.model = std::get<ModelFeatures>(parsed);
+  }
   for (const auto& kv : a.env) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw ClientError("--env: expected NAME=VALUE, got '" + kv + "'");
@@ -152,6 +166,8 @@ void add_job_commands(CLI::App& app) {
   submit->add_option("--name", sa.name, "Name shown in listings (default: the command's name)");
   submit->add_flag("--exclusive", sa.exclusive, "Run alone on its GPUs");
   submit->add_option("--spec", sa.spec, "YAML job spec (docs/api.md); flags override its fields");
+  submit->add_option("--model-spec", sa.model_spec,
+                     "Model features for the learned memory estimator (JSON from scripts/model_spec.py)");
   submit->add_option("--env", sa.env, "Set NAME=VALUE in the job's environment (repeatable)");
   submit->add_option("--tag", sa.tags, "Label the job (repeatable)");
   submit->add_option("--workdir", sa.workdir, "Working directory (default: the current one)");

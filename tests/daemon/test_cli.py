@@ -26,7 +26,8 @@ def main(build):
     expect_error(r, "start it with `aegisd --config")
 
     port = 19900 + os.getpid() % 90
-    d = Daemon(build, settings={"metrics_port": port, "observation_window_s": 1.0})
+    model = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "models", "gpumemnet_mlp.json")
+    d = Daemon(build, settings={"metrics_port": port, "observation_window_s": 1.0, "learned_model": model})
     try:
         d.start()
         expect_error(d.run_cli("submit", "--mem", "12X", "--", "true", check=False), "--mem: '12X' is not a memory size")
@@ -40,9 +41,23 @@ def main(build):
         expect_error(d.run_cli("submit", "--workdir", "/no/such/dir", "--", "true", check=False),
                      "job.workdir: /no/such/dir is not a directory")
 
+        # A model spec gives the learned estimate: the job is admitted with it.
+        spec = os.path.join(d.dir, "spec.json")
+        open(spec, "w").write(json.dumps({"depth": 9, "total_activations": 3069, "total_parameters": 1083897,
+                                          "batch_size": 717, "batchnorm_layers": 0, "dropout_layers": 0,
+                                          "activation": "ReLU", "layer_counts": {"linear": 9}}))
+        learned = d.submit("--model-spec", spec, "--", "true")
+        bad = os.path.join(d.dir, "bad.json")
+        open(bad, "w").write(json.dumps({**json.load(open(spec)), "depth": -1}))
+        expect_error(d.run_cli("submit", "--model-spec", bad, "--", "true", check=False), "depth")
         ok = d.submit("--name", "quick", "--", "/bin/sh", "-c", "echo hello; echo oops >&2")
         fails = d.submit("--name", "broken", "--", "/bin/sh", "-c", "exit 3")
-        d.wait_all_final([ok, fails], timeout=60)
+        d.wait_all_final([ok, fails, learned], timeout=60)
+        predicted = subprocess.run([aegis, "estimate", "predict", "--features", spec, "--model", model],
+                                   capture_output=True, text=True, check=True).stdout
+        admitted = d.show(learned)["attempt_log"][0]["admitted_mib"]
+        if f"{admitted} MiB" not in predicted.split("learned-regression")[1].splitlines()[0]:
+            fail(f"learned job admitted with {admitted} MiB; predict says {predicted}")
         jobs = d.jobs()
         if not isinstance(jobs, list):
             fail("queue --all --json is not an array")
@@ -68,8 +83,8 @@ def main(build):
 
         body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
         for name in ("aegis_gpu_memory_used_mib{", "aegis_gpu_risk{", "aegis_gpu_observing{",
-                     'aegis_queue_length{queue="main"}', 'aegis_attempts_total{outcome="completed"} 1',
-                     "aegis_tick_seconds_count", "aegis_submissions_total 2"):
+                     'aegis_queue_length{queue="main"}', 'aegis_attempts_total{outcome="completed"} 2',
+                     "aegis_tick_seconds_count", "aegis_submissions_total 3"):
             if name not in body:
                 fail("metrics lack " + name)
     finally:

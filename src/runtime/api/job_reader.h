@@ -100,6 +100,18 @@ MiB read_mem(const typename A::Node& node) {
   return *mib;
 }
 
+// The learned estimator's features (estimate/features.h), checked by their own reader.
+template <class A>
+void read_model(JobRequest& job, const typename A::Node& node) {
+  if (!A::is_map(node)) fail("model", std::string("must be ") + A::kMap);
+  auto parsed = features_from_json(A::as_json(node));
+  if (auto* error = std::get_if<std::string>(&parsed)) {
+    const auto colon = error->find(": ");
+    fail("model." + error->substr(0, colon), colon == std::string::npos ? "invalid" : error->substr(colon + 2));
+  }
+  job.model = std::get<ModelFeatures>(std::move(parsed));
+}
+
 template <class A>
 void read_job_field(JobRequest& job, const std::string& key, const typename A::Node& value) {
   using Node = typename A::Node;
@@ -117,6 +129,7 @@ void read_job_field(JobRequest& job, const std::string& key, const typename A::N
       {"exclusive", [](JobRequest& j, const Node& n) { j.exclusive = read_bool<A>(n, "exclusive"); }},
       {"tags", [](JobRequest& j, const Node& n) { j.tags = read_strings<A>(n, "tags"); }},
       {"hints", [](JobRequest& j, const Node& n) { read_hints<A>(j, n); }},
+      {"model", [](JobRequest& j, const Node& n) { read_model<A>(j, n); }},
   };
   auto it = readers.find(key);
   if (it == readers.end()) fail(printable(key), "unknown field");

@@ -12,6 +12,8 @@
 #include "runtime/api/job_reader.h"
 #include "runtime/api/request.h"
 
+#include <nlohmann/json.hpp>
+
 namespace aegis::api {
 namespace {
 
@@ -117,6 +119,22 @@ struct YamlAccess {
 
   static bool is_map(const Node& n) { return n.IsMap(); }
   static bool is_seq(const Node& n) { return n.IsSequence(); }
+  // Plain scalars that read as numbers become numbers; everything else keeps its text.
+  static nlohmann::json as_json(const Node& n) {
+    if (n.IsMap()) {
+      nlohmann::json j = nlohmann::json::object();
+      for (auto it = n.begin(); it != n.end(); ++it) j[it->first.Scalar()] = as_json(it->second);
+      return j;
+    }
+    if (n.IsSequence()) {
+      nlohmann::json j = nlohmann::json::array();
+      for (auto it = n.begin(); it != n.end(); ++it) j.push_back(as_json(*it));
+      return j;
+    }
+    if (auto i = integer(n)) return *i;
+    if (auto d = number(n)) return *d;
+    return n.IsScalar() ? nlohmann::json(n.Scalar()) : nlohmann::json(nullptr);
+  }
   static std::optional<std::string> string(const Node& n) {
     if (!n.IsScalar()) return std::nullopt;
     return n.Scalar();

@@ -254,6 +254,7 @@ struct JsonAccess {
 
   static bool is_map(const json& n) { return n.is_object(); }
   static bool is_seq(const json& n) { return n.is_array(); }
+  static const json& as_json(const json& n) { return n; }
   static std::optional<std::string> string(const json& n) {
     if (!n.is_string()) return std::nullopt;
     return n.get<std::string>();
@@ -483,6 +484,7 @@ std::string to_json(const JobRequest& job) {
   if (job.hint_gpu_util) hints["gpu_util"] = *job.hint_gpu_util;
   if (job.hint_sharing_score) hints["sharing_score"] = *job.hint_sharing_score;
   if (!hints.empty()) j["hints"] = std::move(hints);
+  if (job.model) j["model"] = aegis::to_json(*job.model);
   // Replaces rather than throws on invalid UTF-8: only a job that validate() rejects has
   // any, and the daemon will reject it by name.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);

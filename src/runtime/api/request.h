@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/units.h"
+#include "estimate/features.h"
 
 namespace aegis::api {
 
@@ -36,6 +37,7 @@ struct JobRequest {
   std::vector<std::string> tags;             // free-form labels for the history estimator
   std::optional<double> hint_gpu_util;       // [0,1]
   std::optional<int> hint_sharing_score;     // 0, 1 or 2
+  std::optional<ModelFeatures> model;        // for the learned estimator (aegis submit --model-spec)
 };
 
 struct SubmitRequest { JobRequest job; };

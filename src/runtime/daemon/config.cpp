@@ -33,6 +33,8 @@ const ParamEntry<DaemonSettings> kEntries[] = {
     P("durability", durability, 0, 0, "full,normal",
       "full: fsync every commit (survives power loss); normal: survives daemon crashes only"),
     P("shim", shim, 0, 0, "", "Path of aegis-shim, which runs each job attempt (default: next to aegisd)"),
+    P("learned_model", learned_model, 0, 0, "",
+      "Weights of the learned memory estimator for jobs submitted with a model spec (\"\" = off)"),
 };
 #undef P
 
@@ -98,9 +100,10 @@ DaemonConfig load_daemon_config(const std::string& path, const std::vector<std::
     }
   check_params<DaemonSettings>(kEntries, c.daemon);
   c.engine = policy_config(c.daemon.policy);
-  // The daemon admits a job with its user's declared memory when there is one, and
-  // against the estimator-free floor otherwise.
-  if (c.engine.estimator == "none") c.engine.estimator = "declared";
+  // The daemon admits a job with its user's declared memory when there is one, else the
+  // peak of its earlier runs, else the learned model's estimate (given a model spec),
+  // else against the estimator-free floor.
+  if (c.engine.estimator == "none") c.engine.estimator = "auto";
   for (const auto& [k, v] : kv) {
     if (is_daemon_key(k)) continue;
     try {

@@ -27,6 +27,7 @@ struct DaemonSettings {
   double kill_grace_s = 10;
   std::string durability = "full";        // full: fsync every commit; normal: survive crashes only
   std::string shim;                       // default: aegis-shim next to aegisd
+  std::string learned_model;              // learned estimator weights (JSON); "" = off
 };
 
 struct DaemonConfig {

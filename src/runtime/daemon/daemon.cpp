@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "estimate/history.h"
 #include "runtime/job/classify.h"
 #include "runtime/job/job_json.h"
 #include "runtime/launch/attempt_dir.h"
@@ -76,8 +77,20 @@ Daemon::Daemon(DaemonConfig config, std::unique_ptr<GpuSource> gpus)
              cfg_.daemon.durability == "full"),
       source_(std::move(gpus)),
       engine_(cfg_.engine) {
+  if (!cfg_.daemon.learned_model.empty()) {
+    try {
+      learned_ = LearnedModel::load(cfg_.daemon.learned_model);
+    } catch (const std::exception& e) {
+      throw ConfigError(std::string("learned_model: ") + e.what());
+    }
+  }
+  history_ = store_.peaks();
   select_gpus(source_->sample());
   recover_jobs(clock_now());
+}
+
+static std::string signature_of(const DaemonJob& j) {
+  return job_signature(j.request.command, j.request.workdir, j.request.gpus, j.request.tags);
 }
 
 void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
@@ -152,13 +165,16 @@ void Daemon::sample_and_schedule(Seconds now) {
 }
 
 void Daemon::note_activity(Seconds now) {
-  // A job's first process seen on one of its GPUs starts its observation window.
+  // GPU processes belong to the job whose session they are in (its process group). A
+  // job's first process seen on one of its GPUs starts its observation window; the memory
+  // of its processes on a GPU, summed, gives its peak for the history estimator.
   std::map<pid_t, DaemonJob*> by_session;
   for (auto& [id, j] : active_)
-    if (j.state == JobState::Running && j.current() && j.current()->pgid > 0 && !j.current()->first_activity)
+    if (j.state == JobState::Running && j.current() && j.current()->pgid > 0 && !j.current()->ended_at)
       by_session[j.current()->pgid] = &j;
   if (by_session.empty()) return;
   for (const auto& g : gpus_) {
+    std::map<DaemonJob*, MiB> used_here;
     for (const auto& p : g.status.processes) {
       const auto sid = session_of(static_cast<pid_t>(p.pid));
       if (!sid) continue;
@@ -167,10 +183,13 @@ void Daemon::note_activity(Seconds now) {
       DaemonJob& j = *it->second;
       const auto& uuids = j.current()->gpu_uuids;
       if (std::find(uuids.begin(), uuids.end(), g.uuid) == uuids.end()) continue;
-      j.current()->first_activity = now;
-      save(j, "activity", "first process on " + g.uuid, now);
-      by_session.erase(it);
+      used_here[&j] += p.used_mib.value_or(0);
+      if (!j.current()->first_activity) {
+        j.current()->first_activity = now;
+        save(j, "activity", "first process on " + g.uuid, now);
+      }
     }
+    for (auto& [j, mib] : used_here) j->current()->peak_mib = std::max(j->current()->peak_mib, mib);
   }
 }
 
@@ -200,6 +219,12 @@ void Daemon::collect_exits(Seconds now, std::vector<Failure>& failures) {
     const Seconds ended = exit ? exit->ended_at : now;
     switch (v.kind) {
       case ExitKind::Success:
+        if (a.peak_mib > 0) {
+          const std::string sig = signature_of(j);
+          store_.record_peak(sig, a.peak_mib, now);
+          history_[sig] = std::max(history_[sig], a.peak_mib);
+        }
+        learned_cache_.erase(id);
         finish_attempt(j, "completed", v.reason, ended);
         j.state = JobState::Completed;
         j.ended_at = ended;
@@ -255,14 +280,21 @@ void Daemon::finish_attempt(DaemonJob& job, const std::string& outcome, const st
 // ---------------------------------------------------------------------------------------
 // Scheduling: the engine decides, the daemon records and acts.
 
-// What the engine knows of a job: its request, declared memory and profile hints.
-JobSpec Daemon::spec_of(const DaemonJob& j) {
+// What the engine knows of a job: its request, its memory as declared, as recorded for
+// earlier runs of the same job and as the learned model puts it, and its profile hints.
+JobSpec Daemon::spec_of(const DaemonJob& j) const {
   JobSpec spec;
   spec.id = j.id;
   spec.name = j.request.name;
   spec.num_gpus = j.request.gpus;
   spec.submit_time = j.submitted_at;
   spec.estimates.declared = j.request.mem_mib;
+  if (auto h = history_.find(signature_of(j)); h != history_.end()) spec.estimates.history = h->second;
+  if (learned_ && j.request.model) {
+    auto c = learned_cache_.find(j.id);
+    if (c == learned_cache_.end()) c = learned_cache_.emplace(j.id, learned_->regression(*j.request.model)).first;
+    spec.estimates.learned = c->second;
+  }
   spec.hints.gpu_util = j.request.hint_gpu_util;
   spec.hints.sharing_score = j.request.hint_sharing_score;
   return spec;

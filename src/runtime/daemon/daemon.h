@@ -16,6 +16,7 @@
 #include "runtime/gpu/gpu_source.h"
 #include "runtime/job/job.h"
 #include "runtime/store/store.h"
+#include "estimate/learned.h"
 #include "sched/engine.h"
 #include "telemetry/rolling_window.h"
 
@@ -75,7 +76,7 @@ class Daemon {
   void note_activity(Seconds now);
   void collect_exits(Seconds now, std::vector<Failure>& failures);
   void finish_attempt(DaemonJob& job, const std::string& outcome, const std::string& detail, Seconds now);
-  static JobSpec spec_of(const DaemonJob& job);
+  JobSpec spec_of(const DaemonJob& job) const;
   RunningJob running_view(const DaemonJob& job) const;
   std::vector<GpuView> views() const;
   QueuedJob queued_view(const DaemonJob& job) const;
@@ -105,6 +106,9 @@ class Daemon {
   std::vector<Failure> pending_failures_;
   DaemonStats stats_;
   std::string gpu_error_;              // why sampling failed last, for `aegis gpus`
+  std::map<std::string, MiB> history_; // job signature -> largest recorded peak (per GPU)
+  std::optional<LearnedModel> learned_;
+  mutable std::map<JobId, std::optional<MiB>> learned_cache_;
   std::string blocked_reason_;
 };
 

@@ -29,6 +29,7 @@ struct Attempt {
   MiB gpu_total_mib = 0;
   pid_t pgid = 0;                       // the job's process group (= its session), 0 until known
   pid_t shim_pid = 0;                   // valid while the attempt's lock is held
+  MiB peak_mib = 0;                     // largest per-GPU memory of its processes seen (NVML)
   std::optional<Seconds> ended_at;
   std::string outcome;                  // "", "completed", "oom", "failed", "cancelled", "lost"
   std::string detail;                   // the classifier's line

@@ -22,6 +22,7 @@ json attempt_json(const Attempt& a) {
           {"free_at_placement_mib", a.free_at_placement},
           {"gpu_total_mib", a.gpu_total_mib},
           {"pgid", a.pgid},               {"shim_pid", a.shim_pid},
+          {"peak_mib", a.peak_mib},
           {"ended_at", opt(a.ended_at)},
           {"outcome", a.outcome},         {"detail", a.detail}};
 }
@@ -38,6 +39,7 @@ Attempt attempt_from(const json& j) {
   a.gpu_total_mib = j.at("gpu_total_mib").get<MiB>();
   a.pgid = j.at("pgid").get<pid_t>();
   a.shim_pid = j.value("shim_pid", 0);
+  a.peak_mib = j.value("peak_mib", MiB{0});
   a.ended_at = opt_double(j, "ended_at");
   a.outcome = j.at("outcome").get<std::string>();
   a.detail = j.at("detail").get<std::string>();

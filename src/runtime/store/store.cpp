@@ -32,6 +32,12 @@ CREATE TABLE IF NOT EXISTS events (
   detail TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
+CREATE TABLE IF NOT EXISTS history (
+  signature TEXT PRIMARY KEY,
+  peak_mib INTEGER NOT NULL,
+  runs INTEGER NOT NULL,
+  updated_at REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 INSERT OR IGNORE INTO meta VALUES ('schema', '1');
 )";
@@ -156,6 +162,26 @@ std::vector<Store::Event> Store::events(JobId id) {
   while (sqlite3_step(st.s) == SQLITE_ROW) {
     out.push_back({id, sqlite3_column_double(st.s, 0), reinterpret_cast<const char*>(sqlite3_column_text(st.s, 1)),
                    reinterpret_cast<const char*>(sqlite3_column_text(st.s, 2))});
+  }
+  return out;
+}
+
+void Store::record_peak(const std::string& signature, MiB peak_mib, Seconds t) {
+  Stmt st{prepare("INSERT INTO history(signature, peak_mib, runs, updated_at) VALUES(?, ?, 1, ?) "
+                  "ON CONFLICT(signature) DO UPDATE SET peak_mib = MAX(peak_mib, excluded.peak_mib), "
+                  "runs = runs + 1, updated_at = excluded.updated_at")};
+  sqlite3_bind_text(st.s, 1, signature.c_str(), static_cast<int>(signature.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st.s, 2, peak_mib);
+  sqlite3_bind_double(st.s, 3, t);
+  if (sqlite3_step(st.s) != SQLITE_DONE) fail("database: record peak");
+}
+
+std::map<std::string, MiB> Store::peaks() {
+  Stmt st{prepare("SELECT signature, peak_mib FROM history")};
+  std::map<std::string, MiB> out;
+  while (sqlite3_step(st.s) == SQLITE_ROW) {
+    const auto* sig = reinterpret_cast<const char*>(sqlite3_column_text(st.s, 0));
+    out[std::string(sig, static_cast<std::size_t>(sqlite3_column_bytes(st.s, 0)))] = sqlite3_column_int64(st.s, 1);
   }
   return out;
 }

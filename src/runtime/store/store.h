@@ -2,6 +2,7 @@
 // job is a row (its full record as JSON, plus indexed columns); every state change is an
 // event row. A change is committed before the daemon acts on it or replies.
 #pragma once
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -50,6 +51,10 @@ class Store {
     std::string kind, detail;
   };
   std::vector<Event> events(JobId id);
+
+  // Peak GPU memory (per GPU) observed for job signatures (estimate/history.h).
+  void record_peak(const std::string& signature, MiB peak_mib, Seconds t);
+  std::map<std::string, MiB> peaks();  // signature -> largest recorded peak
 
  private:
   void exec(const char* sql);

@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# The validation of aegisd on a real GPU (docs/gpu-validation.md), in two steps:
+#
+#   scripts/gpu-validate.sh --prepare BUNDLE_DIR [BUILD_DIR]
+#       HERE (Debian 12): copies aegisd, aegis, aegis-shim, aegis-gpu-query, aegis-fakejob and
+#       the emulated NVML library from BUILD_DIR (default build/), builds nvml_probe against
+#       it, and puts next to them the shared libraries a stock system may lack (ldd); every
+#       binary finds them through its RPATH ($ORIGIN/../lib), so no LD_LIBRARY_PATH leaks
+#       into the jobs' environment.
+#
+#   scripts/gpu-validate.sh [--emulated [--scale X]] [--budget S] [--trace CSV] BUNDLE_DIR [OUT_DIR]
+#       ON THE GPU MACHINE: 1. NVML self-check and the cost of a sample against nvidia-smi;
+#       2. the mini-trace (scripts/gpu-validate/minitrace.csv) through aegisd twice, policy
+#       exclusive (the solo profiles) then aegis; 3. everything packed into
+#       OUT_DIR/gpu-validation.tar.gz (rewritten after each phase), plus run.log and
+#       summary.json. OUT_DIR defaults to $OUT. --emulated runs the same on an emulated GPU
+#       with aegis-fakejob for the workloads (the dry run that the tests use), --scale
+#       shrinks its durations. --budget caps the whole run (default 480 s); --trace plays
+#       another mini-trace of the same columns. Afterwards, here:
+#       scripts/gpu-validate/compare.py OUT_DIR [--out DIR].
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+HERE=$REPO/scripts/gpu-validate
+die() { echo "gpu-validate: $*" >&2; exit 1; }
+log() { echo "gpu-validate: [$(date +%H:%M:%S)] $*"; }
+
+# --- prepare (here) -------------------------------------------------------------------
+
+prepare() {
+  local bundle=$1 build=${2:-$REPO/build}
+  [ -d "$build" ] || die "$build: no such build directory (cmake -S . -B $build && cmake --build $build)"
+  command -v patchelf >/dev/null || die "patchelf is not installed (apt-get install patchelf)"
+  local -A src=(
+    [aegisd]=apps/aegisd/aegisd [aegis-shim]=apps/aegisd/aegis-shim [aegis]=apps/aegis/aegis
+    [aegis-gpu-query]=apps/aegis-gpu-query/aegis-gpu-query [aegis-fakejob]=apps/aegis-fakejob/aegis-fakejob
+  )
+  local emu=$build/src/runtime/gpu/emulated/libaegis-nvml-emulated.so gpulib=$build/src/runtime/libaegis_gpu.a
+  for n in "${!src[@]}"; do [ -x "$build/${src[$n]}" ] || die "$build/${src[$n]}: missing; build the project first"; done
+  [ -f "$emu" ] || die "$emu: missing; build the project first"
+  [ -f "$gpulib" ] || die "$gpulib: missing; build the project first"
+  rm -rf "$bundle"
+  mkdir -p "$bundle/bin" "$bundle/lib"
+  for n in "${!src[@]}"; do cp "$build/${src[$n]}" "$bundle/bin/$n"; done
+  cp "$emu" "$bundle/lib/"
+  g++ -std=c++20 -O2 -Wall -Wextra -Werror -I "$REPO/src" "$HERE/nvml_probe.cpp" "$gpulib" -ldl \
+    -o "$bundle/bin/nvml_probe" || die "nvml_probe did not build (see above)"
+  # Every shared library the binaries need, less the C library and the C++ runtime: those
+  # are on every system, and Debian 12's libstdc++ would raise the glibc needed from 2.34
+  # (our binaries; libstdc++ from GCC 11 on serves them) to 2.36. Never an NVML: the real
+  # one must come from the GPU machine.
+  local libs
+  libs=$(ldd "$bundle"/bin/* "$bundle"/lib/*.so 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' |
+    grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+    grep -v libnvidia-ml | sort -u)
+  for l in $libs; do cp -L "$l" "$bundle/lib/"; done
+  # DT_RPATH (not RUNPATH): it also covers the libraries' own dependencies.
+  for f in "$bundle"/bin/* "$bundle"/lib/*.so*; do
+    strip --strip-unneeded "$f" 2>/dev/null || true
+    patchelf --force-rpath --set-rpath '$ORIGIN/../lib:$ORIGIN' "$f"
+  done
+  local missing
+  missing=$(ldd "$bundle"/bin/* 2>&1 | grep "not found" || true)
+  [ -z "$missing" ] || die "the bundle's binaries miss libraries: $missing"
+  "$bundle/bin/aegis" --help >/dev/null || die "$bundle/bin/aegis does not run"
+  local glibc
+  glibc=$(for f in "$bundle"/bin/* "$bundle"/lib/*; do objdump -T "$f" 2>/dev/null; done |
+    grep -o 'GLIBC_2\.[0-9]*' | sort -V | tail -1)
+  echo "gpu-validate: bundle $bundle ready: $(du -sh "$bundle" | cut -f1); bin: $(ls "$bundle/bin" | tr '\n' ' ')"
+  echo "gpu-validate: lib: $(ls "$bundle/lib" | tr '\n' ' '); needs ${glibc/_/ } or newer, libstdc++ of GCC 11 or newer"
+}
+
+if [ "${1:-}" = "--prepare" ]; then
+  [ $# -ge 2 ] && [ $# -le 3 ] || die "usage: gpu-validate.sh --prepare BUNDLE_DIR [BUILD_DIR]"
+  prepare "$2" "${3:-}"
+  exit 0
+fi
+
+# --- the validation run -----------------------------------------------------------------
+
+MODE=real SCALE=1 BUDGET=${AEGIS_VAL_BUDGET_S:-480} TRACE=$HERE/minitrace.csv
+while [ $# -gt 0 ]; do
+  case $1 in
+    --emulated) MODE=emulated; shift ;;
+    --scale) [ $# -ge 2 ] || die "--scale needs a number"; SCALE=$2; shift 2 ;;
+    --budget) [ $# -ge 2 ] || die "--budget needs seconds"; BUDGET=$2; shift 2 ;;
+    --trace) [ $# -ge 2 ] || die "--trace needs a CSV file"; TRACE=$2; shift 2 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -*) die "unknown option $1 (try --help)" ;;
+    *) break ;;
+  esac
+done
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: gpu-validate.sh [--emulated [--scale X]] [--budget S] [--trace CSV] BUNDLE_DIR [OUT_DIR]"
+[[ "$BUDGET" =~ ^[0-9]+$ ]] || die "--budget: '$BUDGET' is not a whole number of seconds"
+[ -f "$TRACE" ] || die "$TRACE: no such mini-trace"
+head -1 "$TRACE" | grep -q '^name,submit_s,workload,seconds,args,' || die "$TRACE: not a mini-trace (header as in scripts/gpu-validate/minitrace.csv)"
+BUNDLE=$(cd "$1" 2>/dev/null && pwd) || die "$1: no such bundle directory (make one with --prepare)"
+OUTDIR=${2:-${OUT:-}}
+[ -n "$OUTDIR" ] || die "no OUT_DIR given and \$OUT is not set"
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+[ "$MODE" = emulated ] || [ "$SCALE" = 1 ] || die "--scale is for --emulated only (real jobs keep their durations)"
+awk -v s="$SCALE" 'BEGIN { exit !(s > 0 && s <= 1) }' || die "--scale: '$SCALE' is not in (0, 1]"
+for b in aegisd aegis aegis-shim aegis-gpu-query aegis-fakejob nvml_probe; do
+  [ -x "$BUNDLE/bin/$b" ] || die "$BUNDLE/bin/$b: missing (make the bundle with --prepare)"
+done
+"$BUNDLE/bin/aegis" --help >/dev/null 2>&1 || die "$BUNDLE/bin/aegis does not start here: $(ldd "$BUNDLE/bin/aegis" | grep 'not found' | head -1)"
+PY=${AEGIS_VAL_PYTHON:-python3}
+command -v "$PY" >/dev/null || die "$PY: not found (set AEGIS_VAL_PYTHON)"
+PY=$(command -v "$PY")
+if [ "$MODE" = real ]; then
+  command -v nvidia-smi >/dev/null || die "nvidia-smi not found: is this the GPU machine? (use --emulated elsewhere)"
+  "$PY" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null ||
+    die "$PY has no PyTorch with CUDA (set AEGIS_VAL_PYTHON)"
+fi
+
+T_START=$(date +%s)
+WORK=$(mktemp -d /tmp/aegis-val.XXXXXX)
+chmod 755 "$WORK"
+RES=$WORK/results
+mkdir -p "$RES"
+# On any exit: stop what we started (by pid), pack what there is, drop the scratch folder
+# (AEGIS_VAL_KEEP=1 keeps it).
+PIDS_TO_STOP=()
+cleanup() {
+  for p in "${PIDS_TO_STOP[@]}"; do kill "$p" 2>/dev/null || true; done
+  pack 2>/dev/null || true
+  [ "${AEGIS_VAL_KEEP:-0}" = 1 ] || rm -rf "$WORK"
+}
+trap cleanup EXIT
+exec > >(tee "$OUTDIR/run.log") 2>&1
+scaled() { awk -v v="$1" -v s="$SCALE" 'BEGIN { printf "%g", v * s }'; }
+elapsed() { echo $(( $(date +%s) - T_START )); }
+
+# Engine settings of both runs, recorded for compare.py, which replays with the same ones.
+# The jobs last about 30 s instead of hours, so the published 30 s observation window and
+# 30-sample telemetry window are scaled down to 10 s and 10 samples; the rest is the policy's.
+HZ=$(awk -v s="$SCALE" 'BEGIN { printf "%g", 1 / s }')
+ENGINE=(
+  "observation_window_s=$(scaled 10)"
+  "observation_max_wait_s=$(scaled 60)"
+  "telemetry_window_samples=10"
+  "telemetry_sample_hz=$HZ"
+)
+GPU_MEMORY=143771  # the emulated GPU: an H200 as nvidia-smi reports it
+EMU_LIB=$BUNDLE/lib/libaegis-nvml-emulated.so
+# AEGIS_VAL_EMULATED_GPM=0: an emulated GPU without GPM, to try the coarse-telemetry path.
+EMU_GPM=${AEGIS_VAL_EMULATED_GPM:-1}
+if [ "$MODE" = emulated ]; then
+  export AEGIS_EMULATED_STATE=$WORK/emulated.state AEGIS_EMULATED_GPUS=1x$GPU_MEMORY AEGIS_EMULATED_GPM=$EMU_GPM
+  NVML=$EMU_LIB
+else
+  # By soname when the loader knows it; else the first copy on LD_LIBRARY_PATH or where
+  # drivers are mounted in containers, by path (the daemon dlopens exactly this).
+  NVML=libnvidia-ml.so.1
+  if ! ldconfig -p 2>/dev/null | grep -q 'libnvidia-ml.so.1 '; then
+    for dir in ${LD_LIBRARY_PATH//:/ } /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu /usr/lib64; do
+      if [ -e "$dir/libnvidia-ml.so.1" ]; then NVML=$dir/libnvidia-ml.so.1; break; fi
+    done
+  fi
+fi
+log "mode $MODE, scale $SCALE, budget ${BUDGET} s, bundle $BUNDLE, results $OUTDIR, work $WORK"
+
+pack() {
+  tar -czf "$OUTDIR/.gpu-validation.tar.gz" -C "$WORK" --exclude='*.sock' --exclude='lock' results
+  mv "$OUTDIR/.gpu-validation.tar.gz" "$OUTDIR/gpu-validation.tar.gz"
+}
+
+{
+  echo "{"
+  echo "  \"mode\": \"$MODE\", \"scale\": $SCALE, \"gpu_memory_emulated_mib\": $GPU_MEMORY,"
+  printf '  "engine": ['; printf '"%s",' "${ENGINE[@]}" | sed 's/,$//'; echo '],'
+  echo "  \"started_at\": $T_START, \"host\": \"$(uname -srm)\", \"python\": \"$PY\","
+  echo "  \"torch\": \"$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)\""
+  echo "}"
+} > "$RES/config.json"
+cp "$TRACE" "$RES/minitrace.csv"
+
+# --- 1. NVML self-check ----------------------------------------------------------------
+
+
+nvml_phase() {
+  local d=$RES/nvml
+  mkdir -p "$d"
+  log "1. NVML self-check with $NVML"
+  if [ "$MODE" = real ]; then
+    nvidia-smi > "$d/nvidia-smi.txt" 2>&1 || true
+    nvidia-smi --query-gpu=index,uuid,name,driver_version,memory.total,memory.used,utilization.gpu,power.draw,mig.mode.current \
+      --format=csv > "$d/nvidia-smi-gpus.csv" 2>&1 || true
+  fi
+  local timed=(--time "$BUNDLE/bin/aegis-gpu-query --library $NVML")
+  if [ "$MODE" = real ]; then
+    timed+=(--time "nvidia-smi --query-gpu=index,memory.used,memory.total,utilization.gpu --format=csv,noheader")
+  fi
+  local gpm_ms
+  gpm_ms=$(scaled 1000)
+  "$BUNDLE/bin/nvml_probe" --library "$NVML" --gpm-interval-ms "${gpm_ms%.*}" --samples 2000 --runs 20 --max-seconds 6 "${timed[@]}" \
+    > "$d/probe-idle.json" 2> "$d/probe-idle.err" || log "nvml_probe (idle) failed: $(tail -1 "$d/probe-idle.err")"
+
+  # Under load: a real training job (or an emulated one), so that GPM, utilisation and the
+  # process list have something to show; nvidia-smi's view is recorded next to ours.
+  local load
+  if [ "$MODE" = real ]; then
+    "$PY" "$REPO/workloads/gpt.py" --batch-size 4 --seconds 25 > "$d/load.log" 2>&1 &
+  else
+    "$BUNDLE/bin/aegis-fakejob" --mem 20000 --smact 0.7 --seconds "$(scaled 40)" --startup 0 > "$d/load.log" 2>&1 &
+  fi
+  load=$!
+  PIDS_TO_STOP+=("$load")
+  local waited=0
+  until "$BUNDLE/bin/aegis-gpu-query" --library "$NVML" | awk -F, '$8 != "" { found = 1 } END { exit !found }'; do
+    sleep 0.5; waited=$((waited + 1))
+    if [ $waited -ge 60 ] || ! kill -0 "$load" 2>/dev/null; then log "the load job shows no GPU process (see nvml/load.log)"; break; fi
+  done
+  sleep "$(scaled 5)"  # past the first iterations: steady activity
+  if [ "$MODE" = real ]; then
+    nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv > "$d/apps-before.csv" 2>&1 || true
+  fi
+  "$BUNDLE/bin/nvml_probe" --library "$NVML" --gpm-interval-ms "${gpm_ms%.*}" --samples 500 --runs 10 --max-seconds 3 "${timed[@]}" \
+    > "$d/probe-load.json" 2> "$d/probe-load.err" || log "nvml_probe (load) failed: $(tail -1 "$d/probe-load.err")"
+  "$BUNDLE/bin/aegis-gpu-query" --library "$NVML" --header --gpm-interval "${gpm_ms%.*}" > "$d/gpu-query-load.csv" 2>&1 || true
+  if [ "$MODE" = real ]; then
+    nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv > "$d/apps-after.csv" 2>&1 || true
+    # The driver's own GPM reading (SM activity 2, occupancy 3, DRAM bandwidth 10), if it has one.
+    timeout 15 nvidia-smi dmon --gpm-metrics 2,3,10 -c 3 > "$d/dmon-gpm.txt" 2>&1 || echo "exit $?" >> "$d/dmon-gpm.txt"
+    timeout 15 nvidia-smi dmon -s um -c 3 > "$d/dmon-um.txt" 2>&1 || echo "exit $?" >> "$d/dmon-um.txt"
+  fi
+  wait "$load" || log "the load job exited with status $? (see nvml/load.log)"
+  "$PY" "$HERE/summarize.py" nvml "$d" || true
+}
+
+# --- 2. the mini-trace through aegisd ---------------------------------------------------------
+
+trace_phase() {
+  local policy=$1 deadline=$2 d=$RES/$1
+  mkdir -p "$d/state"
+  local port
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  {
+    echo "state_dir = \"$d/state\""
+    echo "socket = \"$WORK/$policy.sock\""
+    echo "policy = \"$policy\""
+    echo "durability = \"normal\""
+    echo "metrics_port = $port"
+    if [ "$MODE" = emulated ]; then
+      echo "gpu_backend = \"emulated\""
+      echo "emulated_library = \"$EMU_LIB\""
+      echo "emulated_gpus = \"1x$GPU_MEMORY\""
+      if [ "$EMU_GPM" = 0 ]; then echo "emulated_gpm = false"; else echo "emulated_gpm = true"; fi
+    else
+      echo "gpu_backend = \"nvml\""
+      echo "nvml_library = \"$NVML\""
+    fi
+    echo "[engine]"
+    for kv in "${ENGINE[@]}"; do echo "${kv%%=*} = ${kv#*=}"; done
+  } > "$d/aegisd.toml"
+  # A fresh emulated GPU per run: no memory left over from the previous one.
+  if [ "$MODE" = emulated ]; then rm -f "$AEGIS_EMULATED_STATE"; fi
+  log "2. policy $policy: aegisd up, mini-trace submitted (deadline ${deadline} s)"
+  "$BUNDLE/bin/aegisd" --config "$d/aegisd.toml" > "$d/aegisd.log" 2>&1 &
+  local daemon=$!
+  PIDS_TO_STOP+=("$daemon")
+  local i=0
+  until "$BUNDLE/bin/aegis" --socket "$WORK/$policy.sock" queue --json >/dev/null 2>&1; do
+    sleep 0.2; i=$((i + 1))
+    kill -0 "$daemon" 2>/dev/null || die "aegisd ($policy) exited: $(tail -3 "$d/aegisd.log")"
+    [ $i -lt 100 ] || die "aegisd ($policy) did not answer within 20 s: $(tail -3 "$d/aegisd.log")"
+  done
+  "$BUNDLE/bin/aegis" --socket "$WORK/$policy.sock" gpus > "$d/gpus-start.txt" 2>&1 || true
+  "$PY" "$HERE/run_trace.py" --aegis "$BUNDLE/bin/aegis" --socket "$WORK/$policy.sock" --trace "$RES/minitrace.csv" \
+    --repo "$REPO" --mode "$MODE" --python "$PY" --fakejob "$BUNDLE/bin/aegis-fakejob" --scale "$SCALE" \
+    --interval "$(scaled 1)" --deadline-s "$deadline" --policy "$policy" --out "$d" ||
+    log "run_trace ($policy) failed; keeping what it wrote"
+  "$PY" -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' \
+    "http://127.0.0.1:$port/metrics" > "$d/metrics.txt" 2>&1 || true
+  kill "$daemon" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$daemon" 2>/dev/null || break; sleep 0.2; done
+  kill -9 "$daemon" 2>/dev/null || true
+  wait "$daemon" 2>/dev/null || true
+}
+
+nvml_phase
+pack
+# Deadlines: what is left of the budget, the exclusive run getting 60 % of it (it runs
+# every job alone), the aegis run the rest.
+left=$(( BUDGET - $(elapsed) ))
+trace_phase exclusive "$(awk -v l="$left" 'BEGIN { printf "%d", (l * 0.6 > 10 ? l * 0.6 : 10) }')"
+pack
+left=$(( BUDGET - $(elapsed) ))
+trace_phase aegis "$(( left > 10 ? left : 10 ))"
+"$PY" "$HERE/summarize.py" runs "$RES" > "$OUTDIR/summary.json" || log "summary failed"
+cp "$OUTDIR/summary.json" "$RES/summary.json" 2>/dev/null || true
+pack
+log "done in $(elapsed) s: $OUTDIR/gpu-validation.tar.gz; analyse here with scripts/gpu-validate/compare.py $OUTDIR"
+sleep 0.3  # lets tee write the last lines to run.log before the caller collects it

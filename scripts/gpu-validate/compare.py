@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""Replays a validation run's mini-trace in `aegis sim` and compares it with what happened.
+
+  compare.py RESULTS [--aegis BIN] [--out DIR] [--seed N]
+
+RESULTS is what scripts/gpu-validate.sh wrote: its OUT_DIR (holding gpu-validation.tar.gz),
+the tarball itself, or an unpacked results/ folder. From the exclusive run (every job alone)
+it takes each job's solo profile: runtime (launch to end), peak memory (aegisd's per-attempt
+peak of the job's GPU processes), mean SM activity, SM occupancy, DRAM activity and
+utilisation while it ran, its delay to first GPU activity. It writes them as a workloads CSV
+in data/aegis/workloads.csv's format, the submit times each run used as AEGIS-format traces,
+replays each run with the same engine settings (`aegis sim --gpus 1 --gpu-memory <MiB>`), and
+prints simulated against measured makespan and per-job JCT. Everything lands in --out
+(default RESULTS/compare): workloads.csv, trace_<policy>.csv, sim_<policy>.json,
+simjobs_<policy>.csv, compare.json, compare_jobs.csv. Standard library only.
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+POLICIES = ("exclusive", "aegis")
+MINIMAL_HEADER = ["name", "family", "model", "batch_size", "num_gpus", "precision", "gpu_memory_requirement_mib",
+                  "peak_memory_mib", "avg_smact", "avg_smocc", "avg_drama", "horus_gpu_util_mean", "solo_runtime_s",
+                  "profile_source", "notes"]
+
+
+def die(msg):
+    print(f"compare: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def find_results(path, scratch):
+    """The folder holding config.json, exclusive/ and aegis/."""
+    if os.path.isdir(path):
+        for cand in (path, os.path.join(path, "results")):
+            if os.path.isfile(os.path.join(cand, "config.json")):
+                return cand
+        tgz = os.path.join(path, "gpu-validation.tar.gz")
+        if not os.path.isfile(tgz):
+            die(f"{path}: neither results (config.json) nor gpu-validation.tar.gz in it")
+        path = tgz
+    if not os.path.isfile(path):
+        die(f"{path}: no such file or folder")
+    try:
+        with tarfile.open(path) as t:
+            t.extractall(scratch)  # our own archive, from our own script
+    except (tarfile.TarError, OSError) as e:
+        die(f"{path}: cannot unpack: {e}")
+    res = os.path.join(scratch, "results")
+    if not os.path.isfile(os.path.join(res, "config.json")):
+        die(f"{path}: the archive has no results/config.json")
+    return res
+
+
+def load_json(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError:
+        die(f"{path}: missing (did that phase run?)")
+    except ValueError as e:
+        die(f"{path}: not valid JSON: {e}")
+
+
+def load_telemetry(path):
+    out = []
+    if not os.path.isfile(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            try:
+                s = json.loads(line)
+            except ValueError:
+                continue  # a line cut short when the run was stopped
+            if "gpus" in s and s["gpus"]:
+                out.append(s)
+    return out
+
+
+def mean(xs):
+    xs = [x for x in xs if x is not None]
+    return sum(xs) / len(xs) if xs else None
+
+
+def final_attempt(show):
+    att = show.get("attempt_log") or []
+    done = [a for a in att if a.get("outcome") == "completed"]
+    return done[-1] if done else None
+
+
+def profiles(run, telemetry):
+    """Solo profile of every job that completed in the exclusive run."""
+    out, missing = {}, {}
+    for j in run["jobs"]:
+        a = final_attempt(j["show"])
+        if not a or not a.get("ended_at"):
+            missing[j["name"]] = f"did not complete in the exclusive run ({j['show']['state']})"
+            continue
+        start = a.get("first_activity") or a["launched_at"]
+        # Samples while this job alone was on the GPU and active.
+        mine = [s["gpus"][0] for s in telemetry
+                if start <= s["t"] <= a["ended_at"] and s["gpus"][0].get("jobs") == [j["id"]]]
+        used = [g["memory_used_mib"] for g in mine]
+        peak = a.get("peak_mib") or (max(used) if used else 0) or \
+            ((j.get("result") or {}).get("peak_reserved_mib") or 0) + 512  # + the CUDA context, roughly
+        smact = mean(g.get("smact") for g in mine)
+        util = mean(g.get("utilization") for g in mine)
+        gpm = smact is not None
+        ramp = None
+        if used and a.get("first_activity"):
+            top = max(used)
+            ramp = next((s["t"] - a["first_activity"] for s in telemetry
+                         if start <= s["t"] <= a["ended_at"] and s["gpus"][0]["memory_used_mib"] >= 0.9 * top), None)
+        res = j.get("result") or {}
+        # Without aegisd's first activity (its process list did not show the job), the time
+        # the workload itself took to reach its first step stands in.
+        first = (a["first_activity"] - a["launched_at"]) if a.get("first_activity") else res.get("startup_s")
+        out[j["name"]] = {
+            "job": j["name"], "workload": j.get("workload"), "args": j.get("args", ""),
+            "solo_runtime_s": a["ended_at"] - a["launched_at"],
+            "first_activity_s": first, "first_activity_seen": bool(a.get("first_activity")),
+            "memory_ramp_s": ramp, "peak_memory_mib": int(round(peak)),
+            "avg_smact": smact if gpm else (util or 0.0),  # coarse utilisation stands in without GPM
+            "avg_smocc": mean(g.get("smocc") for g in mine) or 0.0,
+            "avg_drama": mean(g.get("drama") for g in mine) or 0.0,
+            "util": util, "gpm": gpm, "samples": len(mine),
+            "batch_size": res.get("batch_size"), "precision": res.get("precision"),
+            "samples_per_s": res.get("samples_per_s"),
+        }
+    return out, missing
+
+
+def clamp01(x):
+    return min(1.0, max(0.0, x or 0.0))
+
+
+def write_workloads(path, profs):
+    header = MINIMAL_HEADER
+    catalog = os.path.join(REPO, "data/aegis/workloads.csv")
+    if os.path.isfile(catalog):
+        with open(catalog, newline="") as f:
+            header = next(csv.reader(f))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
+        w.writeheader()
+        for p in profs.values():
+            w.writerow({
+                "name": p["job"], "family": "gpu_validation", "model": p["workload"], "dataset": "synthetic",
+                "batch_size": p["batch_size"] or "", "num_gpus": 1, "precision": p["precision"] or "",
+                "gpu_memory_requirement_mib": p["peak_memory_mib"], "peak_memory_mib": p["peak_memory_mib"],
+                "full_run_peak_memory_mib": p["peak_memory_mib"],
+                "avg_smact": f"{clamp01(p['avg_smact']):.4f}", "avg_smocc": f"{clamp01(p['avg_smocc']):.4f}",
+                "avg_drama": f"{clamp01(p['avg_drama']):.4f}",
+                "horus_gpu_util_mean": "" if p["util"] is None else f"{100 * clamp01(p['util']):.2f}",
+                "solo_runtime_s": f"{p['solo_runtime_s']:.3f}",
+                "profile_source": "scripts/gpu-validate.sh exclusive run" + ("" if p["gpm"] else " (no GPM: smact = util)"),
+                "spec_command_args": p["args"], "notes": f"{p['samples']} telemetry samples",
+            })
+
+
+def write_trace(path, run, profs):
+    jobs = [j for j in run["jobs"] if j["name"] in profs]
+    t0 = min(j["show"]["submitted_at"] for j in run["jobs"])
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["job_index", "submit_time_s", "workload_name", "num_gpus", "measured_submit_offset_s"])
+        for i, j in enumerate(sorted(jobs, key=lambda j: j["show"]["submitted_at"])):
+            off = j["show"]["submitted_at"] - t0
+            w.writerow([i, f"{off:.3f}", j["name"], 1, f"{off:.6f}"])
+
+
+def overlaps(a, b):
+    return a["launched_at"] < (b.get("ended_at") or 1e18) and b["launched_at"] < (a.get("ended_at") or 1e18)
+
+
+def measured(run, names):
+    jobs = [j for j in run["jobs"] if j["name"] in names]
+    t0 = min(j["show"]["submitted_at"] for j in run["jobs"])
+    atts = [(j["name"], a) for j in jobs for a in j["show"].get("attempt_log") or []]
+    per = {}
+    for j in jobs:
+        sh = j["show"]
+        mine = [a for n, a in atts if n == j["name"]]
+        per[j["name"]] = {
+            "completed": sh["state"] == "completed",
+            "jct_s": (sh["ended_at"] - sh["submitted_at"]) if sh.get("ended_at") and sh["state"] == "completed" else None,
+            "attempts": len(mine), "oom_attempts": sum(a.get("outcome") == "oom" for a in mine),
+            "collocated": any(overlaps(a, b) for a in mine for n, b in atts if n != j["name"]),
+        }
+    ends = [j["show"]["ended_at"] for j in jobs if j["show"].get("ended_at")]
+    return {"makespan_s": (max(ends) - t0) if ends else None, "jobs": per,
+            "oom_attempts": sum(p["oom_attempts"] for p in per.values()),
+            "collocated_jobs": sum(p["collocated"] for p in per.values())}
+
+
+def simulate(aegis, out, policy, workloads, trace, gpu_mib, engine, sim_sets, seed):
+    js, jc = os.path.join(out, f"sim_{policy}.json"), os.path.join(out, f"simjobs_{policy}.csv")
+    cmd = [aegis, "sim", "--workloads", workloads, "--trace", trace, "--gpus", "1", "--gpu-memory", str(gpu_mib),
+           "--policies", policy, "--seed", str(seed), "--json", js, "--jobs-csv", jc, "--threads", "1"]
+    for kv in engine:
+        cmd += ["--set", kv]
+    for kv in sim_sets:
+        cmd += ["--set", kv]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"aegis sim ({policy}) failed: {r.stderr.strip() or r.stdout.strip()}\n  command: {' '.join(cmd)}")
+    result = load_json(js)["results"][0]
+    per = {}
+    with open(jc, newline="") as f:
+        for row in csv.DictReader(f):
+            p = per.setdefault(row["workload"], {"attempts": 0, "oom_attempts": 0})
+            p["attempts"] += 1
+            p["oom_attempts"] += row["outcome"] == "oom"
+            p["completed"] = row["completed"] == "1"
+            p["jct_s"] = float(row["end_s"]) - float(row["submit_s"]) if p["completed"] else None
+    return {"makespan_s": result.get("makespan_s"), "oom_attempts": result.get("oom_attempts"),
+            "collocated_attempts": result.get("collocated_attempts"), "jobs": per, "command": cmd}
+
+
+def rel(a, b):
+    return (a - b) / b if a is not None and b else None
+
+
+def pct(x):
+    return "-" if x is None else f"{100 * x:+.1f}%"
+
+
+def apct(x):
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def num(x, fmt="{:.1f}"):
+    return "-" if x is None else fmt.format(x)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("results", help="OUT_DIR of gpu-validate.sh, its gpu-validation.tar.gz, or results/")
+    p.add_argument("--aegis", help="the aegis command (default: build/apps/aegis/aegis, else aegis on PATH)")
+    p.add_argument("--out", help="where to write (default RESULTS/compare)")
+    p.add_argument("--seed", type=int, default=1)
+    a = p.parse_args()
+    aegis = a.aegis or next((c for c in (os.path.join(REPO, "build/apps/aegis/aegis"), shutil.which("aegis"))
+                             if c and os.access(c, os.X_OK)), None)
+    if not aegis:
+        die("no aegis command found: build the project or give --aegis")
+    scratch = tempfile.mkdtemp(prefix="aegis-compare-")
+    try:
+        res = find_results(a.results, scratch)
+        base = a.results if os.path.isdir(a.results) else os.path.dirname(os.path.abspath(a.results))
+        out = a.out or os.path.join(base, "compare")
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as e:  # the device tool hands results back read-only
+            die(f"{out}: cannot write there ({e.strerror}); give --out DIR")
+        report = run(aegis, res, out, a.seed)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    with open(os.path.join(out, "compare.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"\nwritten: {out}/compare.json, compare_jobs.csv, workloads.csv, trace_*.csv, sim_*.json")
+
+
+def run(aegis, res, out, seed):
+    cfg = load_json(os.path.join(res, "config.json"))
+    runs = {pol: load_json(os.path.join(res, pol, "jobs.json")) for pol in POLICIES}
+    tel = {pol: load_telemetry(os.path.join(res, pol, "telemetry.jsonl")) for pol in POLICIES}
+    if not tel["exclusive"]:
+        die(f"{res}/exclusive/telemetry.jsonl: no samples, so no solo profiles")
+    gpu_mib = tel["exclusive"][0]["gpus"][0]["memory_total_mib"]
+    profs, missing = profiles(runs["exclusive"], tel["exclusive"])
+    if not profs:
+        die("no job completed in the exclusive run: nothing to replay")
+    for name, why in missing.items():
+        print(f"compare: leaving {name} out: {why}", file=sys.stderr)
+
+    # The simulator's start-up model: the measured delays to first GPU activity and memory ramp.
+    fa = sorted(p["first_activity_s"] for p in profs.values() if p["first_activity_s"] is not None)
+    sim_sets = []
+    if fa:
+        med = statistics.median(fa)
+        p95 = max(fa[min(len(fa) - 1, int(0.95 * len(fa)))], med * 1.05 + 1e-3)
+        sim_sets += [f"sim.first_activity_median_s={med:.3f}", f"sim.first_activity_p95_s={p95:.3f}",
+                     f"sim.first_activity_max_s={max(max(fa), p95) * 1.2:.3f}"]
+    ramps = [p["memory_ramp_s"] for p in profs.values() if p["memory_ramp_s"] is not None]
+    if ramps:
+        sim_sets.append(f"sim.memory_ramp_s={max(statistics.median(ramps), 0.01):.3f}")
+
+    # Without GPM the daemon applies the coarse rule (keep a GPU while its utilisation risk is
+    # under util_threshold); the simulator always applies the full one. Feeding it utilisation
+    # as SM activity and occupancy, no DRAM activity, and util_threshold as the SMACT threshold
+    # makes the full rule the coarse one (the DRAM term of interference is then lost).
+    coarse = not any(p["gpm"] for p in profs.values())
+    if coarse:
+        util_thr = next((kv.split("=", 1)[1] for kv in cfg.get("engine", []) if kv.startswith("util_threshold=")), "0.7")
+        sim_sets.append(f"smact_threshold={util_thr}")
+        for p in profs.values():
+            p["avg_smact"] = p["avg_smocc"] = p["util"] or 0.0
+            p["avg_drama"] = 0.0
+        print("compare: no GPM metrics in the exclusive run: replaying with the coarse (utilisation) rule",
+              file=sys.stderr)
+
+    wl = os.path.join(out, "workloads.csv")
+    write_workloads(wl, profs)
+    report = {"results": res, "mode": cfg.get("mode"), "gpu_memory_mib": gpu_mib, "engine": cfg.get("engine", []),
+              "telemetry": "coarse" if coarse else "full",
+              "sim_settings": sim_sets, "profiles": profs, "left_out": missing, "policies": {}}
+    rows = []
+    for pol in POLICIES:
+        tr = os.path.join(out, f"trace_{pol}.csv")
+        write_trace(tr, runs[pol], profs)
+        meas = measured(runs[pol], profs)
+        sim = simulate(aegis, out, pol, wl, tr, gpu_mib, cfg.get("engine", []), sim_sets, seed)
+        errs = []
+        for name, m in meas["jobs"].items():
+            s = sim["jobs"].get(name, {})
+            e = rel(s.get("jct_s"), m["jct_s"])
+            if e is not None:
+                errs.append(abs(e))
+            rows.append({"policy": pol, "job": name, "measured_jct_s": m["jct_s"], "simulated_jct_s": s.get("jct_s"),
+                         "error": e, "measured_attempts": m["attempts"], "simulated_attempts": s.get("attempts"),
+                         "measured_oom": m["oom_attempts"], "simulated_oom": s.get("oom_attempts"),
+                         "measured_collocated": m["collocated"]})
+        report["policies"][pol] = {
+            "measured": meas, "simulated": sim,
+            "makespan_error": rel(sim["makespan_s"], meas["makespan_s"]),
+            "jct_mean_abs_error": (sum(errs) / len(errs)) if errs else None,
+            "jct_max_abs_error": max(errs) if errs else None,
+        }
+    with open(os.path.join(out, "compare_jobs.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        w.writeheader()
+        w.writerows(rows)
+    ex, ae = report["policies"]["exclusive"], report["policies"]["aegis"]
+    for who in ("measured", "simulated"):
+        x, y = ex[who]["makespan_s"], ae[who]["makespan_s"]
+        report[f"{who}_aegis_over_exclusive"] = (y / x) if x and y else None
+    print_report(report, rows)
+    return report
+
+
+def print_report(r, rows):
+    print(f"mode {r['mode']}; GPU {r['gpu_memory_mib']} MiB; engine {' '.join(r['engine'])}")
+    print(f"simulator start-up model: {' '.join(r['sim_settings']) or 'defaults'}")
+    print("\nsolo profiles (exclusive run):")
+    print(f"  {'job':<18} {'runtime s':>9} {'1st act s':>9} {'peak MiB':>9} {'smact':>6} {'smocc':>6} {'drama':>6} "
+          f"{'util':>6} {'samples/s':>10}")
+    for p in r["profiles"].values():
+        print(f"  {p['job']:<18} {p['solo_runtime_s']:>9.1f} {num(p['first_activity_s']):>9} {p['peak_memory_mib']:>9} "
+              f"{p['avg_smact']:>6.2f} {p['avg_smocc']:>6.2f} {p['avg_drama']:>6.2f} {num(p['util'], '{:.2f}'):>6} "
+              f"{num(p['samples_per_s']):>10}")
+    print("\nmakespan, measured against simulated:")
+    for pol, x in r["policies"].items():
+        m, s = x["measured"], x["simulated"]
+        print(f"  {pol:<10} measured {num(m['makespan_s']):>7} s, simulated {num(s['makespan_s']):>7} s "
+              f"({pct(x['makespan_error'])}); JCT |error| mean {apct(x['jct_mean_abs_error'])}, "
+              f"max {apct(x['jct_max_abs_error'])}; "
+              f"OOM attempts {m['oom_attempts']} / {s['oom_attempts']}")
+    print(f"  aegis / exclusive: measured {num(r['measured_aegis_over_exclusive'], '{:.3f}')}, "
+          f"simulated {num(r['simulated_aegis_over_exclusive'], '{:.3f}')}")
+    print("\nper job (JCT s, measured / simulated):")
+    for row in rows:
+        print(f"  {row['policy']:<10} {row['job']:<18} {num(row['measured_jct_s']):>7} / {num(row['simulated_jct_s']):>7} "
+              f"{pct(row['error']):>8}  attempts {row['measured_attempts']}/{row['simulated_attempts']}"
+              f"{'  shared' if row['measured_collocated'] else ''}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Plays the mini-trace against a running aegisd and records what happened.
+
+Submits each job of the trace at its offset (aegis submit), samples `aegis gpus --json` (and,
+on a real GPU, nvidia-smi's per-process memory) while they run, waits until every job is
+final or the deadline passes (then cancels what is left), and writes into OUT_DIR:
+  jobs.json        every job: `aegis show --json`, its command, and the workload's final JSON line
+  telemetry.jsonl  one line per sample: {"t": unix time, "gpus": [...]} or {"t", "apps": [...]}
+Standard library only (it runs under whatever python3 the GPU machine has).
+"""
+import argparse
+import csv
+import json
+import os
+import shlex
+import subprocess
+import sys
+import threading
+import time
+
+FINAL = ("completed", "failed", "cancelled")
+
+
+def die(msg):
+    print(f"run_trace: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+class Cli:
+    def __init__(self, aegis, socket):
+        self.base = [aegis, "--socket", socket]
+
+    def run(self, *args, check=True):
+        r = subprocess.run(self.base + list(args), capture_output=True, text=True)
+        if check and r.returncode != 0:
+            raise RuntimeError(f"aegis {' '.join(args)}: {r.stderr.strip()}")
+        return r
+
+    def json(self, *args):
+        return json.loads(self.run(*args).stdout)
+
+
+def job_command(row, a):
+    """The command line of one trace row: the real workload, or its emulated stand-in."""
+    seconds = float(row["seconds"]) * a.scale
+    if a.mode == "real":
+        return [a.python, os.path.join(a.repo, "workloads", row["workload"] + ".py"),
+                "--seconds", f"{seconds:g}"] + shlex.split(row["args"])
+    return [os.path.join(a.repo, "scripts/gpu-validate/fake_workload.sh"), row["workload"], a.fakejob,
+            row["fake_mem_mib"], "--smact", row["fake_smact"], "--drama", row["fake_drama"],
+            "--seconds", f"{seconds:g}", "--startup", f"{float(row['fake_startup_s']) * a.scale:g}"]
+
+
+def sampler(cli, a, stop, out):
+    """Every interval: the daemon's view of the GPUs; every 4th, nvidia-smi's processes (real GPU)."""
+    n = 0
+    with open(out, "w") as f:
+        while not stop.is_set():
+            t = time.time()
+            try:
+                f.write(json.dumps({"t": t, "gpus": cli.json("gpus", "--json")}) + "\n")
+            except (RuntimeError, ValueError, OSError) as e:
+                f.write(json.dumps({"t": t, "error": str(e)[:300]}) + "\n")
+            if a.mode == "real" and n % 4 == 0:
+                try:
+                    r = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory",
+                                        "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
+                    apps = [dict(zip(("pid", "used_mib"), (x.strip() for x in line.split(","))))
+                            for line in r.stdout.splitlines() if line.strip()]
+                    f.write(json.dumps({"t": time.time(), "apps": apps, "rc": r.returncode}) + "\n")
+                except (OSError, subprocess.SubprocessError) as e:
+                    f.write(json.dumps({"t": time.time(), "apps_error": str(e)[:300]}) + "\n")
+            f.flush()
+            n += 1
+            stop.wait(max(0.0, a.interval - (time.time() - t)))
+
+
+def last_json_line(text):
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                v = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(v, dict) and "model" in v:
+                return v
+    return None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--aegis", required=True, help="the aegis command")
+    p.add_argument("--socket", required=True)
+    p.add_argument("--trace", required=True, help="scripts/gpu-validate/minitrace.csv")
+    p.add_argument("--repo", required=True, help="repository root (workloads/, scripts/)")
+    p.add_argument("--mode", choices=["real", "emulated"], required=True)
+    p.add_argument("--python", default=sys.executable, help="python with PyTorch, for the workloads")
+    p.add_argument("--fakejob", help="aegis-fakejob (emulated mode)")
+    p.add_argument("--scale", type=float, default=1.0, help="multiplies durations and submit offsets")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between telemetry samples")
+    p.add_argument("--deadline-s", type=float, required=True, help="cancel what is not final after this long")
+    p.add_argument("--policy", required=True, help="recorded with the results")
+    p.add_argument("--out", required=True)
+    a = p.parse_args()
+    if a.mode == "emulated" and not a.fakejob:
+        die("--mode emulated needs --fakejob")
+    with open(a.trace, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        die(f"{a.trace}: no jobs")
+    os.makedirs(a.out, exist_ok=True)
+    cli = Cli(a.aegis, a.socket)
+
+    stop = threading.Event()
+    th = threading.Thread(target=sampler, args=(cli, a, stop, os.path.join(a.out, "telemetry.jsonl")), daemon=True)
+    th.start()
+
+    t0 = time.time()
+    submitted = []
+    env = ["--env", "PYTHONUNBUFFERED=1"]
+    for row in sorted(rows, key=lambda r: float(r["submit_s"])):
+        wait = t0 + float(row["submit_s"]) * a.scale - time.time()
+        if wait > 0:
+            time.sleep(wait)
+        cmd = job_command(row, a)
+        # --name last: after a repeatable option (--tag, --env) the CLI takes "--" as the end of
+        # that option's values, and the command's own options would then be parsed as aegis's.
+        r = cli.run("submit", "--tag", "gpu-validate", *env, "--name", row["name"], "--", *cmd, check=False)
+        if r.returncode != 0:
+            die(f"submit {row['name']}: {r.stderr.strip()}")
+        submitted.append({"name": row["name"], "id": int(r.stdout.strip()), "command": cmd,
+                          "trace_submit_s": float(row["submit_s"]) * a.scale, "workload": row["workload"],
+                          "args": row["args"]})
+        print(f"run_trace: {a.policy}: submitted {row['name']} as job {submitted[-1]['id']}", flush=True)
+
+    ids = [s["id"] for s in submitted]
+    deadline = t0 + a.deadline_s
+    timed_out = False
+    while True:
+        states = {j["id"]: j["state"] for j in cli.json("queue", "--all", "--json")}
+        if all(states.get(i) in FINAL for i in ids):
+            break
+        if time.time() > deadline:
+            timed_out = True
+            left = [str(i) for i in ids if states.get(i) not in FINAL]
+            print(f"run_trace: {a.policy}: deadline of {a.deadline_s:g} s passed; cancelling jobs {', '.join(left)}",
+                  file=sys.stderr, flush=True)
+            cli.run("cancel", *left, check=False)
+            time.sleep(2)
+            break
+        time.sleep(min(1.0, a.interval))
+    stop.set()
+    th.join(timeout=10)
+
+    jobs = []
+    for s in submitted:
+        show = cli.json("show", str(s["id"]), "--json")
+        out = cli.run("logs", str(s["id"]), check=False).stdout
+        err = cli.run("logs", str(s["id"]), "--stderr", check=False).stdout
+        jobs.append(dict(s, show=show, result=last_json_line(out), stdout_tail=out[-4000:], stderr_tail=err[-4000:]))
+    doc = {"policy": a.policy, "mode": a.mode, "scale": a.scale, "started_at": t0, "ended_at": time.time(),
+           "timed_out": timed_out, "jobs": jobs}
+    with open(os.path.join(a.out, "jobs.json"), "w") as f:
+        json.dump(doc, f, indent=1)
+    done = sum(j["show"]["state"] == "completed" for j in jobs)
+    ooms = sum(a_["outcome"] == "oom" for j in jobs for a_ in j["show"]["attempt_log"])
+    ends = [j["show"]["ended_at"] for j in jobs if j["show"].get("ended_at")]
+    span = (max(ends) - min(j["show"]["submitted_at"] for j in jobs)) if ends else float("nan")
+    print(f"run_trace: {a.policy}: {done}/{len(jobs)} completed, {ooms} OOM attempts, makespan {span:.1f} s"
+          + (" (deadline hit)" if timed_out else ""), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Short summaries of a validation run, printed while it runs (on the GPU machine).
+
+  summarize.py nvml RESULTS/nvml    the NVML self-check, in lines for the log (and nvml/summary.json)
+  summarize.py runs RESULTS         both mini-trace runs and the self-check, as JSON on stdout
+Standard library only. The full analysis (the simulator replay) is compare.py, run afterwards.
+"""
+import csv
+import json
+import os
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def smi_apps(path):
+    """nvidia-smi --query-compute-apps CSV -> {pid: MiB}."""
+    out = {}
+    try:
+        with open(path, newline="") as f:
+            for row in csv.DictReader(f, skipinitialspace=True):
+                pid = row.get("pid")
+                # the header reads "used_gpu_memory [MiB]", the values "20000 MiB"
+                mem = next((v for k, v in row.items() if k and "memory" in k), "") or ""
+                if pid and pid.strip().isdigit():
+                    out[int(pid)] = float(mem.split()[0]) if mem and mem.split()[0].replace(".", "").isdigit() else None
+    except OSError:
+        pass
+    return out
+
+
+def nvml_summary(d):
+    s = {}
+    for phase in ("idle", "load"):
+        p = load(os.path.join(d, f"probe-{phase}.json"))
+        if not p:
+            s[phase] = {"error": "no probe output"}
+            continue
+        g = (p.get("after_interval") or [{}])
+        s[phase] = {
+            "error": p.get("error"), "describe": p.get("describe"), "open_ms": p.get("open_ms"),
+            "gpus": [{k: x.get(k) for k in ("name", "memory_total_mib", "memory_used_mib", "utilization", "smact",
+                                             "smocc", "drama", "power_w", "telemetry", "mig_enabled")}
+                     | {"processes": x.get("processes")} for x in g],
+            "gpm_metrics_present": p.get("gpm_metrics_present"),
+            "in_process_sample_us": p.get("in_process_sample_us"),
+            "subprocess_per_sample": p.get("subprocess_per_sample"),
+        }
+    # Does our process list (v3 layout) agree with nvidia-smi's, pid for pid and MiB for MiB?
+    ours = {}
+    for g in (s.get("load", {}).get("gpus") or []):
+        for pr in g.get("processes") or []:
+            ours[pr["pid"]] = pr.get("used_mib")
+    theirs = smi_apps(os.path.join(d, "apps-before.csv")) or smi_apps(os.path.join(d, "apps-after.csv"))
+    if theirs:
+        s["process_check"] = {"ours": ours, "nvidia_smi": theirs,
+                              "same_pids": sorted(ours) == sorted(theirs),
+                              "max_mib_difference": max((abs((ours.get(p) or 0) - (theirs[p] or 0)) for p in theirs),
+                                                        default=None)}
+    return s
+
+
+def print_nvml(s):
+    for phase in ("idle", "load"):
+        x = s.get(phase, {})
+        if x.get("error"):
+            print(f"  {phase}: ERROR {x['error']}")
+        print(f"  {phase}: {x.get('describe')}; GPM metrics present: {x.get('gpm_metrics_present')}")
+        for g in x.get("gpus") or []:
+            procs = " ".join(f"{p['pid']}:{p['used_mib']}" for p in g.get("processes") or [])
+            print(f"    {g['name']}: {g['memory_used_mib']}/{g['memory_total_mib']} MiB, util {g['utilization']}, "
+                  f"smact {g['smact']}, smocc {g['smocc']}, drama {g['drama']}, {g['power_w']} W, "
+                  f"telemetry {g['telemetry']}, processes [{procs}]")
+        ip = x.get("in_process_sample_us") or {}
+        if ip:
+            print(f"    one in-process sample: mean {ip['mean']:.1f} us, p99 {ip['p99']:.1f} us")
+        for sp in x.get("subprocess_per_sample") or []:
+            ms = sp.get("ms") or {}
+            ratio = sp.get("ratio_to_in_process")
+            print(f"    one run of `{sp['command'][:60]}`: " +
+                  (f"mean {ms['mean']:.2f} ms, p99 {ms['p99']:.2f} ms, {ratio:.0f}x" if ms else "failed") +
+                  (f" ({sp['failed']} of {sp['runs']} failed)" if sp.get("failed") else ""))
+    if "process_check" in s:
+        pc = s["process_check"]
+        print(f"  process list against nvidia-smi: same pids {pc['same_pids']}, "
+              f"largest memory difference {pc['max_mib_difference']} MiB")
+
+
+def run_summary(d):
+    out = {}
+    for policy in ("exclusive", "aegis"):
+        doc = load(os.path.join(d, policy, "jobs.json"))
+        if not doc:
+            out[policy] = {"error": "no jobs.json"}
+            continue
+        jobs = []
+        for j in doc["jobs"]:
+            sh, res = j["show"], j.get("result") or {}
+            att = sh.get("attempt_log") or []
+            last = att[-1] if att else {}
+            jobs.append({
+                "name": j["name"], "state": sh["state"], "attempts": len(att),
+                "outcomes": [a["outcome"] for a in att],
+                "queued_s": (att[0]["launched_at"] - sh["submitted_at"]) if att else None,
+                "first_activity_s": (last["first_activity"] - last["launched_at"]) if last.get("first_activity") else None,
+                "run_s": (last["ended_at"] - last["launched_at"]) if last.get("ended_at") else None,
+                "jct_s": (sh["ended_at"] - sh["submitted_at"]) if sh.get("ended_at") else None,
+                "samples_per_s": res.get("samples_per_s"), "peak_reserved_mib": res.get("peak_reserved_mib"),
+                "batch_size": res.get("batch_size"),
+            })
+        ends = [j["show"]["ended_at"] for j in doc["jobs"] if j["show"].get("ended_at")]
+        first = min(j["show"]["submitted_at"] for j in doc["jobs"])
+        out[policy] = {"completed": sum(j["state"] == "completed" for j in jobs), "jobs": len(jobs),
+                       "oom_attempts": sum(o == "oom" for j in jobs for o in j["outcomes"]),
+                       "makespan_s": (max(ends) - first) if ends else None, "timed_out": doc.get("timed_out"),
+                       "per_job": jobs}
+    out["nvml"] = load(os.path.join(d, "nvml", "summary.json"))
+    return out
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ("nvml", "runs"):
+        sys.exit("usage: summarize.py nvml RESULTS/nvml | summarize.py runs RESULTS")
+    if sys.argv[1] == "nvml":
+        s = nvml_summary(sys.argv[2])
+        with open(os.path.join(sys.argv[2], "summary.json"), "w") as f:
+            json.dump(s, f, indent=1)
+        print_nvml(s)
+    else:
+        print(json.dumps(run_summary(sys.argv[2]), indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""The training workloads on the CPU, and a dry run of the GPU validation on an emulated GPU.
+
+  test_workloads.py BUILD_DIR [--smoke | --dry-run]     (default: both)
+
+--smoke: every script in workloads/ trains two steps at tiny widths (--smoke --device cpu)
+with Debian's python3-torch and prints its final JSON line; the argument errors, and the
+report of a CUDA out-of-memory error. Skipped (exit 77) where PyTorch is not installed for
+this Python.
+--dry-run: scripts/gpu-validate.sh --prepare builds a bundle from BUILD_DIR, the validation
+runs with --emulated --scale 0.05 (aegisd on an emulated H200, aegis-fakejob for the
+workloads, about 20 s), and scripts/gpu-validate/compare.py replays it in the simulator.
+Skipped where patchelf or g++ is missing. Run with /usr/bin/python3 (the one with torch).
+"""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKLOADS = ["resnet50", "bert", "gpt", "dlrm", "cifar_cnn"]
+FIELDS = {"model", "batch_size", "precision", "steps", "seconds", "samples_per_s", "peak_allocated_mib",
+          "peak_reserved_mib", "status", "device"}
+SKIP = 77
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Failure(msg)
+
+
+def run(cmd, timeout, env=None, **kw):
+    e = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, **kw)
+
+
+def last_json(stdout):
+    lines = [x for x in stdout.strip().splitlines() if x.startswith("{")]
+    check(lines, "no JSON line in the output:\n" + stdout[-2000:])
+    return json.loads(lines[-1])
+
+
+# --- the workloads on the CPU ------------------------------------------------------------
+
+def smoke():
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print(f"SKIP: workloads smoke test: PyTorch is not installed for {sys.executable} (Debian: python3-torch)")
+        return SKIP
+    try:
+        import torchvision  # noqa: F401
+        names = WORKLOADS
+    except ImportError:
+        print(f"NOTE: torchvision missing for {sys.executable} (Debian: python3-torchvision): resnet50 not tried")
+        names = [w for w in WORKLOADS if w != "resnet50"]
+    for name in names:
+        for precision in ("fp32", "bf16"):
+            t = time.time()
+            r = run([sys.executable, os.path.join(SRC, "workloads", name + ".py"), "--smoke", "--device", "cpu",
+                     "--steps", "2", "--batch-size", "2", "--precision", precision], timeout=120)
+            check(r.returncode == 0, f"{name} {precision}: exit {r.returncode}:\n{r.stderr[-3000:]}")
+            j = last_json(r.stdout)
+            check(FIELDS <= set(j), f"{name}: JSON line lacks {FIELDS - set(j)}")
+            check(j["model"] == name and j["steps"] == 2 and j["batch_size"] == 2 and j["precision"] == precision
+                  and j["status"] == "ok" and j["device"] == "cpu", f"{name}: unexpected report {j}")
+            check(j["samples_per_s"] > 0 and j["peak_allocated_mib"] == 0 and j["peak_reserved_mib"] == 0,
+                  f"{name}: throughput or CPU memory figures wrong: {j}")
+            print(f"ok: {name} {precision} ({time.time() - t:.1f} s, {j['samples_per_s']:.0f} samples/s)")
+
+    # --seconds bounds the loop by time.
+    r = run([sys.executable, os.path.join(SRC, "workloads/cifar_cnn.py"), "--smoke", "--device", "cpu",
+             "--seconds", "0.5", "--batch-size", "2"], timeout=120)
+    check(r.returncode == 0, f"cifar_cnn --seconds: exit {r.returncode}: {r.stderr[-2000:]}")
+    j = last_json(r.stdout)
+    check(j["seconds"] >= 0.5 and j["steps"] >= 1, f"--seconds 0.5 ran {j['seconds']} s, {j['steps']} steps")
+
+    # Argument errors: one line, exit 2.
+    for args, want in ((["--batch-size", "0"], "--batch-size must be at least 1"),
+                       (["--steps", "3", "--seconds", "1"], "not allowed with argument"),
+                       (["--precision", "fp16"], "invalid choice")):
+        r = run([sys.executable, os.path.join(SRC, "workloads/dlrm.py"), "--smoke", *args], timeout=60)
+        check(r.returncode == 2 and want in r.stderr, f"dlrm {args}: exit {r.returncode}, stderr {r.stderr!r}")
+    if not torch.cuda.is_available():
+        r = run([sys.executable, os.path.join(SRC, "workloads/gpt.py"), "--smoke", "--device", "cuda"], timeout=60)
+        check(r.returncode == 2 and "sees no CUDA GPU" in r.stderr, f"--device cuda without a GPU: {r.stderr!r}")
+
+    # A CUDA OOM: PyTorch's message reaches stderr (aegisd classifies it), then ours, exit 1,
+    # and the JSON line says so.
+    probe = (
+        "import sys, types; sys.path.insert(0, sys.argv[1]); import common, torch\n"
+        "def build(args, device):\n"
+        "    raise torch.cuda.OutOfMemoryError('CUDA out of memory. Tried to allocate 2.00 GiB')\n"
+        "args = common.parse(common.parser('x', batch_size=4), ['--device', 'cpu', '--steps', '1'])\n"
+        "common.run('fake', args, build)\n")
+    r = run([sys.executable, "-c", probe, os.path.join(SRC, "workloads")], timeout=60)
+    check(r.returncode == 1, f"OOM: exit {r.returncode}: {r.stderr[-2000:]}")
+    check("OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB" in r.stderr,
+          f"OOM: PyTorch's message not on stderr: {r.stderr!r}")
+    check("fake: CUDA out of memory at step 0 with batch size 4" in r.stderr, f"OOM: no hint line: {r.stderr!r}")
+    check(last_json(r.stdout)["status"] == "oom", "OOM: the JSON line does not say oom")
+    # --memory-target-gib needs CUDA; its batch fit is checked against a pretend allocator whose
+    # peak is 1000 MiB + 500 MiB per sample: 10 GiB (10240 MiB) allows 18 samples, not 19.
+    fit = (
+        "import sys; sys.path.insert(0, sys.argv[1]); import common, torch, contextlib\n"
+        "seen = []\n"
+        "torch.cuda.max_memory_allocated = lambda d=None: (1000 + 500 * seen[-1]) * common.MIB\n"
+        "torch.cuda.reset_peak_memory_stats = lambda d=None: None\n"
+        "model = torch.nn.Linear(2, 1)\n"
+        "def batch(bs):\n"
+        "    seen.append(bs)\n"
+        "    return (torch.zeros(bs, 2),)\n"
+        "job = common.Job(model, torch.optim.SGD(model.parameters(), lr=0.1), batch, lambda m, x: m(x).sum())\n"
+        "print(common._fit_batch(job, torch.device('cpu'), contextlib.nullcontext, 10.0))\n")
+    r = run([sys.executable, "-c", fit, os.path.join(SRC, "workloads")], timeout=60)
+    check(r.returncode == 0 and r.stdout.strip().splitlines()[-1] == "18",
+          f"--memory-target-gib fit: {r.stdout[-500:]} {r.stderr[-1500:]}")
+    print("ok: --seconds, argument errors, OOM report, memory-target batch fit")
+    return 0
+
+
+# --- the validation's dry run ---------------------------------------------------------------
+
+def dry_run(build):
+    for tool in ("patchelf", "g++"):
+        if not shutil.which(tool):
+            print(f"SKIP: GPU validation dry run: {tool} is not installed (scripts/deps.sh installs it)")
+            return SKIP
+    aegis = os.path.join(build, "apps/aegis/aegis")
+    check(os.access(aegis, os.X_OK), f"{aegis}: not built")
+    tmp = tempfile.mkdtemp(prefix="aegis-val-test-")
+    try:
+        bundle, out = os.path.join(tmp, "bundle"), os.path.join(tmp, "out")
+        script = os.path.join(SRC, "scripts/gpu-validate.sh")
+        t = time.time()
+        r = run([script, "--prepare", bundle, build], timeout=300)
+        check(r.returncode == 0, f"--prepare failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        for f in ("bin/aegisd", "bin/aegis", "bin/aegis-shim", "bin/aegis-gpu-query", "bin/aegis-fakejob",
+                  "bin/nvml_probe", "lib/libaegis-nvml-emulated.so", "lib/libfmt.so.9"):
+            check(os.path.isfile(os.path.join(bundle, f)), f"bundle lacks {f}")
+        check(not [f for f in os.listdir(os.path.join(bundle, "lib")) if "libnvidia-ml" in f], "bundle holds an NVML")
+        ldd = run(["ldd", os.path.join(bundle, "bin/aegisd")], timeout=30).stdout
+        check(os.path.join(bundle, "bin/../lib/libfmt.so.9") in ldd, f"aegisd does not take libfmt from the bundle:\n{ldd}")
+        print(f"ok: --prepare ({time.time() - t:.1f} s)")
+
+        t = time.time()
+        r = run([script, "--emulated", "--scale", "0.05", bundle, out], timeout=400,
+                env={"AEGIS_VAL_PYTHON": sys.executable})
+        check(r.returncode == 0, f"dry run failed (exit {r.returncode}):\n{r.stdout[-4000:]}{r.stderr[-2000:]}")
+        for f in ("gpu-validation.tar.gz", "run.log", "summary.json"):
+            check(os.path.isfile(os.path.join(out, f)), f"OUT lacks {f}")
+        check(len(os.listdir(out)) <= 8, "more than 8 files in OUT (the device tool returns 8 at most)")
+        summary = json.load(open(os.path.join(out, "summary.json")))
+        for pol in ("exclusive", "aegis"):
+            s = summary[pol]
+            check(s["completed"] == s["jobs"] == 8, f"{pol}: {s['completed']}/{s['jobs']} jobs completed")
+        with tarfile.open(os.path.join(out, "gpu-validation.tar.gz")) as tf:
+            names = set(tf.getnames())
+        for f in ("results/config.json", "results/minitrace.csv", "results/nvml/probe-idle.json",
+                  "results/nvml/probe-load.json", "results/exclusive/jobs.json", "results/exclusive/telemetry.jsonl",
+                  "results/aegis/jobs.json", "results/aegis/aegisd.log", "results/aegis/metrics.txt"):
+            check(f in names, f"the archive lacks {f}")
+        check(summary["nvml"]["load"]["gpm_metrics_present"], "the NVML self-check saw no GPM metrics")
+        print(f"ok: emulated validation run ({time.time() - t:.1f} s)")
+
+        t = time.time()
+        cmp_out = os.path.join(tmp, "compare")
+        r = run([sys.executable, os.path.join(SRC, "scripts/gpu-validate/compare.py"), out, "--aegis", aegis,
+                 "--out", cmp_out], timeout=120)
+        check(r.returncode == 0, f"compare.py failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
+        rep = json.load(open(os.path.join(cmp_out, "compare.json")))
+        with open(os.path.join(cmp_out, "workloads.csv"), newline="") as f:
+            check(len(list(csv.DictReader(f))) == 8, "workloads.csv does not hold the 8 profiles")
+        for pol in ("exclusive", "aegis"):
+            err = rep["policies"][pol]["makespan_error"]
+            # Loose: the emulated jobs follow the simulator's own model, so only the daemon's
+            # tick and a loaded machine separate the two; a unit or parsing slip is far larger.
+            check(err is not None and abs(err) < 0.5, f"{pol}: simulated makespan off by {err}")
+            print(f"ok: compare {pol}: makespan error {100 * err:+.1f}%, "
+                  f"JCT |error| mean {100 * rep['policies'][pol]['jct_mean_abs_error']:.1f}%")
+        print(f"ok: compare.py ({time.time() - t:.1f} s)")
+        return 0
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("--smoke", "--dry-run")):
+        print("usage: test_workloads.py BUILD_DIR [--smoke | --dry-run]", file=sys.stderr)
+        return 2
+    build = os.path.abspath(sys.argv[1])
+    which = sys.argv[2:] or ["--smoke", "--dry-run"]
+    codes = []
+    try:
+        if "--smoke" in which:
+            codes.append(smoke())
+        if "--dry-run" in which:
+            codes.append(dry_run(build))
+    except Failure as e:
+        print(f"FAIL: {e}")
+        return 1
+    except subprocess.TimeoutExpired as e:
+        print(f"FAIL: timed out: {' '.join(map(str, e.cmd))[:300]}")
+        return 1
+    return SKIP if all(c == SKIP for c in codes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

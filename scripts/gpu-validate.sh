@@ -57,6 +57,7 @@ prepare() {
   # DT_RPATH (not RUNPATH): it also covers the libraries' own dependencies.
   for f in "$bundle"/bin/* "$bundle"/lib/*.so*; do
     strip --strip-unneeded "$f" 2>/dev/null || true
+    # shellcheck disable=SC2016  # $ORIGIN is for the dynamic loader, not the shell
     patchelf --force-rpath --set-rpath '$ORIGIN/../lib:$ORIGIN' "$f"
   done
   local missing
@@ -66,12 +67,12 @@ prepare() {
   local glibc
   glibc=$(for f in "$bundle"/bin/* "$bundle"/lib/*; do objdump -T "$f" 2>/dev/null; done |
     grep -o 'GLIBC_2\.[0-9]*' | sort -V | tail -1)
-  echo "gpu-validate: bundle $bundle ready: $(du -sh "$bundle" | cut -f1); bin: $(ls "$bundle/bin" | tr '\n' ' ')"
-  echo "gpu-validate: lib: $(ls "$bundle/lib" | tr '\n' ' '); needs ${glibc/_/ } or newer, libstdc++ of GCC 11 or newer"
+  echo "gpu-validate: bundle $bundle ready: $(du -sh "$bundle" | cut -f1); bin: $(cd "$bundle/bin" && echo *)"
+  echo "gpu-validate: lib: $(cd "$bundle/lib" && echo *); needs ${glibc/_/ } or newer, libstdc++ of GCC 11 or newer"
 }
 
 if [ "${1:-}" = "--prepare" ]; then
-  [ $# -ge 2 ] && [ $# -le 3 ] || die "usage: gpu-validate.sh --prepare BUNDLE_DIR [BUILD_DIR]"
+  if [ $# -lt 2 ] || [ $# -gt 3 ]; then die "usage: gpu-validate.sh --prepare BUNDLE_DIR [BUILD_DIR]"; fi
   prepare "$2" "${3:-}"
   exit 0
 fi
@@ -90,7 +91,9 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: gpu-validate.sh [--emulated [--scale X]] [--budget S] [--trace CSV] BUNDLE_DIR [OUT_DIR]"
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  die "usage: gpu-validate.sh [--emulated [--scale X]] [--budget S] [--trace CSV] BUNDLE_DIR [OUT_DIR]"
+fi
 [[ "$BUDGET" =~ ^[0-9]+$ ]] || die "--budget: '$BUDGET' is not a whole number of seconds"
 [ -f "$TRACE" ] || die "$TRACE: no such mini-trace"
 head -1 "$TRACE" | grep -q '^name,submit_s,workload,seconds,args,' || die "$TRACE: not a mini-trace (header as in scripts/gpu-validate/minitrace.csv)"

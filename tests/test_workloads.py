@@ -12,6 +12,7 @@ workloads, about 20 s), and scripts/gpu-validate/compare.py replays it in the si
 Skipped where patchelf or g++ is missing. Run with /usr/bin/python3 (the one with torch).
 """
 import csv
+import importlib.util
 import json
 import os
 import shutil
@@ -38,7 +39,7 @@ def check(cond, msg):
 
 
 def run(cmd, timeout, env=None, **kw):
-    e = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
+    e = dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e, **kw)
 
 
@@ -56,10 +57,8 @@ def smoke():
     except ImportError:
         print(f"SKIP: workloads smoke test: PyTorch is not installed for {sys.executable} (Debian: python3-torch)")
         return SKIP
-    try:
-        import torchvision  # noqa: F401
-        names = WORKLOADS
-    except ImportError:
+    names = WORKLOADS
+    if importlib.util.find_spec("torchvision") is None:
         print(f"NOTE: torchvision missing for {sys.executable} (Debian: python3-torchvision): resnet50 not tried")
         names = [w for w in WORKLOADS if w != "resnet50"]
     for name in names:

@@ -7,6 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ left in the repository
 import common  # noqa: E402  (starts the clock before torch is imported)
 
 import torch  # noqa: E402

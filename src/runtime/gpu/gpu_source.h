@@ -32,7 +32,9 @@ struct GpuStatus {
   std::optional<double> drama;   // GPM DRAM bandwidth utilisation, [0,1]
   std::optional<double> power_w;
   std::optional<double> energy_j;  // since driver load
-  bool mig_enabled = false;
+  bool mig_enabled = false;           // on a whole GPU: its MIG mode (then its instances are listed instead)
+  std::string parent_uuid;            // on a MIG instance: the GPU it is cut from ("" for a whole GPU)
+  std::string mig_profile;            // on a MIG instance: e.g. "3g.40gb"
   std::vector<GpuProcess> processes;  // compute processes
 
   // Which pressure rule the engine can apply to this GPU.
@@ -48,8 +50,9 @@ struct GpuStatus {
 class GpuSource {
  public:
   virtual ~GpuSource() = default;
-  // One sample of every GPU, in NVML index order. Throws std::runtime_error if the
-  // driver stops answering (the daemon logs it and retries at the next tick).
+  // One sample of every schedulable device, in NVML index order: a whole GPU, or, for a
+  // GPU in MIG mode, each of its MIG instances (with its own UUID, memory and processes).
+  // Throws std::runtime_error if the driver stops answering (the daemon retries).
   virtual std::vector<GpuStatus> sample() = 0;
   // Driver and library facts for logs and `aegis gpus`: "NVML 12.535.104 (libnvidia-ml.so.1), GPM: yes".
   virtual std::string describe() const = 0;

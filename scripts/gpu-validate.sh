@@ -2,11 +2,11 @@
 # The validation of aegisd on a real GPU (docs/gpu-validation.md), in two steps:
 #
 #   scripts/gpu-validate.sh --prepare BUNDLE_DIR [BUILD_DIR]
-#       HERE (Debian 12): copies aegisd, aegis, aegis-shim, aegis-gpu-query, aegis-fakejob and
-#       the emulated NVML library from BUILD_DIR (default build/), builds nvml_probe against
-#       it, and puts next to them the shared libraries a stock system may lack (ldd); every
-#       binary finds them through its RPATH ($ORIGIN/../lib), so no LD_LIBRARY_PATH leaks
-#       into the jobs' environment.
+#       HERE (Debian 12): brings BUILD_DIR (default build/) up to date, copies aegisd, aegis,
+#       aegis-shim, aegis-gpu-query, aegis-fakejob and the emulated NVML library from it,
+#       builds nvml_probe against it, and puts next to them the shared libraries a stock
+#       system may lack (ldd); every binary finds them through its RPATH ($ORIGIN/../lib),
+#       so no LD_LIBRARY_PATH leaks into the jobs' environment.
 #
 #   scripts/gpu-validate.sh [--emulated [--scale X]] [--budget S] [--trace CSV] BUNDLE_DIR [OUT_DIR]
 #       ON THE GPU MACHINE: 1. NVML self-check and the cost of a sample against nvidia-smi;
@@ -31,6 +31,13 @@ prepare() {
   local bundle=$1 build=${2:-$REPO/build}
   [ -d "$build" ] || die "$build: no such build directory (cmake -S . -B $build && cmake --build $build)"
   command -v patchelf >/dev/null || die "patchelf is not installed (apt-get install patchelf)"
+  # nvml_probe is compiled here against today's headers and the build's libaegis_gpu.a: the
+  # two must agree, so bring the build up to date first (the tests, run on a fresh build,
+  # skip this with AEGIS_VAL_NO_BUILD=1).
+  if [ "${AEGIS_VAL_NO_BUILD:-0}" != 1 ]; then
+    cmake --build "$build" --target aegisd aegis-shim aegis aegis-gpu-query aegis-fakejob aegis-nvml-emulated aegis_gpu \
+      || die "building the bundle's targets in $build failed (see above)"
+  fi
   local -A src=(
     [aegisd]=apps/aegisd/aegisd [aegis-shim]=apps/aegisd/aegis-shim [aegis]=apps/aegis/aegis
     [aegis-gpu-query]=apps/aegis-gpu-query/aegis-gpu-query [aegis-fakejob]=apps/aegis-fakejob/aegis-fakejob
@@ -86,7 +93,7 @@ while [ $# -gt 0 ]; do
     --scale) [ $# -ge 2 ] || die "--scale needs a number"; SCALE=$2; shift 2 ;;
     --budget) [ $# -ge 2 ] || die "--budget needs seconds"; BUDGET=$2; shift 2 ;;
     --trace) [ $# -ge 2 ] || die "--trace needs a CSV file"; TRACE=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     -*) die "unknown option $1 (try --help)" ;;
     *) break ;;
   esac
@@ -173,14 +180,13 @@ pack() {
   echo "{"
   echo "  \"mode\": \"$MODE\", \"scale\": $SCALE, \"gpu_memory_emulated_mib\": $GPU_MEMORY,"
   printf '  "engine": ['; printf '"%s",' "${ENGINE[@]}" | sed 's/,$//'; echo '],'
-  echo "  \"started_at\": $T_START, \"host\": \"$(uname -srm)\", \"python\": \"$PY\","
+  echo "  \"started_at\": $T_START, \"host\": \"$(uname -srm)\", \"python\": \"$PY\", \"nvml_library\": \"$NVML\","
   echo "  \"torch\": \"$("$PY" -c 'import torch; print(torch.__version__)' 2>/dev/null || echo none)\""
   echo "}"
 } > "$RES/config.json"
 cp "$TRACE" "$RES/minitrace.csv"
 
 # --- 1. NVML self-check ----------------------------------------------------------------
-
 
 nvml_phase() {
   local d=$RES/nvml

@@ -8,6 +8,7 @@
 
 #include "runtime/daemon/config.h"
 #include "runtime/daemon/daemon.h"
+#include "runtime/daemon/mps.h"
 #include "runtime/daemon/server.h"
 
 namespace {
@@ -70,18 +71,22 @@ int main(int argc, char** argv) {
       setenv("AEGIS_EMULATED_GPUS", cfg.daemon.emulated_gpus.c_str(), 1);
       setenv("AEGIS_EMULATED_STATE", (cfg.daemon.state_dir + "/emulated-gpus.state").c_str(), 1);
       setenv("AEGIS_EMULATED_GPM", cfg.daemon.emulated_gpm ? "1" : "0", 1);
+      if (!cfg.daemon.emulated_mig.empty()) setenv("AEGIS_EMULATED_MIG", cfg.daemon.emulated_mig.c_str(), 1);
       library = cfg.daemon.emulated_library;
     }
+    mkdir(cfg.daemon.state_dir.c_str(), 0700);
+    aegis::setup_mps(cfg.daemon);
     std::string error;
     auto source = aegis::open_nvml(library, &error);
     if (!source) throw std::runtime_error("GPUs: " + error);
-    fmt::print(stderr, "aegisd: {}; policy {}; state in {}; socket {}\n", source->describe(), cfg.daemon.policy,
-               cfg.daemon.state_dir, cfg.daemon.socket);
+    fmt::print(stderr, "aegisd: {}; policy {}; sharing {}; state in {}; socket {}\n", source->describe(),
+               cfg.daemon.policy, cfg.daemon.sharing, cfg.daemon.state_dir, cfg.daemon.socket);
     aegis::Daemon daemon(cfg, std::move(source));
     fmt::print(stderr, "aegisd: {} unfinished job(s) recovered; engine: {}\n", daemon.active_jobs(),
                aegis::Engine(cfg.engine).describe());
     aegis::Server server(daemon);
     server.run();
+    if (daemon.running_jobs() == 0) aegis::stop_mps(cfg.daemon);  // clients would lose their server
     fmt::print(stderr, "aegisd: stopping; running jobs continue and are re-adopted at the next start\n");
   } catch (const aegis::ConfigError& e) {
     fmt::print(stderr, "aegisd: error: {}\n", e.what());

@@ -57,6 +57,7 @@ json to_json(const std::vector<aegis::GpuStatus>& gpus) {
                    {"memory_used_mib", g.used_mib}, {"memory_free_mib", g.free_mib}, {"utilization", opt(g.util)},
                    {"smact", opt(g.smact)}, {"smocc", opt(g.smocc)}, {"drama", opt(g.drama)},
                    {"power_w", opt(g.power_w)}, {"energy_j", opt(g.energy_j)}, {"mig_enabled", g.mig_enabled},
+                   {"parent_uuid", g.parent_uuid}, {"mig_profile", g.mig_profile},
                    {"telemetry", level == aegis::TelemetryLevel::Full     ? "full"
                                  : level == aegis::TelemetryLevel::Coarse ? "coarse"
                                                                           : "memory-only"},

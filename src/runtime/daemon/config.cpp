@@ -35,6 +35,17 @@ const ParamEntry<DaemonSettings> kEntries[] = {
     P("shim", shim, 0, 0, "", "Path of aegis-shim, which runs each job attempt (default: next to aegisd)"),
     P("learned_model", learned_model, 0, 0, "",
       "Weights of the learned memory estimator for jobs submitted with a model spec (\"\" = off)"),
+    P("emulated_mig", emulated_mig, 0, 0, "",
+      "Emulated MIG layout: GPU:PROFILES;... e.g. 0:3g.20gb,2g.10gb,1g.5gb,1g.5gb (\"\" = none)"),
+    P("sharing", sharing, 0, 0, "process,mps,auto",
+      "How collocated jobs share a GPU: plain processes, MPS, or MPS when its control tool is installed"),
+    P("mps_control", mps_control, 0, 0, "managed,external",
+      "managed: aegisd starts the MPS control daemon (pipe and log under the state directory); external: use a running one"),
+    P("mps_control_binary", mps_control_binary, 0, 0, "", "The MPS control tool (looked up on PATH)"),
+    P("mps_pipe_dir", mps_pipe_dir, 0, 0, "", "CUDA_MPS_PIPE_DIRECTORY (default: <state_dir>/mps/pipe)"),
+    P("mps_log_dir", mps_log_dir, 0, 0, "", "CUDA_MPS_LOG_DIRECTORY (default: <state_dir>/mps/log)"),
+    P("mps_thread_percentage", mps_thread_percentage, 0, 100, "",
+      "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE given to collocated jobs (0 = not set)"),
 };
 #undef P
 

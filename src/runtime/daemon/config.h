@@ -28,6 +28,13 @@ struct DaemonSettings {
   std::string durability = "full";        // full: fsync every commit; normal: survive crashes only
   std::string shim;                       // default: aegis-shim next to aegisd
   std::string learned_model;              // learned estimator weights (JSON); "" = off
+  std::string emulated_mig;               // emulated MIG layout, e.g. "0:3g.20gb,2g.10gb,1g.5gb,1g.5gb"
+  std::string sharing = "process";        // process | mps | auto
+  std::string mps_control = "managed";    // managed: aegisd starts the MPS control daemon; external
+  std::string mps_control_binary = "nvidia-cuda-mps-control";
+  std::string mps_pipe_dir;               // default: <state_dir>/mps/pipe
+  std::string mps_log_dir;                // default: <state_dir>/mps/log
+  std::int64_t mps_thread_percentage = 0; // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE for collocated jobs (0 = unset)
 };
 
 struct DaemonConfig {

@@ -19,6 +19,7 @@
 #include "runtime/job/job_json.h"
 #include "runtime/launch/attempt_dir.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/daemon/mps.h"
 
 extern char** environ;
 
@@ -91,6 +92,12 @@ Daemon::Daemon(DaemonConfig config, std::unique_ptr<GpuSource> gpus)
 
 static std::string signature_of(const DaemonJob& j) {
   return job_signature(j.request.command, j.request.workdir, j.request.gpus, j.request.tags);
+}
+
+std::size_t Daemon::running_jobs() const {
+  std::size_t n = 0;
+  for (const auto& [id, j] : active_) n += j.state == JobState::Running;
+  return n;
 }
 
 void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
@@ -329,7 +336,8 @@ std::vector<GpuView> Daemon::views() const {
     v.uuid = g.uuid;
     v.total_mib = g.status.total_mib;
     v.free_mib = g.status.free_mib;
-    v.process_count = static_cast<int>(g.status.processes.size());
+    v.process_count = 0;
+    for (const auto& p : g.status.processes) v.process_count += is_mps_server(static_cast<pid_t>(p.pid)) ? 0 : 1;
     v.level = g.status.level();
     v.window = g.window_copy;
     out.push_back(v);
@@ -453,6 +461,9 @@ void Daemon::launch(DaemonJob& job, const Launch& l, Seconds now) {
   std::string visible;
   for (const auto& u : job.current()->gpu_uuids) visible += (visible.empty() ? "" : ",") + u;
   spec.env["CUDA_VISIBLE_DEVICES"] = visible;
+  for (auto& [k, v] : mps_environment(cfg_.daemon, !l.alone, static_cast<int>(l.gpus.size()),
+                                      l.admitted_mib + cfg_.engine.memory_margin_mib))
+    spec.env[k] = v;
   spec.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   spec.env["AEGIS_JOB_ID"] = std::to_string(job.id);
   spec.kill_grace_s = cfg_.daemon.kill_grace_s;

@@ -61,6 +61,7 @@ class Daemon {
   const DaemonStats& stats() const { return stats_; }
   std::string metrics_text() const;  // Prometheus text format
   std::size_t active_jobs() const { return active_.size(); }
+  std::size_t running_jobs() const;
 
  private:
   struct Gpu {

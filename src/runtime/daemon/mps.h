@@ -1,0 +1,32 @@
+// MPS for aegisd: deciding whether to use it, starting NVIDIA's MPS control daemon when
+// aegisd manages it, and the environment a job gets to run as an MPS client. aegisd never
+// changes a GPU's compute mode or MIG layout; it only reads them (docs/sharing.md).
+#pragma once
+#include <map>
+#include <string>
+#include <sys/types.h>
+
+#include "core/units.h"
+#include "runtime/daemon/config.h"
+
+namespace aegis {
+
+// Resolves `sharing = "auto"` (MPS when the control tool is on PATH or an external control
+// daemon's pipe exists), fills the default pipe and log directories, and, for managed MPS,
+// starts the control daemon unless one already runs there. Throws ConfigError with what
+// is missing when MPS is asked for and cannot be had.
+void setup_mps(DaemonSettings& s);
+
+// Stops the control daemon aegisd started, when no job runs (clients would lose it).
+void stop_mps(const DaemonSettings& s);
+
+// The environment of a job attempt under MPS: the pipe directory, and for a job placed
+// next to others its memory limit on each of its `ngpus` devices (admitted + margin) and
+// the optional SM share.
+std::map<std::string, std::string> mps_environment(const DaemonSettings& s, bool collocated, int ngpus,
+                                                   MiB limit_mib);
+
+// True for NVIDIA's MPS server processes, which hold GPU memory but are not jobs.
+bool is_mps_server(pid_t pid);
+
+}  // namespace aegis

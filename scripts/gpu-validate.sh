@@ -144,9 +144,12 @@ elapsed() { echo $(( $(date +%s) - T_START )); }
 
 # Engine settings of both runs, recorded for compare.py, which replays with the same ones.
 # The jobs last about 30 s instead of hours, so the published 30 s observation window and
-# 30-sample telemetry window are scaled down to 10 s and 10 samples; the rest is the policy's.
+# 30-sample telemetry window are scaled down to 10 s and 10 samples. The estimator is pinned
+# to none (estimator-free AEGIS), which the simulator's policy uses and aegisd's "auto"
+# chain would not. The rest is the policy's.
 HZ=$(awk -v s="$SCALE" 'BEGIN { printf "%g", 1 / s }')
 ENGINE=(
+  "estimator=none"
   "observation_window_s=$(scaled 10)"
   "observation_max_wait_s=$(scaled 60)"
   "telemetry_window_samples=10"
@@ -261,7 +264,10 @@ trace_phase() {
       echo "nvml_library = \"$NVML\""
     fi
     echo "[engine]"
-    for kv in "${ENGINE[@]}"; do echo "${kv%%=*} = ${kv#*=}"; done
+    for kv in "${ENGINE[@]}"; do
+      v=${kv#*=}
+      if [[ "$v" =~ ^[0-9.]+$ ]]; then echo "${kv%%=*} = $v"; else echo "${kv%%=*} = \"$v\""; fi
+    done
   } > "$d/aegisd.toml"
   # A fresh emulated GPU per run: no memory left over from the previous one.
   if [ "$MODE" = emulated ]; then rm -f "$AEGIS_EMULATED_STATE"; fi

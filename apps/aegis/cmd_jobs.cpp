@@ -24,7 +24,8 @@ namespace {
 
 using nlohmann::json;
 
-std::string g_socket;  // --socket, shared by every job command
+std::string g_socket;                 // --socket, shared by every job command
+std::vector<std::string> g_command;  // what followed `--`
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -115,6 +116,7 @@ api::JobRequest build_request(const SubmitArgs& a) {
       if (!api::validate(probe)) r.env.insert(*probe.env.begin());
     }
   }
+  if (!g_command.empty()) r.command = g_command;
   if (!a.command.empty()) r.command = a.command;
   if (r.command.empty()) throw ClientError("submit: no command; usage: aegis submit [options] -- COMMAND [ARGS...]");
   if (a.gpus > 0) r.gpus = a.gpus;
@@ -156,6 +158,8 @@ api::JobRequest build_request(const SubmitArgs& a) {
 
 }  // namespace
 
+void set_job_command(std::vector<std::string> command) { g_command = std::move(command); }
+
 void add_job_commands(CLI::App& app) {
   app.add_option("--socket", g_socket, "aegisd's socket (default: $AEGIS_SOCKET, else /run/aegis/aegisd.sock)");
 
@@ -168,10 +172,15 @@ void add_job_commands(CLI::App& app) {
   submit->add_option("--spec", sa.spec, "YAML job spec (docs/api.md); flags override its fields");
   submit->add_option("--model-spec", sa.model_spec,
                      "Model features for the learned memory estimator (JSON from scripts/model_spec.py)");
-  submit->add_option("--env", sa.env, "Set NAME=VALUE in the job's environment (repeatable)");
-  submit->add_option("--tag", sa.tags, "Label the job (repeatable)");
+  // One value per occurrence: `--env A=1 -- cmd --opt` must leave `--opt` to the command.
+  submit->add_option("--env", sa.env, "Set NAME=VALUE in the job's environment (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  submit->add_option("--tag", sa.tags, "Label the job (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   submit->add_option("--workdir", sa.workdir, "Working directory (default: the current one)");
-  submit->add_option("command", sa.command, "The command, after --")->expected(-1);
+  submit->add_option("command", sa.command, "The command (put it after --)")->expected(-1);
   submit->callback([] {
     const auto r = build_request(sa);
     const auto reply = call(socket_path(g_socket), {{"op", "submit"}, {"job", json::parse(api::to_json(r))}});

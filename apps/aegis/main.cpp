@@ -1,6 +1,9 @@
 // aegis: the command-line tool. `aegis sim` replays traces through the scheduling engine;
 // `aegis config` and `aegis policies` show what the engine will do and with which numbers.
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 #include <fmt/format.h>
 
 #include "apps/aegis/client.h"
@@ -11,6 +14,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"aegis: share a server's GPUs between training jobs safely (talks to aegisd), and simulate policies"};
+  app.name("aegis");
   app.require_subcommand(1);
   app.set_version_flag("--version", "aegis 0.1.0");
   aegis::cli::add_sim(app);
@@ -19,8 +23,17 @@ int main(int argc, char** argv) {
   aegis::cli::add_calibrate(app);
   aegis::cli::add_job_commands(app);
   aegis::cli::add_estimate(app);
+  // Everything after the first `--` is the job's command, untouched: CLI11 would otherwise
+  // end a repeatable option's values at `--` and read the command's own options as ours.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const auto dashes = std::find(args.begin(), args.end(), "--");
+  if (dashes != args.end()) {
+    aegis::cli::set_job_command(std::vector<std::string>(dashes + 1, args.end()));
+    args.erase(dashes, args.end());
+  }
+  std::reverse(args.begin(), args.end());  // CLI11 takes the arguments last first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
     fmt::print(stderr, "aegis: error: {}\n", e.what());

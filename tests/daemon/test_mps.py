@@ -1,0 +1,56 @@
+"""MPS on emulated GPUs: aegisd starts the (emulated) MPS control daemon, gives collocated
+jobs their memory limit, and a job that outgrows its declared memory dies alone at its
+limit while its neighbours finish; it then recovers through the ladder.
+Usage: test_mps.py BUILD_DIR
+"""
+import os
+import sys
+import time
+
+from harness import Daemon, fail
+
+
+def main(build):
+    build = os.path.abspath(build)
+    control = os.path.join(build, "apps/aegis-fakejob/mps-bin/nvidia-cuda-mps-control")
+    if not os.path.exists(control):
+        fail("emulated MPS control not built: " + control)
+    d = Daemon(build, gpus="1x40960", settings={"sharing": "mps", "mps_control": "managed",
+                                                 "mps_control_binary": control, "observation_window_s": 1.0,
+                                                 "telemetry_sample_hz": 4.0, "telemetry_window_samples": 4})
+    try:
+        d.start()
+        pipe = os.path.join(d.state, "mps", "pipe")
+        if not os.path.exists(os.path.join(pipe, "control")):
+            fail("aegisd did not start the MPS control daemon in " + pipe)
+        job = lambda name, declared, uses, secs: d.submit(
+            "--name", name, "--mem", declared, "--", d.fakejob, "--mem", str(uses), "--smact", "0.2",
+            "--seconds", str(secs), "--startup", "0.3", "--ramp", "1")
+        a = job("neighbour-a", "9000", 8000, 12)
+        time.sleep(2)
+        b = job("neighbour-b", "9000", 8000, 12)
+        time.sleep(2)
+        c = job("culprit", "3000", 9000, 3)  # says 3000 MiB, uses 9000
+        d.wait_all_final([a, b, c], timeout=120)
+        A, B, C = (d.show(i) for i in (a, b, c))
+        for n in (A, B):
+            log = n["attempt_log"]
+            if n["state"] != "completed" or len(log) != 1:
+                fail(f"neighbour {n['name']} was hurt: {[(x['outcome'], x['detail']) for x in log]}")
+        first = C["attempt_log"][0]
+        if first["outcome"] != "oom":
+            fail("the culprit did not die at its MPS limit: " + str(first))
+        if C["state"] != "completed":
+            fail("the culprit did not recover: " + C["state"])
+        env = C["request"]["env"]
+        print(f"OK: culprit died alone ({first['detail'][:80]}...), neighbours finished, culprit recovered "
+              f"in {len(C['attempt_log'])} attempts")
+        d.stop()
+        if os.path.exists(os.path.join(pipe, "control")):
+            fail("the managed MPS control daemon was left running with no job")
+    finally:
+        d.cleanup()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

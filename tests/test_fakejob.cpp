@@ -1,5 +1,6 @@
 // aegis-fakejob as the daemon runs it: memory that shows while it runs, the PyTorch OOM
-// message and status, slowdown next to a heavy co-runner, release on SIGTERM.
+// message and status, slowdown next to a heavy co-runner, release on SIGTERM; on MIG
+// instances; as an MPS client (memory limits, thread percentage, the control daemon).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "runtime/gpu/emulated/device_ids.h"
 #include "runtime/gpu/emulated/state.h"
 #include "tests/test_util.h"
 
@@ -67,8 +69,9 @@ class FakeJob : public ::testing::Test {
     std::remove(state_path_.c_str());
   }
 
-  // Starts aegis-fakejob with `args`, CUDA_VISIBLE_DEVICES set to `visible` unless null.
-  Job start(const std::vector<std::string>& args, const char* visible = nullptr) {
+  // Starts aegis-fakejob with `args`, CUDA_VISIBLE_DEVICES set to `visible` unless null,
+  // and the variables `env` ("NAME=value") added to its environment.
+  Job start(const std::vector<std::string>& args, const char* visible = nullptr, std::vector<std::string> env = {}) {
     Job j;
     j.out = test::temp_path("job" + std::to_string(jobs_.size()) + ".out");
     j.err = test::temp_path("job" + std::to_string(jobs_.size()) + ".err");
@@ -83,7 +86,11 @@ class FakeJob : public ::testing::Test {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, j.out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&fa, 2, j.err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&j.pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) j.pid = -1;
+    for (char** e = environ; *e; ++e) env.push_back(*e);  // after `env`: the first of a name wins
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    if (posix_spawn(&j.pid, argv[0], &fa, nullptr, argv.data(), envp.data()) != 0) j.pid = -1;
     posix_spawn_file_actions_destroy(&fa);
     jobs_.push_back(j);
     return j;
@@ -216,6 +223,135 @@ TEST_F(FakeJob, BadSetupExitsTwoWithOneLine) {
   auto m = start({"--mem", "500", "--smact", "0.5", "--seconds", "1"});
   EXPECT_EQ(wait(m), 2);
   EXPECT_EQ(slurp(m.err), "aegis-fakejob: AEGIS_EMULATED_STATE is not set: no emulated GPUs to run on\n");
+}
+
+// --- MIG ------------------------------------------------------------------------------
+
+// GPU 0 cut into 4g.5gb, 2g.2gb and 1g.1gb instances; GPU 1 whole.
+class FakeJobMig : public FakeJob {
+ protected:
+  void SetUp() override {
+    FakeJob::SetUp();
+    std::string error;
+    const auto layout = emu::parse_mig_layout("0:4g.5gb,2g.2gb,1g.1gb", &error);
+    ASSERT_TRUE(layout && state_->set_mig(*layout, &error)) << error;
+  }
+};
+
+TEST_F(FakeJobMig, JobOnAMigUuidRunsOnTheInstance) {
+  const int two_g = emu::mig_device(0, 1);
+  auto j = start({"--mem", "1500", "--smact", "0.5", "--seconds", "0.4", "--startup", "0"},
+                 emu::emulated_mig_uuid(0, 1).c_str());
+  ASSERT_GT(j.pid, 0);
+  ASSERT_TRUE(wait_held(two_g, j.pid, 1500));
+  EXPECT_EQ(state_->read(0).used_mib, 1500);  // its GPU holds what its instances hold
+  EXPECT_EQ(state_->read(emu::mig_device(0, 0)).used_mib, 0);
+  // On 2 of 7 slices a job busy 0.6 of its time runs at 1 / (0.4 + 0.6 * 7/2) = 0.4, the
+  // simulator's rule; the instance shows 0.5 * 0.4 / (2/7) = 0.7 SM activity.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_NEAR(state_->read(two_g).activity.smact, 0.7, 1e-9);
+  EXPECT_EQ(wait(j), 0) << slurp(j.err);
+  EXPECT_NEAR(wall_of(slurp(j.out)), 1.0, 0.15) << slurp(j.out);
+  EXPECT_EQ(state_->read(0).used_mib, 0);
+}
+
+TEST_F(FakeJobMig, InstanceMemoryLimitsTheJob) {
+  // The GPU has 10000 MiB free, its 2g.2gb instance 2048: CUDA sees the instance only.
+  auto j = start({"--mem", "3000", "--smact", "0.5", "--seconds", "1", "--startup", "0"},
+                 emu::emulated_mig_uuid(0, 1).c_str());
+  EXPECT_EQ(wait(j), 1);
+  EXPECT_EQ(slurp(j.err),
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3000 MiB (GPU 0; 2048 MiB total capacity; "
+            "2048 MiB free)\n");
+  // Named by its index (or UUID), a GPU in MIG mode gives its first instance, as in CUDA;
+  // and a process sees one MIG instance only: the 1g.1gb listed second stays invisible.
+  auto k = start({"--mem", "4000", "--smact", "0.1", "--seconds", "0.3", "--startup", "0"},
+                 ("0," + emu::emulated_mig_uuid(0, 2)).c_str());
+  ASSERT_TRUE(wait_held(emu::mig_device(0, 0), k.pid, 4000));
+  EXPECT_EQ(held(emu::mig_device(0, 2), k.pid), 0);
+  EXPECT_EQ(wait(k), 0) << slurp(k.err);
+  // CUDA 11's form, MIG-GPU-<uuid>/<GPU instance id>/<compute instance id>: the 1g.1gb.
+  auto l = start({"--mem", "2000", "--smact", "0.1", "--seconds", "0.1", "--startup", "0"},
+                 "MIG-GPU-aeg15000-0000-0000-0000-000000000000/3/0");
+  EXPECT_EQ(wait(l), 1);
+  EXPECT_NE(slurp(l.err).find("(GPU 0; 1024 MiB total capacity; 1024 MiB free)"), std::string::npos) << slurp(l.err);
+  auto m = start({"--mem", "100", "--smact", "0.1", "--seconds", "0.1"}, "MIG-aeg15000-0000-0000-0000-000000000100");
+  EXPECT_EQ(wait(m), 2);
+  EXPECT_NE(slurp(m.err).find("names no emulated GPU"), std::string::npos) << slurp(m.err);
+}
+
+// --- MPS ------------------------------------------------------------------------------
+
+// A job past its CUDA_MPS_PINNED_DEVICE_MEM_LIMIT dies as of OOM although the GPU has
+// room; its neighbour on the GPU is not disturbed.
+TEST_F(FakeJob, MpsMemoryLimitIsAnOom) {
+  auto n = start({"--mem", "3000", "--smact", "0.3", "--seconds", "1", "--startup", "0"}, "1",
+                 {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4G"});
+  ASSERT_TRUE(wait_held(1, n.pid, 3000));
+  auto j = start({"--mem", "2000", "--smact", "0.5", "--seconds", "1", "--startup", "0"}, "0,1",
+                 {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4G,1=1000M"});
+  EXPECT_EQ(wait(j), 1);
+  EXPECT_EQ(slurp(j.err),
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2000 MiB (GPU 1; 1000 MiB total capacity; "
+            "1000 MiB free)\n");
+  EXPECT_EQ(state_->read(0).used_mib, 0);  // what it held on GPU 0 is given back
+  auto k = start({"--mem", "600", "--smact", "0.5", "--seconds", "0.2", "--startup", "0", "--ramp", "0.1"}, "1",
+                 {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=500M"});  // one limit for every device; fails mid-ramp
+  EXPECT_EQ(wait(k), 1);
+  EXPECT_NE(slurp(k.err).find("(GPU 0; 500 MiB total capacity; 20 MiB free)"), std::string::npos) << slurp(k.err);
+  EXPECT_EQ(wait(n), 0) << slurp(n.err);
+  EXPECT_NEAR(wall_of(slurp(n.out)), 1.0, 0.15);
+  auto bad = start({"--mem", "100", "--smact", "0.1", "--seconds", "0.1"}, "0", {"CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=100"});
+  EXPECT_EQ(wait(bad), 2);
+  EXPECT_NE(slurp(bad.err).find("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: '100' is not a limit"), std::string::npos);
+}
+
+// An MPS client with half the threads: 1 / (0.4 + 0.6 / 0.5) = 0.625 of its speed, and the
+// SM activity that goes with it.
+TEST_F(FakeJob, MpsThreadPercentageSlowsTheJob) {
+  auto j = start({"--mem", "100", "--smact", "0.5", "--seconds", "0.5", "--startup", "0"}, "0",
+                 {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50"});
+  ASSERT_TRUE(wait_held(0, j.pid, 100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_NEAR(state_->read(0).activity.smact, 0.5 * 0.625, 1e-9);
+  EXPECT_EQ(wait(j), 0) << slurp(j.err);
+  EXPECT_NEAR(wall_of(slurp(j.out)), 0.8, 0.12) << slurp(j.out);
+}
+
+// The MPS client connects to the control daemon named by CUDA_MPS_PIPE_DIRECTORY, which the
+// emulated nvidia-cuda-mps-control starts (-d) and stops (quit on its stdin).
+TEST_F(FakeJob, MpsClientNeedsTheControlDaemon) {
+  // Built next to the fake job, in a directory of its own (apps/aegis-fakejob/CMakeLists.txt).
+  const std::string dir = test::temp_path("mps"), fakejob = AEGIS_FAKEJOB;
+  const std::string tool = fakejob.substr(0, fakejob.rfind('/')) + "/mps-bin/nvidia-cuda-mps-control";
+  const std::string env = "CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe CUDA_MPS_LOG_DIRECTORY=" + dir + "/log ";
+  const std::vector<std::string> args{"--mem", "100", "--smact", "0.2", "--seconds", "0.1", "--startup", "0"};
+  auto j = start(args, "0", {"CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe"});
+  EXPECT_EQ(wait(j), 1);
+  EXPECT_NE(slurp(j.err).find("RuntimeError: CUDA error: MPS client failed to connect to the MPS control daemon"),
+            std::string::npos)
+      << slurp(j.err);
+  EXPECT_EQ(state_->read(0).process_count, 0);  // it failed before its first allocation
+
+  struct Stop {  // whatever fails below, no daemon outlives the test
+    std::string quit, dir;
+    ~Stop() {
+      if (access((dir + "/pipe/control").c_str(), F_OK) == 0) (void)!std::system(quit.c_str());
+      (void)!std::system(("rm -rf '" + dir + "'").c_str());
+    }
+  } stop{"echo quit | " + env + tool + " 2>/dev/null", dir};
+  ASSERT_EQ(std::system((env + tool + " -d").c_str()), 0);
+  EXPECT_NE(std::system((env + tool + " -d 2>/dev/null").c_str()), 0);  // one daemon per pipe directory
+  auto k = start(args, "0", {"CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe"});
+  const pid_t client = k.pid;
+  EXPECT_EQ(wait(k), 0) << slurp(k.err);
+  EXPECT_NE(slurp(dir + "/log/control.log").find("NEW CLIENT " + std::to_string(client) + " from user"), std::string::npos)
+      << slurp(dir + "/log/control.log");
+  ASSERT_EQ(std::system(stop.quit.c_str()), 0);
+  EXPECT_NE(access((dir + "/pipe/control").c_str(), F_OK), 0);  // it cleans up as it goes
+  EXPECT_NE(slurp(dir + "/log/control.log").find("Received quit command"), std::string::npos);
+  auto m = start(args, "0", {"CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe"});
+  EXPECT_EQ(wait(m), 1);
 }
 
 }  // namespace

@@ -130,5 +130,29 @@ TEST(PressureFilter, CarmaThresholds) {
   EXPECT_EQ(w.tick(test::engine("carma")).launches.size(), 1u);
 }
 
+TEST(MigSingleGpu, MultiGpuJobsOnlyOnWholeGpus) {
+  // GPUs 0-2 are MIG instances, 3 and 4 whole GPUs: a 2-GPU job takes the whole ones,
+  // a 1-GPU job may take an instance.
+  const Engine e = test::engine("aegis");
+  World w(5);
+  for (int g = 0; g < 3; ++g) w.gpus[g].mig_instance = true;
+  w.main_queue.push_back(test::job(1, 2));
+  auto d = w.tick(e);
+  ASSERT_EQ(d.launches.size(), 1u);
+  EXPECT_EQ(d.launches[0].gpus, (std::vector<int>{3, 4}));
+  // With only one whole GPU the 2-GPU job waits, and the reason names the rule.
+  World only(3);
+  for (int g = 0; g < 2; ++g) only.gpus[g].mig_instance = true;
+  only.main_queue.push_back(test::job(1, 2));
+  d = only.tick(e);
+  EXPECT_TRUE(d.launches.empty());
+  ASSERT_TRUE(d.blocked.has_value());
+  EXPECT_NE(d.blocked->reason.find("mig-single-gpu"), std::string::npos) << d.blocked->reason;
+  World single(2);
+  single.gpus[0].mig_instance = single.gpus[1].mig_instance = true;
+  single.main_queue.push_back(test::job(1, 1));
+  EXPECT_EQ(single.tick(e).launches.size(), 1u);
+}
+
 }  // namespace
 }  // namespace aegis

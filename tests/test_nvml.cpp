@@ -1,6 +1,6 @@
 // The NVML loader against the emulated library (exactly the code path of the real driver),
 // and the emulated GPUs' rules: memory, processes, activity, telemetry levels, OOM, killed
-// processes, the INSUFFICIENT_SIZE retry, energy.
+// processes, the INSUFFICIENT_SIZE retry, energy, MIG instances.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "runtime/gpu/emulated/device_ids.h"
 #include "runtime/gpu/emulated/state.h"
 #include "runtime/gpu/emulated/state_layout.h"
 #include "runtime/gpu/gpu_source.h"
@@ -35,11 +36,13 @@ class EmulatedGpus : public ::testing::Test {
     std::remove(state_path_.c_str());
     setenv("AEGIS_EMULATED_STATE", state_path_.c_str(), 1);
     setenv("AEGIS_EMULATED_GPUS", "3x40960", 1);
-    for (const char* v : {"AEGIS_EMULATED_GPM", "AEGIS_EMULATED_PROCESS_API", "AEGIS_EMULATED_PROCESS_MEMORY"}) unsetenv(v);
+    for (const char* v : {"AEGIS_EMULATED_GPM", "AEGIS_EMULATED_PROCESS_API", "AEGIS_EMULATED_PROCESS_MEMORY",
+                          "AEGIS_EMULATED_MIG"})
+      unsetenv(v);
   }
   void TearDown() override {
     for (const char* v : {"AEGIS_EMULATED_STATE", "AEGIS_EMULATED_GPUS", "AEGIS_EMULATED_GPM", "AEGIS_EMULATED_PROCESS_API",
-                          "AEGIS_EMULATED_PROCESS_MEMORY"})
+                          "AEGIS_EMULATED_PROCESS_MEMORY", "AEGIS_EMULATED_MIG"})
       unsetenv(v);
     std::remove(state_path_.c_str());
   }
@@ -65,7 +68,8 @@ std::uint32_t self() { return static_cast<std::uint32_t>(getpid()); }
 
 void pause_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-// Forks a child that allocates `mib` on `gpu` as itself, tells the parent, and waits to be killed.
+// Forks a child that allocates `mib` on `gpu` (a device id) as itself, tells the parent, and
+// waits to be killed.
 pid_t spawn_holder(const std::string& path, int gpu, MiB mib) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
@@ -330,6 +334,197 @@ TEST_F(EmulatedGpus, EnergyIncreasesWithTime) {
   const auto g = src->sample()[0];
   EXPECT_GE(*g.energy_j - e1, 400 * 0.1 - 0.002);  // full SM activity: 400 W
   EXPECT_DOUBLE_EQ(*g.power_w, 400);
+}
+
+// --- MIG ------------------------------------------------------------------------------
+
+constexpr const char* kLayout = "0:3g.20gb,2g.10gb,1g.5gb,1g.5gb;2:7g.40gb";
+
+TEST_F(EmulatedGpus, MigInstancesAreListedInsteadOfTheirGpu) {
+  setenv("AEGIS_EMULATED_MIG", kLayout, 1);
+  auto src = open();
+  ASSERT_TRUE(src);
+  const auto devs = src->sample();
+  ASSERT_EQ(devs.size(), 6u);  // 4 instances of GPU 0, GPU 1 whole, 1 instance of GPU 2
+  struct Want {
+    int index;
+    std::string uuid, parent, profile;
+    MiB total;
+  };
+  const std::string gpu0 = "GPU-aeg15000-0000-0000-0000-000000000000", gpu2 = "GPU-aeg15000-0000-0000-0000-000000000002";
+  const Want want[] = {
+      {0, "MIG-aeg15000-0000-0000-0000-000000000000", gpu0, "3g.20gb", 20480},
+      {0, "MIG-aeg15000-0000-0000-0000-000000000001", gpu0, "2g.10gb", 10240},
+      {0, "MIG-aeg15000-0000-0000-0000-000000000002", gpu0, "1g.5gb", 5120},
+      {0, "MIG-aeg15000-0000-0000-0000-000000000003", gpu0, "1g.5gb", 5120},
+      {1, "GPU-aeg15000-0000-0000-0000-000000000001", "", "", 40960},
+      {2, "MIG-aeg15000-0000-0000-0000-000000000200", gpu2, "7g.40gb", 40960},
+  };
+  for (std::size_t i = 0; i < devs.size(); ++i) {
+    SCOPED_TRACE("device " + std::to_string(i));
+    const auto& d = devs[i];
+    EXPECT_EQ(d.index, want[i].index);
+    EXPECT_EQ(d.uuid, want[i].uuid);
+    EXPECT_EQ(d.parent_uuid, want[i].parent);
+    EXPECT_EQ(d.mig_profile, want[i].profile);
+    EXPECT_EQ(d.total_mib, want[i].total);
+    EXPECT_EQ(d.free_mib, want[i].total);
+    EXPECT_FALSE(d.mig_enabled);
+    const bool mig = !want[i].profile.empty();
+    if (mig) {
+      EXPECT_EQ(d.name, "Aegis Emulated GPU 40960 MiB MIG " + want[i].profile);
+    }
+    EXPECT_EQ(d.util.has_value(), !mig);  // no utilisation counter on a MIG device
+    EXPECT_EQ(d.power_w.has_value(), !mig);  // the whole GPU's, not copied to its instances
+    EXPECT_EQ(d.energy_j.has_value(), !mig);
+  }
+  EXPECT_NE(src->describe().find(", 3 GPUs, GPM: yes, MIG on GPU 0 (4 instances), MIG on GPU 2 (1 instance)"),
+            std::string::npos)
+      << src->describe();
+}
+
+TEST_F(EmulatedGpus, MigInstanceMemoryIsItsOwn) {
+  setenv("AEGIS_EMULATED_MIG", kLayout, 1);
+  auto src = open();
+  auto c = client();
+  ASSERT_TRUE(src && c);
+  const int small = emu::mig_device(0, 2);  // 1g.5gb
+  MiB free = 0;
+  EXPECT_FALSE(c->allocate(0, self(), 100));  // a GPU in MIG mode is no CUDA device
+  ASSERT_TRUE(c->allocate(small, self(), 5000, &free));
+  EXPECT_EQ(free, 120);
+  // The GPU as a whole has 35 GiB free, the instance 120 MiB: the instance decides.
+  EXPECT_FALSE(c->allocate(small, self(), 121, &free));
+  EXPECT_EQ(free, 120);
+  EXPECT_EQ(c->read(0).total_mib - c->read(0).used_mib, 40960 - 5000);
+  EXPECT_TRUE(c->allocate(emu::mig_device(0, 3), self(), 5120));  // its neighbour is untouched
+  EXPECT_FALSE(c->allocate(emu::mig_device(0, 4), self(), 1));      // an empty slot
+  const auto devs = src->sample();
+  EXPECT_EQ(devs[2].used_mib, 5000);
+  EXPECT_EQ(devs[2].free_mib, 120);
+  EXPECT_EQ(devs[3].used_mib, 5120);
+  EXPECT_EQ(devs[0].used_mib, 0);
+}
+
+TEST_F(EmulatedGpus, MigProcessAppearsOnlyOnItsInstance) {
+  setenv("AEGIS_EMULATED_MIG", kLayout, 1);
+  for (const char* api : {"3", "1"}) {
+    SCOPED_TRACE(std::string("process API v") + api);
+    setenv("AEGIS_EMULATED_PROCESS_API", api, 1);
+    auto src = open();
+    ASSERT_TRUE(src);
+    const pid_t p = spawn_holder(state_path_, emu::mig_device(0, 1), 700);
+    ASSERT_GT(p, 0);
+    const auto devs = src->sample();
+    for (std::size_t i = 0; i < devs.size(); ++i) {
+      if (i != 1) {
+        EXPECT_TRUE(devs[i].processes.empty()) << "device " << i;
+        continue;
+      }
+      ASSERT_EQ(devs[i].processes.size(), 1u);
+      EXPECT_EQ(devs[i].processes[0].pid, static_cast<std::uint32_t>(p));
+      EXPECT_EQ(devs[i].processes[0].used_mib, 700);
+    }
+    kill_and_reap(p);
+    EXPECT_TRUE(src->sample()[1].processes.empty());
+  }
+}
+
+// GPM per instance (nvmlGpmMigSampleGet): activity relative to the instance's own SMs.
+TEST_F(EmulatedGpus, MigInstanceActivityIsScaledToItsShare) {
+  setenv("AEGIS_EMULATED_MIG", kLayout, 1);
+  auto src = open();
+  auto c = client();
+  ASSERT_TRUE(src && c);
+  ASSERT_TRUE(c->set_activity(emu::mig_device(0, 0), self(), {0.3, 0.2, 0.6, 0.4}));  // 3g: 3/7 of the SMs
+  src->sample();
+  pause_ms(30);
+  const auto g = src->sample()[0];
+  EXPECT_EQ(g.level(), TelemetryLevel::Full);
+  EXPECT_NEAR(*g.smact, 0.7, 1e-6);
+  EXPECT_NEAR(*g.smocc, 0.2 * 7 / 3, 1e-6);
+  EXPECT_NEAR(*g.drama, 1.0, 1e-6);  // 1.4, capped
+  EXPECT_FALSE(g.util);
+  EXPECT_EQ(*src->sample()[1].smact, 0);  // the 2g instance next to it is idle
+  EXPECT_NEAR(c->read(0).power_w, 50 + 350 * 0.3, 1e-9);  // the GPU's power: its SMs as a whole
+}
+
+TEST_F(EmulatedGpus, MigWithoutGpmIsMemoryOnly) {
+  setenv("AEGIS_EMULATED_MIG", kLayout, 1);
+  setenv("AEGIS_EMULATED_GPM", "0", 1);
+  auto src = open();
+  ASSERT_TRUE(src);
+  src->sample();
+  const auto devs = src->sample();
+  EXPECT_EQ(devs[0].level(), TelemetryLevel::MemoryOnly);
+  EXPECT_EQ(devs[4].level(), TelemetryLevel::Coarse);  // GPU 1, whole
+}
+
+TEST_F(EmulatedGpus, MigModeWithoutInstancesListsNothing) {
+  setenv("AEGIS_EMULATED_MIG", "1:", 1);
+  auto src = open();
+  ASSERT_TRUE(src);
+  const auto devs = src->sample();
+  ASSERT_EQ(devs.size(), 2u);
+  EXPECT_EQ(devs[1].index, 2);
+  EXPECT_NE(src->describe().find("MIG on GPU 1 (no instances)"), std::string::npos) << src->describe();
+}
+
+TEST_F(EmulatedGpus, MigLayoutPersistsAndChanges) {
+  auto c = client();  // holds the file, as a running job does
+  {
+    setenv("AEGIS_EMULATED_MIG", kLayout, 1);
+    auto src = open();
+    ASSERT_TRUE(src && c);
+    ASSERT_TRUE(c->allocate(emu::mig_device(2, 0), self(), 1000));
+  }
+  // A reader that only names the state (aegis-gpu-query, a job) sees the layout as it is.
+  unsetenv("AEGIS_EMULATED_MIG");
+  unsetenv("AEGIS_EMULATED_GPUS");
+  {
+    auto src = open();
+    ASSERT_TRUE(src);
+    EXPECT_EQ(src->sample().size(), 6u);
+    EXPECT_EQ(c->read(emu::mig_device(2, 0)).used_mib, 1000);
+  }
+  // A new layout for GPU 2 starts it afresh; GPU 0's stays, with what runs there.
+  ASSERT_TRUE(c->allocate(emu::mig_device(0, 1), self(), 10));
+  setenv("AEGIS_EMULATED_MIG", "0:3g.20gb,2g.10gb,1g.5gb,1g.5gb;2:4g.20gb,3g.20gb", 1);
+  {
+    auto src = open();
+    ASSERT_TRUE(src);
+    EXPECT_EQ(src->sample().size(), 7u);
+    EXPECT_EQ(c->read(emu::mig_device(0, 1)).used_mib, 10);
+    EXPECT_EQ(c->read(emu::mig_device(2, 0)).used_mib, 0);
+  }
+  // A machine description without a layout turns MIG off.
+  unsetenv("AEGIS_EMULATED_MIG");
+  setenv("AEGIS_EMULATED_GPUS", "3x40960", 1);
+  auto src = open();
+  ASSERT_TRUE(src);
+  EXPECT_EQ(src->sample().size(), 3u);
+  EXPECT_EQ(c->read(0).used_mib, 0);
+}
+
+TEST_F(EmulatedGpus, BadMigLayoutsFailInit) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"0:4g.20gb,4g.20gb", "GPU 0: its instances use 8 SM slices; a GPU has 7"},
+      {"0:7g.80gb", "GPU 0: its instances need 81920 MiB; it has 40960"},
+      {"3:1g.5gb", "GPU 3 does not exist (there are 3 GPUs)"},
+      {"0:3g.20", "'0:3g.20' has '3g.20', not a MIG profile like 3g.20gb"},
+      {"0:8g.5gb", "has '8g.5gb', not a MIG profile"},
+      {"x:1g.5gb", "'x:1g.5gb' does not start with a GPU index and ':'"},
+      {"0:1g.5gb;0:1g.5gb", "lists GPU 0 again"},
+  };
+  for (const auto& [layout, why] : bad) {
+    SCOPED_TRACE(layout);
+    setenv("AEGIS_EMULATED_MIG", layout, 1);
+    std::string error;
+    EXPECT_FALSE(open_nvml(kLibrary, &error));
+    EXPECT_NE(error.find("failed to initialise: emulated driver: AEGIS_EMULATED_MIG"), std::string::npos) << error;
+    EXPECT_NE(error.find(why), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos);
+  }
 }
 
 }  // namespace

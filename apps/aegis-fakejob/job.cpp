@@ -6,8 +6,8 @@
 #include <ctime>
 #include <string>
 
-#include "sim/models/interference.h"
 #include "sim/sim_config.h"
+#include "speed_model.h"
 
 namespace aegis::fakejob {
 
@@ -36,24 +36,46 @@ Clock::time_point after(Clock::time_point t, double seconds) {
   return t + std::chrono::duration_cast<Clock::duration>(Dur(seconds));
 }
 
-std::string gpu_list(const std::vector<int>& gpus) {
+std::string device_list(emu::State& state, const std::vector<JobDevice>& devices) {
   std::string s;
-  for (int g : gpus) s += (s.empty() ? "" : ",") + std::to_string(g);
+  for (const auto& d : devices) {
+    s += (s.empty() ? "" : ",") + std::to_string(emu::gpu_of(d.id));
+    if (emu::is_mig_device(d.id)) s += " MIG " + state.device(d.id).profile;
+  }
   return s;
+}
+
+// What CUDA reports when an allocation fails, as PyTorch prints it. Under an MPS memory
+// limit the client sees the limit as the device's capacity.
+void print_oom(emu::State& state, const JobDevice& d, std::size_t ordinal, MiB chunk, MiB held, MiB device_free) {
+  MiB total = state.read(d.id).total_mib, free = device_free;
+  if (d.mps_limit) {
+    total = std::min(total, *d.mps_limit);
+    free = std::clamp(*d.mps_limit - held, MiB{0}, free);
+  }
+  std::fprintf(stderr,
+               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %lld MiB (GPU %zu; %lld MiB total "
+               "capacity; %lld MiB free)\n",
+               static_cast<long long>(chunk), ordinal, static_cast<long long>(total), static_cast<long long>(free));
 }
 
 }  // namespace
 
-int run_job(emu::State& state, const Options& o, const std::vector<int>& gpus, std::uint32_t pid,
-            const volatile std::sig_atomic_t& stop) {
+int run_job(emu::State& state, const Options& o, const std::vector<JobDevice>& devices, const MpsSettings& mps,
+            std::uint32_t pid, const volatile std::sig_atomic_t& stop) {
   const SimConfig sim;
   const InterferenceModel model{sim.interference_util_coeff, sim.interference_dram_coeff};
-  const ActivityProfile self{o.activity.util, o.activity.drama};
 
   if (!sleep_until(after(Clock::now(), o.startup_s), stop)) return 128 + stop;
+  // CUDA connects to the MPS control daemon at its first call; the text is cudaErrorMpsConnectionFailed's.
+  if (!mps.pipe_dir.empty() && !connect_mps(mps.pipe_dir, pid)) {
+    std::fprintf(stderr, "RuntimeError: CUDA error: MPS client failed to connect to the MPS control daemon or the MPS "
+                         "server (no control daemon in %s)\n", mps.pipe_dir.c_str());
+    return 1;
+  }
   const auto t0 = Clock::now();
-  std::printf("aegis-fakejob %u: started on GPU %s: %lld MiB each, %.2f s solo\n", pid, gpu_list(gpus).c_str(),
-              static_cast<long long>(o.mem_mib), o.seconds);
+  std::printf("aegis-fakejob %u: started on GPU %s: %lld MiB each, %.2f s solo\n", pid,
+              device_list(state, devices).c_str(), static_cast<long long>(o.mem_mib), o.seconds);
 
   const int steps = o.ramp_s > 0 ? kRampSteps : 1;
   int steps_done = 0;
@@ -70,14 +92,17 @@ int run_job(emu::State& state, const Options& o, const std::vector<int>& gpus, s
     auto step_at = [&](int k) { return steps == 1 ? 0.0 : o.ramp_s * k / (steps - 1); };
     while (steps_done < steps && t >= step_at(steps_done)) {
       const MiB target = o.mem_mib * (steps_done + 1) / steps, chunk = target - held;
-      for (std::size_t i = 0; i < gpus.size(); ++i) {
+      for (std::size_t i = 0; i < devices.size(); ++i) {
+        const JobDevice& d = devices[i];
         MiB free = 0;
-        if (!state.allocate(gpus[i], pid, chunk, &free)) {
-          std::fprintf(stderr,
-                       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %lld MiB (GPU %zu; %lld MiB total "
-                       "capacity; %lld MiB free)\n",
-                       static_cast<long long>(chunk), i, static_cast<long long>(state.read(gpus[i]).total_mib),
-                       static_cast<long long>(free));
+        // An MPS client past its own limit fails like any OOM, however much the device has.
+        const bool over_limit = d.mps_limit && held + chunk > *d.mps_limit;
+        if (over_limit) {
+          const auto r = state.read(d.id);
+          free = r.total_mib - r.used_mib;
+        }
+        if (over_limit || !state.allocate(d.id, pid, chunk, &free)) {
+          print_oom(state, d, i, chunk, held, free);
           return 1;
         }
       }
@@ -86,13 +111,13 @@ int run_job(emu::State& state, const Options& o, const std::vector<int>& gpus, s
     }
     if (work >= o.seconds * (1 - 1e-9)) break;
 
-    speed = 1;  // at its slowest GPU, as in the simulator
-    for (int g : gpus) {
-      const auto c = state.co_runners(g, pid);
-      speed = std::min(speed, model.speed(self, c.util, c.drama));
+    speed = 1;  // at its slowest device, as in the simulator
+    for (const auto& d : devices) {
+      const DeviceShare share{d.sm_fraction, mps.thread_fraction, !mps.pipe_dir.empty()};
+      speed = std::min(speed, speed_on_device(model, o.activity, state.co_runners(d.id, pid), share));
     }
     if (speed != reported_speed) {
-      for (int g : gpus) state.set_activity(g, pid, o.activity, speed);
+      for (const auto& d : devices) state.set_activity(d.id, pid, o.activity, speed);
       reported_speed = speed;
     }
     if (t >= next_print) {

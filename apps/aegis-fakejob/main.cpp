@@ -1,14 +1,17 @@
 // aegis-fakejob: an emulated training job for the emulated GPUs (docs/emulated-gpu.md).
-// Exit status: 0 done, 1 CUDA out of memory, 2 bad arguments or no emulated GPUs,
-// 128 + signal on SIGTERM/SIGINT. Whatever the exit, it gives back what it holds.
+// Exit status: 0 done, 1 a CUDA error (out of memory, also at an MPS memory limit; no MPS
+// control daemon), 2 bad arguments or no emulated GPUs, 128 + signal on SIGTERM/SIGINT.
+// Whatever the exit, it gives back what it holds.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <unistd.h>
+#include <vector>
 
 #include "job.h"
+#include "mps_client.h"
 #include "options.h"
 #include "visible_gpus.h"
 
@@ -47,22 +50,30 @@ int main(int argc, char** argv) {
   auto state = emu::State::open(path, {}, &error);
   if (!state) return usage_error(error);
   if (state->gpu_count() == 0) {
-    // Nobody has configured the machine yet; AEGIS_EMULATED_GPUS may (it never reshapes
-    // one that a daemon is already using).
+    // Nobody has configured the machine yet; AEGIS_EMULATED_GPUS (with AEGIS_EMULATED_MIG)
+    // may (it never reshapes one that a daemon is already using).
     const char* spec = std::getenv("AEGIS_EMULATED_GPUS");
     if (!spec || !*spec) return usage_error(std::string("no emulated GPUs in ") + path + ": set AEGIS_EMULATED_GPUS");
     const auto gpus = emu::parse_gpu_specs(spec, &error);
     if (gpus.empty()) return usage_error(error);
+    const char* mig_text = std::getenv("AEGIS_EMULATED_MIG");
+    const auto mig = emu::parse_mig_layout(mig_text ? mig_text : "", &error);
+    if (!mig) return usage_error(error);
     state = emu::State::open(path, gpus, &error);
-    if (!state) return usage_error(error);
+    if (!state || !state->set_mig(*mig, &error)) return usage_error(error);
   }
-  const auto gpus = fakejob::visible_gpus(std::getenv("CUDA_VISIBLE_DEVICES"), state->gpu_count(), &error);
-  if (gpus.empty()) return usage_error(error);
+  const auto ids = fakejob::visible_gpus(std::getenv("CUDA_VISIBLE_DEVICES"), *state, &error);
+  if (ids.empty()) return usage_error(error);
+  fakejob::MpsSettings mps;
+  if (!fakejob::read_mps_settings(static_cast<int>(ids.size()), &mps, &error)) return usage_error(error);
+  std::vector<fakejob::JobDevice> devices;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    devices.push_back({ids[i], state->device(ids[i]).sm_fraction(), mps.limits[i]});
 
   const auto pid = static_cast<std::uint32_t>(getpid());
   int rc = 1;
   try {
-    rc = fakejob::run_job(*state, o, gpus, pid, g_stop);
+    rc = fakejob::run_job(*state, o, devices, mps, pid, g_stop);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aegis-fakejob: %s\n", e.what());
   }

@@ -18,8 +18,9 @@ struct Options {
 
 inline constexpr const char* kUsage =
     "usage: aegis-fakejob --mem MIB --smact F --seconds S [--ramp R] [--smocc F] [--drama F] [--util F] [--startup D]\n"
-    "  an emulated training job on the emulated GPUs named by CUDA_VISIBLE_DEVICES (UUIDs or indices;\n"
-    "  GPU 0 when unset), state in AEGIS_EMULATED_STATE (docs/emulated-gpu.md)\n"
+    "  an emulated training job on the emulated GPUs named by CUDA_VISIBLE_DEVICES (indices, GPU or MIG\n"
+    "  UUIDs; GPU 0 when unset), state in AEGIS_EMULATED_STATE (docs/emulated-gpu.md); an MPS client\n"
+    "  when CUDA_MPS_PIPE_DIRECTORY is set (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE)\n"
     "  --mem MIB      memory held on every GPU (reached over --ramp seconds, default at once)\n"
     "  --smact F      SM activity alone, [0,1]; --smocc and --drama default to F/2, --util to min(1, 1.2 F)\n"
     "  --seconds S    duration alone; co-located jobs slow it down (the simulator's interference model)\n"

@@ -1,5 +1,6 @@
 // aegisd: the GPU-sharing scheduler daemon of one server. It drives the same engine as
 // `aegis sim` with real processes, NVML telemetry (or emulated GPUs) and a durable queue.
+#include <memory>
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <fmt/format.h>
@@ -71,22 +72,32 @@ int main(int argc, char** argv) {
       setenv("AEGIS_EMULATED_GPUS", cfg.daemon.emulated_gpus.c_str(), 1);
       setenv("AEGIS_EMULATED_STATE", (cfg.daemon.state_dir + "/emulated-gpus.state").c_str(), 1);
       setenv("AEGIS_EMULATED_GPM", cfg.daemon.emulated_gpm ? "1" : "0", 1);
+      // Empty means no MIG: a value inherited from the shell must not cut the GPUs.
       if (!cfg.daemon.emulated_mig.empty()) setenv("AEGIS_EMULATED_MIG", cfg.daemon.emulated_mig.c_str(), 1);
+      else unsetenv("AEGIS_EMULATED_MIG");
       library = cfg.daemon.emulated_library;
     }
     mkdir(cfg.daemon.state_dir.c_str(), 0700);
-    aegis::setup_mps(cfg.daemon);
     std::string error;
     auto source = aegis::open_nvml(library, &error);
     if (!source) throw std::runtime_error("GPUs: " + error);
+    // After the GPUs opened, so that a failed start leaves no control daemon behind.
+    const bool mps_started = aegis::setup_mps(cfg.daemon);
     fmt::print(stderr, "aegisd: {}; policy {}; sharing {}; state in {}; socket {}\n", source->describe(),
                cfg.daemon.policy, cfg.daemon.sharing, cfg.daemon.state_dir, cfg.daemon.socket);
-    aegis::Daemon daemon(cfg, std::move(source));
-    fmt::print(stderr, "aegisd: {} unfinished job(s) recovered; engine: {}\n", daemon.active_jobs(),
+    std::unique_ptr<aegis::Daemon> daemon;
+    std::unique_ptr<aegis::Server> server;
+    try {
+      daemon = std::make_unique<aegis::Daemon>(cfg, std::move(source));
+      server = std::make_unique<aegis::Server>(*daemon);
+    } catch (...) {
+      if (mps_started) aegis::stop_mps(cfg.daemon);  // no job of ours uses it yet
+      throw;
+    }
+    fmt::print(stderr, "aegisd: {} unfinished job(s) recovered; engine: {}\n", daemon->active_jobs(),
                aegis::Engine(cfg.engine).describe());
-    aegis::Server server(daemon);
-    server.run();
-    if (daemon.running_jobs() == 0) aegis::stop_mps(cfg.daemon);  // clients would lose their server
+    server->run();
+    if (daemon->running_jobs() == 0) aegis::stop_mps(cfg.daemon);  // clients would lose their server
     fmt::print(stderr, "aegisd: stopping; running jobs continue and are re-adopted at the next start\n");
   } catch (const aegis::ConfigError& e) {
     fmt::print(stderr, "aegisd: error: {}\n", e.what());

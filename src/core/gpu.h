@@ -30,6 +30,7 @@ struct GpuView {
   MiB free_mib = 0;                   // as reported by the driver (or the simulator)
   int process_count = 0;              // compute processes seen on the GPU
   TelemetryLevel level = TelemetryLevel::Full;
+  bool mig_instance = false;          // CUDA shows a process one MIG instance only: no multi-GPU jobs here
   std::span<const GpuSample> window;  // most recent samples, oldest first
 };
 

@@ -59,6 +59,8 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   // Cheap, structural filters first; the pressure filter (telemetry) last, so that a
   // GPU rejected by it passed everything else.
   filters_.push_back(make_exclusive_guard());
+  filters_.push_back(make_mig_single_gpu());
+  device_rule_ = filters_.back().get();  // a hardware limit: it binds jobs placed alone too
   if (config_.max_jobs_per_gpu > 0) filters_.push_back(make_job_count_cap(config_.max_jobs_per_gpu));
   if (config_.same_gpu_count) filters_.push_back(make_same_gpu_count());
   if (config_.sharing_score_cap >= 0) filters_.push_back(make_sharing_score_cap(config_.sharing_score_cap));
@@ -240,7 +242,7 @@ Decisions Engine::tick(const Snapshot& snap) const {
         // recovery floor at all is no use to it (mixed GPU sizes).
         const MiB alone_need = std::max(req.estimate.value_or(0), job->recovery.floor_mib);
         for (const auto& g : t.gpus)
-          if (g.idle() && !g.observing && g.free_mib >= alone_need) pick.push_back(&g);
+          if (g.idle() && !g.observing && g.free_mib >= alone_need && device_rule_->admits(req, g)) pick.push_back(&g);
         if (static_cast<int>(pick.size()) >= n) {
           order_->sort(pick, req, d.state);
           exclusive = job->recovery.exclusive_only || !cfg.collocate;

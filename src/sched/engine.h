@@ -74,6 +74,7 @@ class Engine {
   EstimateSource estimate_source_;
   MemoryAccounting accounting_;
   std::vector<std::unique_ptr<Filter>> filters_;
+  const Filter* device_rule_ = nullptr;  // in filters_; also checked for GPUs taken alone
   std::unique_ptr<Order> order_;
   std::unique_ptr<RecoveryRule> recovery_;
   bool uses_telemetry_ = false;

@@ -45,9 +45,23 @@ def main(build):
                 fail(f"{s['name']} held {final['peak_mib']} MiB on a {size[dev]} MiB device")
         if on_mig == 0:
             fail("no job ran on a MIG instance")
-        print(f"OK: {len(ids)} jobs completed, {on_mig} on MIG instances, none above its device's memory")
+        # A process sees one MIG instance only: two GPUs need two whole GPUs, and here is one.
+        r = d.run_cli("submit", "--gpus", "2", "--", d.fakejob, "--seconds", "1", check=False)
+        if r.returncode == 0 or "MIG instance" not in r.stderr:
+            fail(f"2-GPU job on one whole GPU + instances: rc {r.returncode}, {r.stderr.strip()}")
     finally:
         d.cleanup()
+    # `gpus = "0"` names the whole GPU 0, which is all of its instances.
+    d = Daemon(build, gpus="2x40960", settings={"emulated_mig": "0:3g.20gb,2g.10gb", "gpus": "0"})
+    try:
+        d.start()
+        got = sorted(g["uuid"][:4] for g in d.call("gpus", "--json"))
+        if got != ["MIG-", "MIG-"]:
+            fail(f"gpus = 0 should schedule both instances of GPU 0: {got}")
+    finally:
+        d.cleanup()
+    print(f"OK: {len(ids)} jobs completed, {on_mig} on MIG instances, none above its device's memory; "
+          "2-GPU job refused; gpus = 0 schedules all its instances")
 
 
 if __name__ == "__main__":

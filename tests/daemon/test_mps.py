@@ -42,7 +42,6 @@ def main(build):
             fail("the culprit did not die at its MPS limit: " + str(first))
         if C["state"] != "completed":
             fail("the culprit did not recover: " + C["state"])
-        env = C["request"]["env"]
         print(f"OK: culprit died alone ({first['detail'][:80]}...), neighbours finished, culprit recovered "
               f"in {len(C['attempt_log'])} attempts")
         d.stop()
@@ -50,6 +49,21 @@ def main(build):
             fail("the managed MPS control daemon was left running with no job")
     finally:
         d.cleanup()
+    # A start that fails after MPS came up (no GPU '9') leaves no control daemon behind.
+    d = Daemon(build, gpus="1x40960", settings={"sharing": "mps", "mps_control": "managed",
+                                                 "mps_control_binary": control, "gpus": "9"})
+    try:
+        try:
+            d.start()
+            fail("aegisd started with gpus = 9 on a one-GPU server")
+        except RuntimeError as e:
+            if "gpus: no GPU '9'" not in str(e):
+                fail("unexpected start failure: " + str(e)[-300:])
+        if os.path.exists(os.path.join(d.state, "mps", "pipe", "control")):
+            fail("a failed start left the MPS control daemon running")
+    finally:
+        d.cleanup()
+    print("OK: a failed start stops the MPS control daemon it started")
 
 
 if __name__ == "__main__":

@@ -102,9 +102,20 @@ std::size_t Daemon::running_jobs() const {
 
 void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
   const auto cap = static_cast<std::size_t>(cfg_.engine.telemetry_window_samples);
-  auto add = [&](const GpuStatus& s) { gpus_.push_back(Gpu{s.uuid, s.index, s, RollingWindow(cap), {}}); };
+  // A GPU in MIG mode whose instances could not be listed cannot run CUDA work at all.
+  auto usable = [](const GpuStatus& s) { return !s.mig_enabled; };
+  auto add = [&](const GpuStatus& s) {
+    for (const auto& g : gpus_)
+      if (g.uuid == s.uuid) return;
+    gpus_.push_back(Gpu{s.uuid, s.index, s, RollingWindow(cap), {}});
+  };
+  for (const auto& s : all)
+    if (!usable(s))
+      fmt::print(stderr, "aegisd: GPU {} ({}) is in MIG mode but its instances could not be listed; not scheduled\n",
+                 s.index, s.uuid);
   if (cfg_.daemon.gpus == "all") {
-    for (const auto& s : all) add(s);
+    for (const auto& s : all)
+      if (usable(s)) add(s);
   } else {
     std::string list = cfg_.daemon.gpus;
     std::size_t pos = 0;
@@ -113,10 +124,15 @@ void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
       const std::string tok = list.substr(pos, comma - pos);
       pos = comma + 1;
       if (tok.empty()) continue;
-      auto it = std::find_if(all.begin(), all.end(),
-                             [&](const GpuStatus& s) { return s.uuid == tok || std::to_string(s.index) == tok; });
-      if (it == all.end()) throw ConfigError("gpus: no GPU '" + tok + "' on this server");
-      add(*it);
+      // An index names a whole GPU: all of its MIG instances when it is cut into them.
+      bool found = false;
+      for (const auto& s : all) {
+        if (s.uuid != tok && std::to_string(s.index) != tok) continue;
+        if (!usable(s)) throw ConfigError("gpus: GPU '" + tok + "' is in MIG mode but its instances could not be listed");
+        add(s);
+        found = true;
+      }
+      if (!found) throw ConfigError("gpus: no GPU '" + tok + "' on this server");
     }
   }
   if (gpus_.empty()) throw ConfigError("gpus: no GPU to schedule");
@@ -339,6 +355,7 @@ std::vector<GpuView> Daemon::views() const {
     v.process_count = 0;
     for (const auto& p : g.status.processes) v.process_count += is_mps_server(static_cast<pid_t>(p.pid)) ? 0 : 1;
     v.level = g.status.level();
+    v.mig_instance = !g.status.parent_uuid.empty();
     v.window = g.window_copy;
     out.push_back(v);
   }
@@ -529,6 +546,12 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
   const auto& req = r.job;
   if (req.gpus > static_cast<int>(gpus_.size()))
     return error_reply(fmt::format("job.gpus: {} GPUs requested; this server schedules {}", req.gpus, gpus_.size()));
+  if (req.gpus > 1) {
+    const auto whole = std::count_if(gpus_.begin(), gpus_.end(), [](const Gpu& g) { return g.status.parent_uuid.empty(); });
+    if (req.gpus > whole)
+      return error_reply(fmt::format("job.gpus: {} GPUs requested; a process can use only one MIG instance and "
+                                     "this server schedules {} whole GPU(s)", req.gpus, whole));
+  }
   MiB largest = 0;
   for (const auto& g : gpus_) largest = std::max(largest, g.status.total_mib);
   if (req.mem_mib && *req.mem_mib > largest)

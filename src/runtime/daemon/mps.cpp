@@ -68,14 +68,14 @@ int run_control(const DaemonSettings& s, const std::string& tool, const char* ar
 
 }  // namespace
 
-void setup_mps(DaemonSettings& s) {
+bool setup_mps(DaemonSettings& s) {
   if (s.mps_pipe_dir.empty()) s.mps_pipe_dir = s.state_dir + "/mps/pipe";
   if (s.mps_log_dir.empty()) s.mps_log_dir = s.state_dir + "/mps/log";
   const std::string control = s.mps_pipe_dir + "/control";
   const std::string tool = on_path(s.mps_control_binary);
   if (s.sharing == "auto") s.sharing = (!tool.empty() || exists(control)) ? "mps" : "process";
-  if (s.sharing != "mps") return;
-  if (exists(control)) return;  // a control daemon already listens there
+  if (s.sharing != "mps") return false;
+  if (exists(control)) return false;  // a control daemon already listens there
   if (s.mps_control == "external")
     throw ConfigError("sharing = mps: no MPS control daemon at " + control +
                       "; start one with CUDA_MPS_PIPE_DIRECTORY=" + s.mps_pipe_dir + " or set mps_control = \"managed\"");
@@ -87,6 +87,7 @@ void setup_mps(DaemonSettings& s) {
   for (int i = 0; i < 50 && !exists(control); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (rc != 0 || !exists(control))
     throw ConfigError(fmt::format("sharing = mps: {} -d did not start (exit {}); see {}", tool, rc, s.mps_log_dir));
+  return true;
 }
 
 void stop_mps(const DaemonSettings& s) {

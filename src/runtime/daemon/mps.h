@@ -14,8 +14,8 @@ namespace aegis {
 // Resolves `sharing = "auto"` (MPS when the control tool is on PATH or an external control
 // daemon's pipe exists), fills the default pipe and log directories, and, for managed MPS,
 // starts the control daemon unless one already runs there. Throws ConfigError with what
-// is missing when MPS is asked for and cannot be had.
-void setup_mps(DaemonSettings& s);
+// is missing when MPS is asked for and cannot be had. True when it started one.
+bool setup_mps(DaemonSettings& s);
 
 // Stops the control daemon aegisd started, when no job runs (clients would lose it).
 void stop_mps(const DaemonSettings& s);

@@ -31,6 +31,7 @@ inline constexpr unsigned NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE = 80;
 // "Not available" marker for 64-bit counters such as usedGpuMemory: (unsigned long long)-1.
 inline constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
 
+inline constexpr unsigned NVML_DEVICE_MIG_DISABLE = 0;
 inline constexpr unsigned NVML_DEVICE_MIG_ENABLE = 1;
 
 // Opaque handles; only the library knows what they point to.
@@ -143,10 +144,17 @@ using nvmlDeviceGetComputeRunningProcesses_v3_fn = nvmlReturn_t (*)(nvmlDevice_t
 using nvmlDeviceGetPowerUsage_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);                    // mW
 using nvmlDeviceGetTotalEnergyConsumption_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);  // mJ
 using nvmlDeviceGetMigMode_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, unsigned int*);  // current, pending
+// MIG (NVML 11.0 / R450+): a GPU in MIG mode has up to `count` MIG device slots, some empty
+// (NVML_ERROR_NOT_FOUND); a MIG device handle answers most device queries for its instance.
+using nvmlDeviceGetMaxMigDeviceCount_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);
+using nvmlDeviceGetMigDeviceHandleByIndex_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlDevice_t*);
+using nvmlDeviceGetGpuInstanceId_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);  // on a MIG device handle
 using nvmlGpmQueryDeviceSupport_fn = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSupport_t*);
 using nvmlGpmSampleAlloc_fn = nvmlReturn_t (*)(nvmlGpmSample_t*);
 using nvmlGpmSampleFree_fn = nvmlReturn_t (*)(nvmlGpmSample_t);
 using nvmlGpmSampleGet_fn = nvmlReturn_t (*)(nvmlDevice_t, nvmlGpmSample_t);
 using nvmlGpmMetricsGet_fn = nvmlReturn_t (*)(nvmlGpmMetricsGet_t*);
+// GPM of one MIG GPU instance: the parent GPU's handle and the instance's GPU instance id.
+using nvmlGpmMigSampleGet_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int, nvmlGpmSample_t);
 
 }  // namespace aegis::nvml

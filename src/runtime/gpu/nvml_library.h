@@ -72,13 +72,19 @@ class Library {
   nvmlDeviceGetPowerUsage_fn getPowerUsage = nullptr;
   nvmlDeviceGetTotalEnergyConsumption_fn getTotalEnergyConsumption = nullptr;
   nvmlDeviceGetMigMode_fn getMigMode = nullptr;
+  nvmlDeviceGetMaxMigDeviceCount_fn getMaxMigDeviceCount = nullptr;
+  nvmlDeviceGetMigDeviceHandleByIndex_fn getMigDeviceHandleByIndex = nullptr;
+  nvmlDeviceGetGpuInstanceId_fn getGpuInstanceId = nullptr;
   nvmlGpmQueryDeviceSupport_fn gpmQueryDeviceSupport = nullptr;
   nvmlGpmSampleAlloc_fn gpmSampleAlloc = nullptr;
   nvmlGpmSampleFree_fn gpmSampleFree = nullptr;
   nvmlGpmSampleGet_fn gpmSampleGet = nullptr;
   nvmlGpmMetricsGet_fn gpmMetricsGet = nullptr;
+  nvmlGpmMigSampleGet_fn gpmMigSampleGet = nullptr;
 
   bool has_gpm() const { return gpmQueryDeviceSupport && gpmSampleAlloc && gpmSampleFree && gpmSampleGet && gpmMetricsGet; }
+  // Enough to list a MIG-mode GPU's instances (else it is reported whole, as before MIG).
+  bool has_mig() const { return getMigMode && getMaxMigDeviceCount && getMigDeviceHandleByIndex; }
 
  private:
   Library() = default;
@@ -115,11 +121,15 @@ class Library {
     find(&getPowerUsage, "nvmlDeviceGetPowerUsage");
     find(&getTotalEnergyConsumption, "nvmlDeviceGetTotalEnergyConsumption");
     find(&getMigMode, "nvmlDeviceGetMigMode");
+    find(&getMaxMigDeviceCount, "nvmlDeviceGetMaxMigDeviceCount");
+    find(&getMigDeviceHandleByIndex, "nvmlDeviceGetMigDeviceHandleByIndex");
+    find(&getGpuInstanceId, "nvmlDeviceGetGpuInstanceId");
     find(&gpmQueryDeviceSupport, "nvmlGpmQueryDeviceSupport");
     find(&gpmSampleAlloc, "nvmlGpmSampleAlloc");
     find(&gpmSampleFree, "nvmlGpmSampleFree");
     find(&gpmSampleGet, "nvmlGpmSampleGet");
     find(&gpmMetricsGet, "nvmlGpmMetricsGet");
+    find(&gpmMigSampleGet, "nvmlGpmMigSampleGet");
     return nullptr;
   }
 

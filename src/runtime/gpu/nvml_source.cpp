@@ -1,6 +1,8 @@
 // GpuSource over NVML loaded with dlopen (nvml_library.h). Newest API versions first;
 // what a GPU or driver turns out not to support is remembered and never asked again, so
 // a sample costs a handful of driver calls per GPU and no allocation beyond its result.
+// A GPU in MIG mode is not a CUDA device: its MIG instances are, so they are listed in its
+// place, each through its own MIG device handle. MIG and compute modes are only read.
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -33,13 +35,31 @@ bool unsupported(nvmlReturn_t rc) {
 
 enum class ProcessApi { V3, V2, V1, None };
 
+// "3g.40gb" from a MIG device's name, "NVIDIA A100-SXM4-80GB MIG 3g.40gb" ("" if it has none).
+std::string mig_profile(const std::string& name) {
+  const auto at = name.rfind(" MIG ");
+  if (at == std::string::npos) return "";
+  const std::string rest = name.substr(at + 5);
+  return rest.substr(0, rest.find(' '));
+}
+
+// A schedulable device: a whole GPU, or a MIG instance (`mig`, with its GPU's handle).
 struct Device {
   nvmlDevice_t handle = nullptr;
-  GpuStatus fixed;  // index, uuid, name, MIG mode: what does not change while loaded
+  GpuStatus fixed;  // index, uuid, name, MIG mode or parent and profile: fixed while loaded
   bool memory_v2 = true, util = true, power = true, energy = true, processes = true;
+  bool mig = false;
+  nvmlDevice_t parent = nullptr;  // MIG: the GPU's handle, for GPM
+  std::optional<unsigned int> gpu_instance;  // MIG: its GPU instance id, for GPM
   bool gpm = false;
   nvmlGpmSample_t gpm_prev = nullptr, gpm_cur = nullptr;
   bool have_prev = false;  // GPM metrics need two samples
+};
+
+// A GPU in MIG mode, for describe().
+struct MigGpu {
+  int index = 0;
+  int instances = 0;
 };
 
 class NvmlSource final : public GpuSource {
@@ -71,8 +91,9 @@ class NvmlSource final : public GpuSource {
 
  private:
   [[noreturn]] void lost(const Device& d, const char* call, nvmlReturn_t rc) const {
-    throw std::runtime_error("NVML: GPU " + std::to_string(d.fixed.index) + " (" + d.fixed.uuid + "): " + call +
-                             ": " + lib_->error_string(rc));
+    throw std::runtime_error("NVML: " + std::string(d.mig ? "MIG instance of GPU " : "GPU ") +
+                             std::to_string(d.fixed.index) + " (" + d.fixed.uuid + "): " + call + ": " +
+                             lib_->error_string(rc));
   }
 
   void free_gpm(Device& d) {
@@ -82,6 +103,7 @@ class NvmlSource final : public GpuSource {
     d.gpm = d.have_prev = false;
   }
 
+  bool add_instances(const Device& gpu);
   void start_gpm(Device& d);
   void read_memory(Device& d, GpuStatus& s);
   void read_optional(Device& d, GpuStatus& s);
@@ -91,7 +113,9 @@ class NvmlSource final : public GpuSource {
 
   std::unique_ptr<Library> lib_;
   std::vector<Device> devices_;
-  int skipped_ = 0;  // GPUs NVML counts but would not open (permissions, lost)
+  int skipped_ = 0;  // GPUs (or MIG instances) NVML counts but would not open (permissions, lost)
+  int gpus_ = 0;     // whole GPUs found, in MIG mode or not
+  std::vector<MigGpu> mig_gpus_;
   std::string version_;
   ProcessApi api_ = ProcessApi::None;
   std::vector<unsigned char> process_buf_;
@@ -126,6 +150,7 @@ bool NvmlSource::start(std::string* error) {
       ++skipped_;
       continue;
     }
+    ++gpus_;
     d.fixed.index = static_cast<int>(i);
     d.fixed.uuid = uuid;
     d.memory_v2 = lib_->getMemoryInfo_v2 != nullptr;
@@ -133,6 +158,8 @@ bool NvmlSource::start(std::string* error) {
     unsigned int current = 0, pending = 0;
     if (lib_->getMigMode && lib_->getMigMode(d.handle, &current, &pending) == NVML_SUCCESS)
       d.fixed.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
+    // Without the MIG calls the GPU stays whole, flagged, as before MIG support.
+    if (d.fixed.mig_enabled && lib_->has_mig() && add_instances(d)) continue;
     devices_.push_back(std::move(d));
   }
   for (auto& d : devices_) start_gpm(d);
@@ -140,10 +167,48 @@ bool NvmlSource::start(std::string* error) {
   return true;
 }
 
+// Lists the MIG instances of `gpu` (in MIG mode) as devices; false when the driver will
+// not say how many slots it has.
+bool NvmlSource::add_instances(const Device& gpu) {
+  unsigned int slots = 0;
+  if (lib_->getMaxMigDeviceCount(gpu.handle, &slots) != NVML_SUCCESS) return false;
+  MigGpu summary{gpu.fixed.index, 0};
+  for (unsigned int k = 0; k < slots; ++k) {
+    Device d;
+    const nvmlReturn_t rc = lib_->getMigDeviceHandleByIndex(gpu.handle, k, &d.handle);
+    if (rc == NVML_ERROR_NOT_FOUND) continue;  // an empty slot
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "", name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = "";
+    if (rc != NVML_SUCCESS || lib_->getUUID(d.handle, uuid, sizeof uuid) != NVML_SUCCESS) {
+      ++skipped_;
+      continue;
+    }
+    d.mig = true;
+    d.parent = gpu.handle;
+    d.fixed.index = gpu.fixed.index;
+    d.fixed.uuid = uuid;
+    d.fixed.parent_uuid = gpu.fixed.uuid;
+    if (lib_->getName && lib_->getName(d.handle, name, sizeof name) == NVML_SUCCESS) d.fixed.name = name;
+    d.fixed.mig_profile = mig_profile(d.fixed.name);
+    d.memory_v2 = lib_->getMemoryInfo_v2 != nullptr;
+    // A MIG device has no utilisation counter; power and energy are the whole GPU's, and
+    // copying them to each instance would count them several times, so they stay empty.
+    d.util = d.power = d.energy = false;
+    unsigned int gi = 0;
+    if (lib_->getGpuInstanceId && lib_->getGpuInstanceId(d.handle, &gi) == NVML_SUCCESS) d.gpu_instance = gi;
+    devices_.push_back(std::move(d));
+    ++summary.instances;
+  }
+  mig_gpus_.push_back(summary);
+  return true;
+}
+
 void NvmlSource::start_gpm(Device& d) {
   if (!lib_->has_gpm()) return;
+  // An instance is sampled through its GPU's handle and its GPU instance id.
+  if (d.mig && (!lib_->gpmMigSampleGet || !d.gpu_instance)) return;
   nvmlGpmSupport_t support{NVML_GPM_SUPPORT_VERSION, 0};
-  if (lib_->gpmQueryDeviceSupport(d.handle, &support) != NVML_SUCCESS || !support.isSupportedDevice) return;
+  const nvmlDevice_t h = d.mig ? d.parent : d.handle;
+  if (lib_->gpmQueryDeviceSupport(h, &support) != NVML_SUCCESS || !support.isSupportedDevice) return;
   d.gpm = lib_->gpmSampleAlloc(&d.gpm_prev) == NVML_SUCCESS && lib_->gpmSampleAlloc(&d.gpm_cur) == NVML_SUCCESS;
   if (!d.gpm) free_gpm(d);
 }
@@ -234,7 +299,8 @@ void NvmlSource::read_processes(Device& d, GpuStatus& s) {
 
 void NvmlSource::read_gpm(Device& d, GpuStatus& s) {
   if (!d.gpm) return;
-  const nvmlReturn_t rc = lib_->gpmSampleGet(d.handle, d.gpm_cur);
+  const nvmlReturn_t rc = d.mig ? lib_->gpmMigSampleGet(d.parent, *d.gpu_instance, d.gpm_cur)
+                                : lib_->gpmSampleGet(d.handle, d.gpm_cur);
   if (rc != NVML_SUCCESS) {
     if (unsupported(rc)) free_gpm(d);
     d.have_prev = false;
@@ -259,11 +325,17 @@ void NvmlSource::read_gpm(Device& d, GpuStatus& s) {
 std::string NvmlSource::describe() const {
   const auto n = devices_.size();
   const auto gpm = std::count_if(devices_.begin(), devices_.end(), [](const Device& d) { return d.gpm; });
-  std::string out = "NVML " + version_ + " via " + lib_->path() + ", " + std::to_string(n) + (n == 1 ? " GPU" : " GPUs");
+  std::string out = "NVML " + version_ + " via " + lib_->path() + ", " + std::to_string(gpus_);
+  out += gpus_ == 1 ? " GPU" : " GPUs";
   out += ", GPM: ";
   out += gpm == 0 ? "no" : static_cast<std::size_t>(gpm) == n ? "yes" : std::to_string(gpm) + " of " + std::to_string(n);
+  for (const auto& m : mig_gpus_) {
+    out += ", MIG on GPU " + std::to_string(m.index) + " (";
+    out += m.instances == 0 ? "no instances" : std::to_string(m.instances) + (m.instances == 1 ? " instance" : " instances");
+    out += ")";
+  }
   for (const auto& d : devices_)
-    if (d.fixed.mig_enabled) out += ", MIG on GPU " + std::to_string(d.fixed.index);
+    if (d.fixed.mig_enabled) out += ", MIG on GPU " + std::to_string(d.fixed.index) + " (its instances could not be listed)";
   if (skipped_ > 0) out += ", " + std::to_string(skipped_) + " more not accessible";
   return out;
 }

@@ -8,6 +8,8 @@ namespace aegis {
 
 // No job joins a GPU that holds a job placed to run alone.
 std::unique_ptr<Filter> make_exclusive_guard();
+// A job on several GPUs never gets a MIG instance: CUDA would show it only the first.
+std::unique_ptr<Filter> make_mig_single_gpu();
 // Stage 1: effective free memory (see memory_accounting.h) covers the requirement.
 std::unique_ptr<Filter> make_memory_fit();
 // Stage 2: a GPU that just received a job is closed until that job has been active

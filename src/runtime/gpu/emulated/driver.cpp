@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace aegis::emu {
@@ -16,9 +17,11 @@ int g_refs = 0;
 State* g_state = nullptr;  // a plain pointer: nothing to destroy at unload
 // Read once at nvmlInit, as a driver enumerates its GPUs once.
 int g_count = 0;
+bool g_exists[kMaxDevices];  // GPUs and MIG instances
+bool g_mig[kMaxGpus];
 DriverOptions g_options;
 char g_detail[512] = "";
-nvml::nvmlDevice_st g_devices[kMaxGpus];
+nvml::nvmlDevice_st g_devices[kMaxDevices];
 
 // Reads a 0/1 switch; false (with the detail set) for anything else.
 bool read_switch(const char* name, bool* value) {
@@ -35,6 +38,17 @@ bool read_switch(const char* name, bool* value) {
 nvml::nvmlReturn_t fail(const std::string& why) {
   std::snprintf(g_detail, sizeof g_detail, "emulated driver: %s", why.c_str());
   return nvml::NVML_ERROR_DRIVER_NOT_LOADED;
+}
+
+// The devices as the driver sees them from now on.
+void enumerate(const State& state, int count) {
+  g_count = count;
+  for (int id = 0; id < kMaxDevices; ++id) {
+    g_devices[id].id = id;
+    const DeviceInfo d = gpu_of(id) < count ? state.device(id) : DeviceInfo{};
+    g_exists[id] = d.exists();
+    if (!is_mig_device(id)) g_mig[id] = d.mig_mode;
+  }
 }
 
 nvml::nvmlReturn_t first_init() {
@@ -54,14 +68,21 @@ nvml::nvmlReturn_t first_init() {
     gpus = parse_gpu_specs(v, &error);
     if (gpus.empty()) return fail(error);
   }
+  std::optional<std::vector<MigGpu>> mig;
+  if (const char* v = std::getenv("AEGIS_EMULATED_MIG"); v && *v) {
+    mig = parse_mig_layout(v, &error);
+    if (!mig) return fail(error);
+  } else if (!gpus.empty()) {
+    mig.emplace();  // a new machine description without MIG: no GPU in MIG mode
+  }
   auto state = State::open(path, gpus, &error);
   if (!state) return fail(error);
   const int count = state->gpu_count();
   if (count == 0) return fail("no GPUs: set AEGIS_EMULATED_GPUS (e.g. 3x40960)");
-  g_count = count;
+  if (mig && !state->set_mig(*mig, &error)) return fail(error);
+  enumerate(*state, count);
   g_options = o;
   g_state = state.release();
-  for (int i = 0; i < kMaxGpus; ++i) g_devices[i].index = i;
   return nvml::NVML_SUCCESS;
 }
 
@@ -102,9 +123,11 @@ int device_index(nvml::nvmlDevice_t device) {
   const auto p = reinterpret_cast<std::uintptr_t>(device), base = reinterpret_cast<std::uintptr_t>(g_devices);
   if (!g_state || p < base || (p - base) % sizeof(nvml::nvmlDevice_st) != 0) return -1;
   const auto i = (p - base) / sizeof(nvml::nvmlDevice_st);
-  return i < static_cast<std::uintptr_t>(g_count) ? static_cast<int>(i) : -1;
+  return i < static_cast<std::uintptr_t>(kMaxDevices) && g_exists[i] ? static_cast<int>(i) : -1;
 }
 
-nvml::nvmlDevice_t device_handle(int index) { return &g_devices[index]; }
+nvml::nvmlDevice_t device_handle(int id) { return &g_devices[id]; }
+
+bool mig_mode(int gpu) { return gpu >= 0 && gpu < g_count && g_mig[gpu]; }
 
 }  // namespace aegis::emu

@@ -1,6 +1,7 @@
 // The emulated NVML library's process-wide state: nvmlInit's reference count, the options
 // read from the environment at the first nvmlInit, the mapped shared state and the device
-// handles. Internal to libaegis-nvml-emulated.so.
+// handles (GPUs and MIG instances, by device id: device_ids.h). Internal to
+// libaegis-nvml-emulated.so.
 #pragma once
 #include "runtime/gpu/emulated/state.h"
 #include "runtime/gpu/nvml_api.h"
@@ -8,7 +9,7 @@
 namespace aegis::nvml {
 // What an emulated device handle points to.
 struct nvmlDevice_st {
-  int index;
+  int id;  // device id: a GPU's index, or a MIG instance's id
 };
 }  // namespace aegis::nvml
 
@@ -31,9 +32,12 @@ State* driver_state();
 const DriverOptions& driver_options();
 // GPUs enumerated at nvmlInit.
 int device_count();
-// The GPU index a handle names, or -1 when the handle is not one of ours.
+// The device id a handle names (a GPU or a MIG instance that existed at nvmlInit), or -1
+// when the handle is not one of ours.
 int device_index(nvml::nvmlDevice_t device);
-nvml::nvmlDevice_t device_handle(int index);
+nvml::nvmlDevice_t device_handle(int id);
+// Whether `gpu` was in MIG mode at nvmlInit (a real driver also reads it once).
+bool mig_mode(int gpu);
 
 // Runs `f` (returning an nvmlReturn_t) with no exception escaping into C callers.
 template <class F>

@@ -1,14 +1,13 @@
 #include "runtime/gpu/emulated/gpu_spec.h"
 
 #include <charconv>
-#include <cstdio>
+#include <cstdint>
 
 namespace aegis::emu {
 
 namespace {
 
 constexpr MiB kMaxMib = MiB{1} << 24;  // 16 TiB: anything larger is a typo
-constexpr std::string_view kUuidPrefix = "GPU-aeg15000-0000-0000-0000-";
 
 bool parse_int(std::string_view s, std::int64_t* v) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
@@ -38,20 +37,6 @@ std::vector<GpuSpec> parse_gpu_specs(std::string_view text, std::string* error) 
     out.insert(out.end(), static_cast<std::size_t>(count), GpuSpec{mib});
   }
   return out;
-}
-
-std::string emulated_uuid(int index) {
-  char tail[16];
-  std::snprintf(tail, sizeof tail, "%012d", index);
-  return std::string(kUuidPrefix) + tail;
-}
-
-int emulated_index(std::string_view uuid) {
-  if (!uuid.starts_with("GPU-")) return emulated_index("GPU-" + std::string(uuid));
-  if (!uuid.starts_with(kUuidPrefix) || uuid.size() != kUuidPrefix.size() + 12) return -1;
-  std::int64_t v = -1;
-  if (!parse_int(uuid.substr(kUuidPrefix.size()), &v) || v < 0 || v >= kMaxGpus) return -1;
-  return static_cast<int>(v);
 }
 
 std::string emulated_name(MiB total_mib) { return "Aegis Emulated GPU " + std::to_string(total_mib) + " MiB"; }

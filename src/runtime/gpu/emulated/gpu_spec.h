@@ -1,5 +1,5 @@
 // The emulated machine's GPUs as AEGIS_EMULATED_GPUS writes them ("3x40960" or
-// "2x40960,1x81920": count x MiB), and the names and UUIDs they get (stable per index).
+// "2x40960,1x81920": count x MiB), and the names they get (UUIDs: device_ids.h).
 #pragma once
 #include <string>
 #include <string_view>
@@ -18,11 +18,6 @@ struct GpuSpec {
 
 // Empty, with `error` set to one line, for bad text.
 std::vector<GpuSpec> parse_gpu_specs(std::string_view text, std::string* error);
-
-// "GPU-aeg15000-0000-0000-0000-000000000003" for index 3.
-std::string emulated_uuid(int index);
-// The index `uuid` names, or -1 (the "GPU-" prefix may be left out, as CUDA allows).
-int emulated_index(std::string_view uuid);
 
 std::string emulated_name(MiB total_mib);
 

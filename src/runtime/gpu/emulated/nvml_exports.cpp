@@ -1,6 +1,8 @@
-// The NVML entry points of libaegis-nvml-emulated.so (GPM is in nvml_gpm.cpp): the same
-// symbols, signatures, return codes and struct versions as libnvidia-ml, answered from
-// the shared state, so the loader cannot tell the two apart.
+// The NVML entry points of libaegis-nvml-emulated.so (MIG is in nvml_mig.cpp, GPM in
+// nvml_gpm.cpp): the same symbols, signatures, return codes and struct versions as
+// libnvidia-ml, answered from the shared state, so the loader cannot tell the two apart.
+// A handle is a whole GPU or a MIG instance; each call answers for either as a driver
+// does (what only a whole GPU has, such as power, is NOT_SUPPORTED on an instance).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +15,7 @@ using aegis::emu::device_index;
 using aegis::emu::driver_options;
 using aegis::emu::driver_state;
 using aegis::emu::guarded;
+using aegis::emu::is_mig_device;
 
 namespace {
 
@@ -29,15 +32,23 @@ nvmlReturn_t copy_text(const char* text, char* out, unsigned int length) {
 
 unsigned long long bytes(aegis::MiB mib) { return static_cast<unsigned long long>(mib) << 20U; }
 
-// The body of a device query: checks init and the handle, then runs `f(gpu)`.
+// The body of a device query: checks init and the handle, then runs `f(id)` with the
+// handle's device id (a GPU or a MIG instance).
 template <class F>
 nvmlReturn_t on_device(nvmlDevice_t device, F&& f) {
   return guarded([&]() -> nvmlReturn_t {
     if (!driver_state()) return NVML_ERROR_UNINITIALIZED;
-    const int gpu = device_index(device);
-    if (gpu < 0) return NVML_ERROR_INVALID_ARGUMENT;
-    return f(gpu);
+    const int id = device_index(device);
+    if (id < 0) return NVML_ERROR_INVALID_ARGUMENT;
+    return f(id);
   });
+}
+
+// What a whole GPU reports and a MIG instance does not (power, energy).
+template <class F>
+nvmlReturn_t on_gpu(nvmlDevice_t device, F&& f) {
+  return on_device(device,
+                   [&](int id) -> nvmlReturn_t { return is_mig_device(id) ? NVML_ERROR_NOT_SUPPORTED : f(id); });
 }
 
 // The INSUFFICIENT_SIZE protocol of every nvmlDeviceGet*RunningProcesses version: with
@@ -45,10 +56,10 @@ nvmlReturn_t on_device(nvmlDevice_t device, F&& f) {
 template <class Info>
 nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, Info* infos, int api) {
   if (api > driver_options().process_api) return NVML_ERROR_FUNCTION_NOT_FOUND;  // an older driver
-  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+  return on_device(device, [&](int id) -> nvmlReturn_t {
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
     aegis::emu::ProcessEntry entries[aegis::emu::kMaxProcesses];
-    const std::size_t n = driver_state()->processes(gpu, entries);
+    const std::size_t n = driver_state()->processes(id, entries);
     if (*count < n) {
       *count = static_cast<unsigned int>(n);
       return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -58,7 +69,11 @@ nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, Info* info
       Info info{};
       info.pid = entries[i].pid;
       info.usedGpuMemory = driver_options().process_memory ? bytes(entries[i].used_mib) : NVML_VALUE_NOT_AVAILABLE;
-      if constexpr (requires { info.gpuInstanceId; }) info.gpuInstanceId = info.computeInstanceId = kNoInstance;
+      if constexpr (requires { info.gpuInstanceId; }) {
+        const bool mig = is_mig_device(entries[i].device);  // compute instance 0: the one per GPU instance
+        info.gpuInstanceId = mig ? aegis::emu::gpu_instance_id(aegis::emu::slot_of(entries[i].device)) : kNoInstance;
+        info.computeInstanceId = mig ? 0 : kNoInstance;
+      }
       infos[i] = info;
     }
     *count = static_cast<unsigned int>(n);
@@ -117,17 +132,22 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
 }
 
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
-  return on_device(device, [&](int gpu) { return copy_text(aegis::emu::emulated_uuid(gpu).c_str(), uuid, length); });
+  return on_device(device, [&](int id) {
+    using namespace aegis::emu;
+    const std::string text = is_mig_device(id) ? emulated_mig_uuid(gpu_of(id), slot_of(id)) : emulated_uuid(id);
+    return copy_text(text.c_str(), uuid, length);
+  });
 }
 
+// An instance's name is its GPU's with the profile, as "NVIDIA A100-SXM4-40GB MIG 3g.20gb".
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
-  return on_device(device, [&](int gpu) { return copy_text(driver_state()->gpu_name(gpu).c_str(), name, length); });
+  return on_device(device, [&](int id) { return copy_text(driver_state()->device(id).name.c_str(), name, length); });
 }
 
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
-  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+  return on_device(device, [&](int id) -> nvmlReturn_t {
     if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
-    const auto r = driver_state()->read(gpu);
+    const auto r = driver_state()->read(id);
     *memory = {bytes(r.total_mib), bytes(r.total_mib - r.used_mib), bytes(r.used_mib)};
     return NVML_SUCCESS;
   });
@@ -135,10 +155,10 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvml
 
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
   if (driver_options().process_api < 3) return NVML_ERROR_FUNCTION_NOT_FOUND;  // before NVML 11.6
-  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+  return on_device(device, [&](int id) -> nvmlReturn_t {
     if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
     if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    const auto r = driver_state()->read(gpu);
+    const auto r = driver_state()->read(id);
     memory->total = bytes(r.total_mib);
     memory->reserved = 0;
     memory->free = bytes(r.total_mib - r.used_mib);
@@ -147,10 +167,12 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, n
   });
 }
 
+// Not in MIG mode: neither an instance nor a GPU in MIG mode has coarse utilisation.
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
-  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+  return on_device(device, [&](int id) -> nvmlReturn_t {
     if (!utilization) return NVML_ERROR_INVALID_ARGUMENT;
-    const auto r = driver_state()->read(gpu);
+    if (is_mig_device(id) || aegis::emu::mig_mode(id)) return NVML_ERROR_NOT_SUPPORTED;
+    const auto r = driver_state()->read(id);
     *utilization = {percent(r.activity.util), percent(r.activity.drama)};
     return NVML_SUCCESS;
   });
@@ -172,26 +194,17 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevic
 }
 
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* milliwatts) {
-  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+  return on_gpu(device, [&](int id) -> nvmlReturn_t {
     if (!milliwatts) return NVML_ERROR_INVALID_ARGUMENT;
-    *milliwatts = static_cast<unsigned int>(std::lround(driver_state()->read(gpu).power_w * 1000));
+    *milliwatts = static_cast<unsigned int>(std::lround(driver_state()->read(id).power_w * 1000));
     return NVML_SUCCESS;
   });
 }
 
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* millijoules) {
-  return on_device(device, [&](int gpu) -> nvmlReturn_t {
+  return on_gpu(device, [&](int id) -> nvmlReturn_t {
     if (!millijoules) return NVML_ERROR_INVALID_ARGUMENT;
-    *millijoules = static_cast<unsigned long long>(std::llround(driver_state()->read(gpu).energy_j * 1000));
-    return NVML_SUCCESS;
-  });
-}
-
-// MIG-capable (as an A100 or H100) with MIG off: the loader's MIG path runs, finds it off.
-AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
-  return on_device(device, [&](int) -> nvmlReturn_t {
-    if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
-    *current = *pending = 0;
+    *millijoules = static_cast<unsigned long long>(std::llround(driver_state()->read(id).energy_j * 1000));
     return NVML_SUCCESS;
   });
 }
@@ -216,4 +229,3 @@ static_assert(
     std::is_same_v<decltype(&nvmlDeviceGetComputeRunningProcesses_v3), nvmlDeviceGetComputeRunningProcesses_v3_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetPowerUsage), nvmlDeviceGetPowerUsage_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetTotalEnergyConsumption), nvmlDeviceGetTotalEnergyConsumption_fn>);
-static_assert(std::is_same_v<decltype(&nvmlDeviceGetMigMode), nvmlDeviceGetMigMode_fn>);

@@ -1,6 +1,8 @@
 // GPM (GPU Performance Monitoring) of libaegis-nvml-emulated.so, as on Hopper: a sample
-// holds the GPU's activity integrals at one instant; a metric is the mean over the span
-// between two samples. AEGIS_EMULATED_GPM=0 plays an older GPU that has no GPM.
+// holds a device's activity integrals at one instant; a metric is the mean over the span
+// between two samples. A MIG instance is sampled through its GPU's handle and its GPU
+// instance id (nvmlGpmMigSampleGet), its activity relative to its own SMs.
+// AEGIS_EMULATED_GPM=0 plays an older GPU that has no GPM.
 #include <new>
 #include <type_traits>
 
@@ -14,7 +16,7 @@ using aegis::emu::guarded;
 
 namespace aegis::nvml {
 struct nvmlGpmSample_st {
-  int gpu = -1;  // -1 until filled by nvmlGpmSampleGet
+  int device = -1;  // -1 until filled by nvmlGpmSampleGet or nvmlGpmMigSampleGet
   double time_s = 0;
   aegis::emu::Activity integral;
   aegis::emu::Activity now;  // for two samples at one instant
@@ -51,6 +53,13 @@ double mean_percent(const nvmlGpmSample_st& a, const nvmlGpmSample_st& b, double
   return 100 * (v < 0 ? 0 : v > 1 ? 1 : v);
 }
 
+nvmlReturn_t fill(int device, nvmlGpmSample_t sample) {
+  if (!driver_options().gpm) return NVML_ERROR_NOT_SUPPORTED;
+  const auto r = driver_state()->read(device);
+  *sample = {device, r.time_s, r.integral, r.activity};
+  return NVML_SUCCESS;
+}
+
 }  // namespace
 
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t* support) {
@@ -78,12 +87,26 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
   return guarded([&]() -> nvmlReturn_t {
     if (!driver_state()) return NVML_ERROR_UNINITIALIZED;
+    const int id = device_index(device);
+    if (id < 0 || !sample) return NVML_ERROR_INVALID_ARGUMENT;
+    if (aegis::emu::is_mig_device(id)) return NVML_ERROR_NOT_SUPPORTED;  // instances: nvmlGpmMigSampleGet
+    return fill(id, sample);
+  });
+}
+
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
+                                                   nvmlGpmSample_t sample) {
+  return guarded([&]() -> nvmlReturn_t {
+    using namespace aegis::emu;
+    if (!driver_state()) return NVML_ERROR_UNINITIALIZED;
     const int gpu = device_index(device);
-    if (gpu < 0 || !sample) return NVML_ERROR_INVALID_ARGUMENT;
-    if (!driver_options().gpm) return NVML_ERROR_NOT_SUPPORTED;
-    const auto r = driver_state()->read(gpu);
-    *sample = {gpu, r.time_s, r.integral, r.activity};
-    return NVML_SUCCESS;
+    if (gpu < 0 || is_mig_device(gpu) || !sample) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!mig_mode(gpu)) return NVML_ERROR_NOT_SUPPORTED;
+    for (int slot = 0; slot < kMigSlices; ++slot) {
+      const int id = mig_device(gpu, slot);
+      if (gpu_instance_id(slot) == gpuInstanceId && device_index(device_handle(id)) == id) return fill(id, sample);
+    }
+    return NVML_ERROR_NOT_FOUND;
   });
 }
 
@@ -94,7 +117,7 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* get) {
   if (!driver_options().gpm) return NVML_ERROR_NOT_SUPPORTED;
   const nvmlGpmSample_st* a = get->sample1;
   const nvmlGpmSample_st* b = get->sample2;
-  if (get->numMetrics > NVML_GPM_METRIC_MAX || !a || !b || a->gpu < 0 || a->gpu != b->gpu)
+  if (get->numMetrics > NVML_GPM_METRIC_MAX || !a || !b || a->device < 0 || a->device != b->device)
     return NVML_ERROR_INVALID_ARGUMENT;
   for (unsigned int i = 0; i < get->numMetrics; ++i) {
     auto& m = get->metrics[i];
@@ -117,3 +140,4 @@ static_assert(std::is_same_v<decltype(&nvmlGpmSampleAlloc), nvmlGpmSampleAlloc_f
 static_assert(std::is_same_v<decltype(&nvmlGpmSampleFree), nvmlGpmSampleFree_fn>);
 static_assert(std::is_same_v<decltype(&nvmlGpmSampleGet), nvmlGpmSampleGet_fn>);
 static_assert(std::is_same_v<decltype(&nvmlGpmMetricsGet), nvmlGpmMetricsGet_fn>);
+static_assert(std::is_same_v<decltype(&nvmlGpmMigSampleGet), nvmlGpmMigSampleGet_fn>);

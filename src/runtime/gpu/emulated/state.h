@@ -1,6 +1,7 @@
 // The emulated GPUs' shared state: a file mapped by every process that plays a part (the
-// emulated NVML library, fake jobs, tests), holding the GPUs and a process table under a
-// robust process-shared mutex. Processes that no longer exist are dropped when read.
+// emulated NVML library, fake jobs, tests), holding the devices (GPUs and their MIG
+// instances, numbered as in device_ids.h) and a process table under a robust
+// process-shared mutex. Processes that no longer exist are dropped when read.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -8,9 +9,12 @@
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/units.h"
+#include "runtime/gpu/emulated/device_ids.h"
 #include "runtime/gpu/emulated/gpu_spec.h"
+#include "runtime/gpu/emulated/mig_spec.h"
 
 namespace aegis::emu {
 
@@ -28,10 +32,10 @@ struct Activity {
 
 struct GpuReading {
   MiB total_mib = 0;
-  MiB used_mib = 0;         // sum of its processes' memory
-  Activity activity;        // speed-weighted sum of its active processes, each capped at 1
-  double power_w = 0;
-  double energy_j = 0;      // since the state file was created
+  MiB used_mib = 0;         // sum of its processes' memory (a GPU in MIG mode: of its instances')
+  Activity activity;        // as measured (see State::set_activity), each capped at 1
+  double power_w = 0;       // GPUs only
+  double energy_j = 0;      // since the state file was created; GPUs only
   Activity integral;        // activity-seconds since creation (GPM: mean between readings)
   double time_s = 0;        // seconds since creation, the instant of this reading
   int process_count = 0;
@@ -41,11 +45,26 @@ struct GpuReading {
 struct ProcessEntry {
   std::uint32_t pid;
   MiB used_mib;
+  std::int32_t device;  // where it runs: on a GPU in MIG mode, which instance
 };
 
-// Sums over the other active processes of one GPU, as the interference model takes them.
+// Sums over the other active processes of one device, as the interference model (and
+// MPS's SM saturation) takes them: solo values.
 struct CoRunners {
-  double util = 0, drama = 0;
+  double util = 0, drama = 0, smact = 0;
+};
+
+// What a device id (device_ids.h) is on this machine now.
+struct DeviceInfo {
+  MiB total_mib = 0;        // 0: no such device (or an empty MIG slot)
+  bool mig_mode = false;    // a GPU in MIG mode: its instances are the CUDA devices, it is not one
+  int slices = kMigSlices;  // an instance's share of the GPU's SMs, in sevenths
+  std::string name;
+  std::string profile;      // an instance: "3g.20gb"
+  bool exists() const { return total_mib > 0; }
+  // Where CUDA can allocate: a GPU off MIG, or a MIG instance.
+  bool cuda_device() const { return exists() && !mig_mode; }
+  double sm_fraction() const { return slices / static_cast<double>(kMigSlices); }
 };
 
 namespace layout {
@@ -55,32 +74,42 @@ struct File;
 class State {
  public:
   // Maps `path`, creating and sizing it if missing. With `gpus` non-empty, (re)configures
-  // the GPU table to them (processes on GPUs that vanish are dropped). Returns null and
-  // sets `error` to one line when the file cannot be used.
+  // the GPU table to them (processes on GPUs that vanish are dropped; a GPU that changes
+  // leaves MIG mode). Returns null and sets `error` to one line when the file cannot be used.
   static std::unique_ptr<State> open(const std::string& path, std::span<const GpuSpec> gpus, std::string* error);
   ~State();
   State(const State&) = delete;
   State& operator=(const State&) = delete;
 
   int gpu_count() const;
-  std::string gpu_name(int gpu) const;  // "" for a GPU that does not exist
+  DeviceInfo device(int device) const;
+  // The device ids of `gpu`'s MIG instances, in slot order (empty off MIG mode).
+  std::vector<int> instances(int gpu) const;
+  // Puts the GPUs `layout` lists in MIG mode with those instances and the others out of
+  // it. A GPU whose layout changes loses its processes (a real GPU must be idle for it).
+  // False, changing nothing, with `error` set to one line, when the layout does not fit.
+  bool set_mig(std::span<const MigGpu> layout, std::string* error);
   const std::string& path() const { return path_; }
 
-  // Adds `mib` to what `pid` holds on `gpu`; false (and nothing held) when the GPU's used
-  // memory plus `mib` would exceed its total: the emulated out-of-memory. `free_mib`, when
-  // given, receives the GPU's free memory at the decision.
-  bool allocate(int gpu, std::uint32_t pid, MiB mib, MiB* free_mib = nullptr);
-  // Sets the solo activity of `pid` on `gpu` (registering it there) and its current speed
-  // (the weight of its activity in the GPU's totals); false for a bad GPU or a full table.
-  bool set_activity(int gpu, std::uint32_t pid, const Activity& solo, double speed = 1.0);
+  // Adds `mib` to what `pid` holds on `device`; false (and nothing held) when the device's
+  // used memory plus `mib` would exceed its total: the emulated out-of-memory. Also false
+  // for a device CUDA cannot use (none, or a GPU in MIG mode). `free_mib`, when given,
+  // receives the device's free memory at the decision.
+  bool allocate(int device, std::uint32_t pid, MiB mib, MiB* free_mib = nullptr);
+  // Sets the solo activity of `pid` on `device` (registering it there) and its current
+  // speed: the device shows the speed-weighted sum of its processes' solo activity, an
+  // instance with a fraction f of the SMs that sum / f, capped at 1. False for a device
+  // CUDA cannot use or a full table.
+  bool set_activity(int device, std::uint32_t pid, const Activity& solo, double speed = 1.0);
   // Drops every entry of `pid`.
   void release(std::uint32_t pid);
-  CoRunners co_runners(int gpu, std::uint32_t pid);
+  CoRunners co_runners(int device, std::uint32_t pid);
 
-  // Totals of one GPU now (zeros for a GPU that does not exist).
-  GpuReading read(int gpu);
-  // The processes on `gpu`: fills up to `out.size()` entries, returns how many there are.
-  std::size_t processes(int gpu, std::span<ProcessEntry> out);
+  // Totals of one device now (zeros for one that does not exist).
+  GpuReading read(int device);
+  // The processes on `device` (a GPU in MIG mode: on its instances): fills up to
+  // `out.size()` entries, returns how many there are.
+  std::size_t processes(int device, std::span<ProcessEntry> out);
 
  private:
   State(std::string path, layout::File* file) : path_(std::move(path)), file_(file) {}

@@ -5,31 +5,38 @@
 #include <cstdint>
 #include <pthread.h>
 
+#include "runtime/gpu/emulated/device_ids.h"
 #include "runtime/gpu/emulated/state.h"
 
 namespace aegis::emu::layout {
 
 inline constexpr std::uint64_t kMagic = 0x554d456967656100ULL;  // "\0aegiEMU", written last at creation
-inline constexpr std::uint32_t kVersion = 1;
+inline constexpr std::uint32_t kVersion = 2;                    // 2: MIG instances
 inline constexpr int kNameBytes = 64;
+inline constexpr int kProfileBytes = 16;
 
-struct Gpu {
-  std::int64_t total_mib;
-  char name[kNameBytes];
+// A whole GPU or a MIG instance, at its device id (device_ids.h).
+struct Device {
+  std::int64_t total_mib;  // an instance: 0 when its slot is empty
+  char name[kNameBytes];   // GPUs; an instance's is its GPU's plus " MIG <profile>"
+  char profile[kProfileBytes];  // instances: "3g.20gb"
+  std::int32_t slices;          // instances: its share of the GPU's SMs, in sevenths
+  std::int32_t mig;             // GPUs: 1 in MIG mode (its instances are the CUDA devices)
   // Derived from the process table after every change (never the source of truth).
-  std::int64_t used_mib;
-  Activity activity;
+  std::int64_t used_mib;  // a GPU in MIG mode: the sum over its instances
+  Activity raw;           // speed-weighted sum of its processes' solo activity, uncapped
+  Activity activity;      // as measured: raw capped at 1 (an instance: raw / its SM share)
   // Integrated over wall time up to File::updated_ns.
-  double energy_j;
+  double energy_j;  // GPUs
   Activity integral;
 };
 
 struct Process {
   std::uint32_t pid;
-  std::int32_t gpu;
+  std::int32_t device;
   std::int64_t used_mib;
-  Activity solo;       // activity alone; meaningful once `active`
-  double speed;        // weight of `solo` in the GPU's totals
+  Activity solo;       // activity alone on a whole GPU; meaningful once `active`
+  double speed;        // weight of `solo` in the device's totals
   std::uint32_t active;
   std::uint32_t unused;
   std::int64_t start_ns;  // CLOCK_REALTIME when the entry was made
@@ -44,7 +51,7 @@ struct File {
   std::int64_t updated_ns;  // integrals are current up to here
   std::int32_t gpu_count;
   std::int32_t process_count;  // processes[0, process_count) are live, in no order
-  Gpu gpus[kMaxGpus];
+  Device devices[kMaxDevices];
   Process processes[kMaxProcesses];
 };
 

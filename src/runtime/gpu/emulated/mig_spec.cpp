@@ -1,0 +1,80 @@
+#include "runtime/gpu/emulated/mig_spec.h"
+
+#include <charconv>
+
+#include "runtime/gpu/emulated/device_ids.h"
+
+namespace aegis::emu {
+
+namespace {
+
+constexpr std::string_view kHelp =
+    " (write GPU:PROFILE,...;GPU:..., e.g. 0:3g.20gb,2g.10gb,1g.5gb,1g.5gb;2:7g.40gb)";
+
+bool parse_int(std::string_view s, int* v) {
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+  return !s.empty() && ec == std::errc{} && end == s.data() + s.size();
+}
+
+// "<slices>g.<GiB>gb", written exactly as NVIDIA names profiles (no leading zeros).
+std::optional<MigProfile> parse_profile(std::string_view s) {
+  const auto g = s.find("g.");
+  if (g == std::string_view::npos || !s.ends_with("gb")) return std::nullopt;
+  MigProfile p;
+  if (!parse_int(s.substr(0, g), &p.slices) || !parse_int(s.substr(g + 2, s.size() - g - 4), &p.gib))
+    return std::nullopt;
+  if (p.slices < 1 || p.slices > kMigSlices || p.gib < 1 || p.gib > (1 << 14) || p.name() != s) return std::nullopt;
+  return p;
+}
+
+}  // namespace
+
+std::optional<std::vector<MigGpu>> parse_mig_layout(std::string_view text, std::string* error) {
+  std::vector<MigGpu> out;
+  auto fail = [&](std::string_view part, const std::string& why) {
+    *error = "AEGIS_EMULATED_MIG: '" + std::string(part) + "' " + why + std::string(kHelp);
+    return std::nullopt;
+  };
+  while (!text.empty()) {
+    const auto semi = text.find(';');
+    const std::string_view part = text.substr(0, semi);
+    text = semi == std::string_view::npos ? std::string_view{} : text.substr(semi + 1);
+    const auto colon = part.find(':');
+    MigGpu m;
+    if (colon == std::string_view::npos || !parse_int(part.substr(0, colon), &m.gpu) || m.gpu < 0 || m.gpu >= kMaxGpus)
+      return fail(part, "does not start with a GPU index and ':'");
+    for (const auto& o : out)
+      if (o.gpu == m.gpu) return fail(part, "lists GPU " + std::to_string(m.gpu) + " again");
+    std::string_view list = part.substr(colon + 1);
+    while (!list.empty()) {
+      const auto comma = list.find(',');
+      const std::string_view name = list.substr(0, comma);
+      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+      const auto p = parse_profile(name);
+      if (!p) return fail(part, "has '" + std::string(name) + "', not a MIG profile like 3g.20gb");
+      m.instances.push_back(*p);
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::string check_mig_layout(std::span<const MigGpu> layout, std::span<const MiB> gpu_total_mib) {
+  for (const auto& m : layout) {
+    const std::string gpu = "AEGIS_EMULATED_MIG: GPU " + std::to_string(m.gpu);
+    if (static_cast<std::size_t>(m.gpu) >= gpu_total_mib.size())
+      return gpu + " does not exist (there are " + std::to_string(gpu_total_mib.size()) + " GPUs)";
+    int slices = 0;
+    MiB mib = 0;
+    for (const auto& p : m.instances) slices += p.slices, mib += p.memory_mib();
+    if (slices > kMigSlices)
+      return gpu + ": its instances use " + std::to_string(slices) + " SM slices; a GPU has " +
+             std::to_string(kMigSlices);
+    const MiB total = gpu_total_mib[static_cast<std::size_t>(m.gpu)];
+    if (mib > total)
+      return gpu + ": its instances need " + std::to_string(mib) + " MiB; it has " + std::to_string(total);
+  }
+  return "";
+}
+
+}  // namespace aegis::emu

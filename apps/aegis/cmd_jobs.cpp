@@ -12,6 +12,7 @@
 
 #include "apps/aegis/client.h"
 #include "apps/aegis/commands.h"
+#include "apps/aegis/job_runner.h"
 #include "estimate/features.h"
 #include "runtime/api/request.h"
 #include "sim/csv.h"
@@ -160,32 +161,27 @@ api::JobRequest build_request(const SubmitArgs& a) {
 
 void set_job_command(std::vector<std::string> command) { g_command = std::move(command); }
 
-void add_job_commands(CLI::App& app) {
-  app.add_option("--socket", g_socket, "aegisd's socket (default: $AEGIS_SOCKET, else /run/aegis/aegisd.sock)");
+namespace {
 
-  static SubmitArgs sa;
-  auto* submit = app.add_subcommand("submit", "Queue a job on this server's GPUs; prints its id");
-  submit->add_option("--gpus", sa.gpus, "GPUs the job needs (default 1)")->check(CLI::Range(1, api::kMaxGpus));
-  submit->add_option("--mem", sa.mem, "GPU memory it needs per GPU, e.g. 12G or 12000 (MiB); omitted: the server decides");
-  submit->add_option("--name", sa.name, "Name shown in listings (default: the command's name)");
-  submit->add_flag("--exclusive", sa.exclusive, "Run alone on its GPUs");
-  submit->add_option("--spec", sa.spec, "YAML job spec (docs/api.md); flags override its fields");
-  submit->add_option("--model-spec", sa.model_spec,
-                     "Model features for the learned memory estimator (JSON from scripts/model_spec.py)");
-  // One value per occurrence: `--env A=1 -- cmd --opt` must leave `--opt` to the command.
-  submit->add_option("--env", sa.env, "Set NAME=VALUE in the job's environment (repeatable)")
+void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
+  cmd->add_option("--gpus", sa.gpus, "GPUs the job needs (default 1)")->check(CLI::Range(1, api::kMaxGpus));
+  cmd->add_option("--mem", sa.mem, "GPU memory it needs per GPU, e.g. 12G or 12000 (MiB); omitted: the server decides");
+  cmd->add_option("--name", sa.name, "Name shown in listings (default: the command's name)");
+  cmd->add_flag("--exclusive", sa.exclusive, "Run alone on its GPUs");
+  cmd->add_option("--spec", sa.spec, "YAML job spec (docs/api.md); flags override its fields");
+  cmd->add_option("--model-spec", sa.model_spec,
+                  "Model features for the learned memory estimator (JSON from scripts/model_spec.py)");
+  cmd->add_option("--env", sa.env, "Set NAME=VALUE in the job's environment (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  submit->add_option("--tag", sa.tags, "Label the job (repeatable)")
+  cmd->add_option("--tag", sa.tags, "Label the job (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  submit->add_option("--workdir", sa.workdir, "Working directory (default: the current one)");
-  submit->add_option("command", sa.command, "The command (put it after --)")->expected(-1);
-  submit->callback([] {
-    const auto r = build_request(sa);
-    const auto reply = call(socket_path(g_socket), {{"op", "submit"}, {"job", json::parse(api::to_json(r))}});
-    fmt::print("{}\n", reply["id"].get<std::int64_t>());
-  });
+  cmd->add_option("--workdir", sa.workdir, "Working directory (default: the current one)");
+  cmd->add_option("command", sa.command, "The command (put it after --)")->expected(-1);
+}
+
+void add_job_listings(CLI::App& app) {
 
   static bool q_all = false, q_json = false;
   auto* queue = app.add_subcommand("queue", "Jobs waiting and running (like squeue)");
@@ -299,6 +295,47 @@ void add_job_commands(CLI::App& app) {
     if (hist_json) fmt::print("{}\n", r["jobs"].dump(2));
     else print_jobs(r["jobs"]);
   });
+}
+
+}  // namespace
+
+void add_job_commands(CLI::App& app) {
+  app.add_option("--socket", g_socket, "aegisd's socket (default: $AEGIS_SOCKET, else /run/aegis/aegisd.sock)");
+
+  static SubmitArgs sa;
+  auto* submit = app.add_subcommand("submit", "Queue a job on this server's GPUs; prints its id");
+  add_request_options(submit, sa);
+  static SlurmArgs slurm;
+  submit->add_flag("--slurm", slurm.enabled,
+                   "Submit through Slurm instead (from a login node): writes an sbatch script that runs the job "
+                   "with `aegis run` on the node Slurm picks, and prints Slurm's job id (docs/slurm.md)");
+  submit->add_option("--slurm-gres", slurm.gres, "Slurm's count-only GPU-memory resource, in GiB")->capture_default_str();
+  submit->add_option("--slurm-arg", slurm.args, "Extra sbatch option, e.g. --slurm-arg=--time=02:00:00 (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  submit->callback([] {
+    const auto r = build_request(sa);
+    if (slurm.enabled) {
+      fmt::print("{}\n", submit_to_slurm(r, slurm));
+      return;
+    }
+    const auto reply = call(socket_path(g_socket), {{"op", "submit"}, {"job", json::parse(api::to_json(r))}});
+    fmt::print("{}\n", reply["id"].get<std::int64_t>());
+  });
+
+  static SubmitArgs ra;
+  static RunArgs run;
+  auto* run_cmd = app.add_subcommand(
+      "run", "Run a job on this server's GPUs and wait for it, printing its output and ending with its exit "
+             "status (for batch scripts, e.g. under Slurm; SIGTERM cancels it)");
+  add_request_options(run_cmd, ra);
+  run_cmd->add_option("--requeue-after", run.requeue_after_s,
+                      "Under Slurm: if the job waits this long to run alone after an OOM, give it back to Slurm "
+                      "(scontrol requeue) with a whole GPU's memory requested (0 = never)")
+      ->capture_default_str();
+  run_cmd->callback([] { std::exit(run_and_wait(build_request(ra), run, socket_path(g_socket))); });
+
+  add_job_listings(app);
 }
 
 }  // namespace aegis::cli

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <string>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -115,6 +116,9 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   const aegis::AttemptDir dir{a.dir};
   if (a.lock_fd >= 0) fcntl(a.lock_fd, F_SETFD, FD_CLOEXEC);  // the job does not inherit it
+  // Orphaned processes of the job come to us, not to init (which in a container may never
+  // reap them): we reap them, so a finished job leaves nothing, not even zombies.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
 
   sigset_t wait_set;
   sigemptyset(&wait_set);
@@ -156,17 +160,29 @@ int main(int argc, char** argv) {
       kill_at = now() + a.grace;
     }
     if (kill_at > 0 && now() >= kill_at) kill(-child, SIGKILL);
-    const pid_t r = waitpid(child, &status, WNOHANG);
-    if (r == child) exited = true;
+    int st = 0;
+    for (pid_t r; (r = waitpid(-1, &st, WNOHANG)) > 0;)
+      if (r == child) {
+        status = st;
+        exited = true;
+      }
   }
   // The main process is gone; whatever it left behind in its group goes too.
+  auto reap = [] {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+  };
   if (kill(-child, SIGTERM) == 0) {
     const double until = now() + a.grace;
-    while (now() < until && kill(-child, 0) == 0) usleep(50000);
+    while (now() < until && kill(-child, 0) == 0) {
+      reap();
+      usleep(20000);
+    }
     kill(-child, SIGKILL);
   }
-  while (waitpid(-1, nullptr, WNOHANG) > 0) {
-  }
+  // Reap the last of them (SIGKILLed ones, and any orphans that left the group).
+  const double until = now() + 2;
+  while (now() < until && waitpid(-1, nullptr, WNOHANG) >= 0) usleep(10000);
   char buf[160];
   std::snprintf(buf, sizeof buf, "{\"wait_status\": %d, \"ended_at\": %.6f, \"cancelled\": %s}\n", status, now(),
                 cancelled ? "true" : "false");

@@ -1,0 +1,53 @@
+"""`aegis run`: the job's output on ours, its exit status as ours, SIGTERM cancels it (as
+scancel does to a Slurm batch step). Usage: test_run.py BUILD_DIR
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from harness import Daemon, fail
+
+
+def main(build):
+    d = Daemon(build, settings={"observation_window_s": 1.0})
+    try:
+        d.start()
+        env = dict(os.environ, AEGIS_SOCKET=d.socket)
+        r = subprocess.run([d.aegis, "run", "--name", "hello", "--", "/bin/sh", "-c", "echo out; echo err >&2"],
+                           capture_output=True, text=True, env=env, cwd=d.dir, timeout=60)
+        if r.returncode != 0 or r.stdout != "out\n" or "err\n" not in r.stderr:
+            fail(f"run: rc={r.returncode} out={r.stdout!r} err={r.stderr!r}")
+        r = subprocess.run([d.aegis, "run", "--", "/bin/sh", "-c", "exit 7"], capture_output=True, text=True,
+                           env=env, cwd=d.dir, timeout=60)
+        if r.returncode != 7:
+            fail(f"exit status not passed on: {r.returncode} {r.stderr}")
+        p = subprocess.Popen([d.aegis, "run", "--name", "sleeper", "--", "/bin/sh", "-c", "echo started; sleep 60"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=d.dir)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            running = [j for j in d.call("queue", "--json") if j["name"] == "sleeper" and j["state"] == "running"]
+            if running and d.run_cli("logs", str(running[0]["id"])).stdout:
+                break
+            time.sleep(0.2)
+        job = running[0]["id"]
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        pgid = d.show(job)["attempt_log"][0]["pgid"]
+        if pgid <= 1:
+            fail(f"no process group recorded: {pgid}")
+        if p.returncode != 143 or d.show(job)["state"] != "cancelled":
+            fail(f"SIGTERM: rc={p.returncode} state={d.show(job)['state']} err={err}")
+        try:
+            os.killpg(pgid, 0)
+            fail("the cancelled job's processes are still there")
+        except ProcessLookupError:
+            pass
+        print("OK: aegis run passes output and exit status on, and SIGTERM cancels the job and its processes")
+    finally:
+        d.cleanup()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -125,6 +125,13 @@ TEST(ApiRequest, SubmitDefaults) {
   EXPECT_EQ(submitted(R"({"command":["x"],"mem_mib":40960})").mem_mib, 40960);
 }
 
+TEST(ApiRequest, SubmitMayAttachTheJobToItsCaller) {
+  EXPECT_FALSE(parsed<SubmitRequest>(submit(R"({"command":["x"]})")).attach);
+  EXPECT_TRUE(parsed<SubmitRequest>(R"({"op":"submit","job":{"command":["x"]},"attach":true})").attach);
+  EXPECT_EQ(error_of(R"({"op":"submit","job":{"command":["x"]},"attach":1})"), "attach: must be true or false");
+  EXPECT_EQ(error_of(R"({"op":"submit","job":{"command":["x"]},"atach":true})"), "atach: unknown field");
+}
+
 TEST(ApiRequest, OtherOps) {
   EXPECT_FALSE(parsed<ListRequest>(R"({"op":"queue"})").all);
   EXPECT_TRUE(parsed<ListRequest>(R"({"op":"queue","all":true})").all);

@@ -3,10 +3,14 @@
 
 #include <csignal>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "runtime/daemon/config.h"
 #include "runtime/job/classify.h"
+#include "runtime/launch/launcher.h"
 #include "runtime/store/store.h"
 #include "tests/test_util.h"
 
@@ -88,6 +92,7 @@ TEST(Store, JobsSurviveReopeningWithTheirAttemptsInQueueOrder) {
     at.first_activity = 1003.5;
     at.pgid = 4242;
     a.attempts.push_back(at);
+    a.attached_to = ClientProcess{777, 123456789012ull};
     s.begin();
     s.update(a);
     c.state = JobState::Completed;
@@ -110,6 +115,10 @@ TEST(Store, JobsSurviveReopeningWithTheirAttemptsInQueueOrder) {
   EXPECT_DOUBLE_EQ(*unfinished[0].attempts[0].first_activity, 1003.5);
   EXPECT_EQ(unfinished[0].request.env.at("A"), "1");
   EXPECT_EQ(*unfinished[0].request.mem_mib, 12000);
+  ASSERT_TRUE(unfinished[0].attached_to);
+  EXPECT_EQ(unfinished[0].attached_to->pid, 777);
+  EXPECT_EQ(unfinished[0].attached_to->start_ticks, 123456789012ull);
+  EXPECT_FALSE(unfinished[1].attached_to);
   EXPECT_EQ(unfinished[1].request.name, "b");
   EXPECT_EQ(unfinished[1].state, JobState::Queued);
   EXPECT_EQ(s.list(true, 10).size(), 3u);
@@ -159,6 +168,29 @@ TEST(DaemonConfig, ErrorsNameTheFileAndKey) {
   EXPECT_NE(error("state_dir = \n").find(".toml:1:"), std::string::npos);
   EXPECT_NE(error("[gpu]\nx = 1\n").find("unknown table [gpu]"), std::string::npos);
   EXPECT_NE(error("policy = \"gandiva\"\n").find("policy: 'gandiva' is not one of"), std::string::npos);
+}
+
+TEST(Launcher, ProcessStartTellsAProcessFromALaterOneWithItsPid) {
+  // Our own start time matches what /proc says in field 22; a gone process has none.
+  std::ifstream f("/proc/self/stat");
+  std::string stat;
+  std::getline(f, stat);
+  std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::vector<std::string> fields((std::istream_iterator<std::string>(rest)), std::istream_iterator<std::string>());
+  ASSERT_GT(fields.size(), 19u);
+  EXPECT_EQ(process_start_ticks(getpid()), std::stoull(fields[19]));  // field 22 is the 20th after the name
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int st = 0;
+  EXPECT_EQ(waitpid(child, &st, 0), child);
+  EXPECT_FALSE(process_start_ticks(child));
+  EXPECT_FALSE(process_start_ticks(0));
+  // A zombie is no client: it has ended.
+  const pid_t zombie = fork();
+  if (zombie == 0) _exit(0);
+  for (int i = 0; i < 200 && process_start_ticks(zombie); ++i) usleep(10000);
+  EXPECT_FALSE(process_start_ticks(zombie));
+  waitpid(zombie, &st, 0);
 }
 
 }  // namespace

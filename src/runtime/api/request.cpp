@@ -362,15 +362,18 @@ std::int64_t read_id(const json& n, const std::string& path) {
 }
 
 Request parse_submit(const json& req) {
-  allow_only(req, {"op", "job"});
+  allow_only(req, {"op", "job", "attach"});
   const json& job = required(req, "job");
   if (!job.is_object()) fail("job", "must be an object");
+  SubmitRequest r;
   try {
-    return SubmitRequest{detail::read_job<JsonAccess>(job)};
+    r.job = detail::read_job<JsonAccess>(job);
   } catch (detail::Invalid& e) {
     e.message.insert(0, "job.");
     throw;
   }
+  if (const json* attach = find(req, "attach")) r.attach = detail::read_bool<JsonAccess>(*attach, "attach");
+  return r;
 }
 
 Request parse_queue(const json& req) {

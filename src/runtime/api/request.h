@@ -40,7 +40,12 @@ struct JobRequest {
   std::optional<ModelFeatures> model;        // for the learned estimator (aegis submit --model-spec)
 };
 
-struct SubmitRequest { JobRequest job; };
+struct SubmitRequest {
+  JobRequest job;
+  // The job belongs to the calling process (`aegis run`): if that process ends before
+  // the job does, the daemon cancels the job (Slurm's scancel, a killed batch script).
+  bool attach = false;
+};
 struct ListRequest { bool all = false; };                 // op "queue"
 struct ShowRequest { std::int64_t id = 0; };
 struct CancelRequest { std::vector<std::int64_t> ids; };

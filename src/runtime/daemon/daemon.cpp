@@ -183,7 +183,9 @@ void Daemon::sample_and_schedule(Seconds now) {
   Tx tx(store_);
   note_activity(now);
   collect_exits(now, pending_failures_);
+  cancel_orphans(now);
   tx.commit();
+  send_cancel_signals(now);
   schedule(now);
 }
 
@@ -259,7 +261,7 @@ void Daemon::collect_exits(Seconds now, std::vector<Failure>& failures) {
         finish_attempt(j, "cancelled", v.reason, ended);
         j.state = JobState::Cancelled;
         j.ended_at = ended;
-        j.reason = "cancelled";
+        if (j.reason.empty()) j.reason = "cancelled";
         save(j, "cancelled", "", now);
         done.push_back(id);
         break;
@@ -290,6 +292,19 @@ void Daemon::collect_exits(Seconds now, std::vector<Failure>& failures) {
     }
   }
   for (JobId id : done) active_.erase(id);
+}
+
+void Daemon::cancel_orphans(Seconds now) {
+  // An attached job whose `aegis run` is gone has nobody waiting for it: under Slurm that
+  // is a scancel, a time limit or a killed batch script, and the job must not outlive it.
+  std::vector<JobId> gone;
+  for (auto& [id, j] : active_) {
+    if (!j.attached_to || j.cancel_requested) continue;
+    if (process_start_ticks(j.attached_to->pid) == j.attached_to->start_ticks) continue;
+    request_cancel(j, now, fmt::format("its client (aegis run, pid {}) is gone", j.attached_to->pid));
+    if (j.state == JobState::Cancelled) gone.push_back(id);
+  }
+  for (JobId id : gone) active_.erase(id);
 }
 
 void Daemon::finish_attempt(DaemonJob& job, const std::string& outcome, const std::string& detail, Seconds now) {
@@ -573,6 +588,11 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
   j.state = JobState::Queued;
   j.submitted_at = clock_now();
   j.recovery.exclusive_only = req.exclusive;
+  if (r.attach) {
+    const auto start = process_start_ticks(c.pid);
+    if (!start) return error_reply("attach: the calling process cannot be identified (no peer pid)");
+    j.attached_to = ClientProcess{c.pid, *start};
+  }
   Tx tx(store_);
   store_.insert(j);
   store_.event(j.id, j.submitted_at, "submit", fmt::format("by {} (uid {})", j.user, j.uid));
@@ -618,17 +638,18 @@ json Daemon::show(const api::ShowRequest& r, const Caller& c) {
   return {{"ok", true}, {"job", v}};
 }
 
-void Daemon::request_cancel(DaemonJob& j, Seconds now) {
+void Daemon::request_cancel(DaemonJob& j, Seconds now, const std::string& why) {
   if (j.state == JobState::Queued) {
     j.state = JobState::Cancelled;
     j.ended_at = now;
-    j.reason = "cancelled before it started";
+    j.reason = "cancelled before it started" + (why.empty() ? "" : ": " + why);
     save(j, "cancelled", j.reason, now);
     return;
   }
   // Recorded first, signalled after the commit (send_cancel_signals).
   j.cancel_requested = true;
-  save(j, "cancel", "requested", now);
+  j.reason = why.empty() ? "" : "cancelled: " + why;
+  save(j, "cancel", why.empty() ? "requested" : why, now);
   cancel_signals_.push_back(j.id);
 }
 

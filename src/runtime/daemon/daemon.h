@@ -76,6 +76,7 @@ class Daemon {
   void select_gpus(const std::vector<GpuStatus>& all);
   void note_activity(Seconds now);
   void collect_exits(Seconds now, std::vector<Failure>& failures);
+  void cancel_orphans(Seconds now);
   void finish_attempt(DaemonJob& job, const std::string& outcome, const std::string& detail, Seconds now);
   JobSpec spec_of(const DaemonJob& job) const;
   RunningJob running_view(const DaemonJob& job) const;
@@ -84,7 +85,7 @@ class Daemon {
   void apply(const Decisions& d, Seconds now);
   void launch(DaemonJob& job, const Launch& l, Seconds now);
   void save(const DaemonJob& job, const std::string& event, const std::string& detail, Seconds now);
-  void request_cancel(DaemonJob& job, Seconds now);
+  void request_cancel(DaemonJob& job, Seconds now, const std::string& why = "");
 
   nlohmann::json submit(const api::SubmitRequest& r, const Caller& c);
   nlohmann::json list(const api::ListRequest& r);

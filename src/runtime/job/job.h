@@ -35,6 +35,13 @@ struct Attempt {
   std::string detail;                   // the classifier's line
 };
 
+// The process a job is attached to (`aegis run` waiting for it): when it is gone, the job
+// is cancelled. Its start time tells it apart from a later process with the same pid.
+struct ClientProcess {
+  pid_t pid = 0;
+  std::uint64_t start_ticks = 0;        // field 22 of /proc/PID/stat
+};
+
 struct DaemonJob {
   JobId id = 0;
   uid_t uid = 0;
@@ -51,6 +58,7 @@ struct DaemonJob {
   bool cancel_requested = false;
   std::string reason;                   // why it failed, was cancelled or waits
   std::vector<Attempt> attempts;
+  std::optional<ClientProcess> attached_to;
 
   Attempt* current() { return attempts.empty() ? nullptr : &attempts.back(); }
   const Attempt* current() const { return attempts.empty() ? nullptr : &attempts.back(); }

@@ -72,7 +72,9 @@ json to_json(const DaemonJob& job) {
                           {"exclusive_only", job.recovery.exclusive_only},
                           {"oom_count", job.recovery.oom_count}}},
             {"request", nlohmann::json::parse(api::to_json(job.request))},
-            {"attempt_log", attempts}};
+            {"attempt_log", attempts},
+            {"attached_to", job.attached_to ? json{{"pid", job.attached_to->pid}, {"start_ticks", job.attached_to->start_ticks}}
+                                            : json(nullptr)}};
   return j;
 }
 
@@ -101,6 +103,9 @@ DaemonJob job_from_json(const json& j) {
     if (auto* e = std::get_if<api::ParseError>(&req)) throw std::runtime_error("request: " + e->message);
     d.request = std::get<api::SubmitRequest>(std::get<api::Request>(req)).job;
     for (const auto& a : j.at("attempt_log")) d.attempts.push_back(attempt_from(a));
+    if (j.contains("attached_to") && !j["attached_to"].is_null())
+      d.attached_to = ClientProcess{j["attached_to"].at("pid").get<pid_t>(),
+                                    j["attached_to"].at("start_ticks").get<std::uint64_t>()};
     return d;
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("job record: ") + e.what());

@@ -71,19 +71,44 @@ bool group_alive(pid_t pgid) {
   return kill(-pgid, 0) == 0 || errno == EPERM;
 }
 
-std::optional<pid_t> session_of(pid_t pid) {
+namespace {
+
+struct ProcStat {
+  char state = 0;
+  long session = 0;
+  unsigned long long start_ticks = 0;
+};
+
+std::optional<ProcStat> read_proc_stat(pid_t pid) {
   std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
   std::string stat;
   if (!f || !std::getline(f, stat)) return std::nullopt;
-  // Fields after the command name (which may hold spaces and parentheses): state, ppid,
-  // pgrp, session, ...
+  // Fields after the command name (which may hold spaces and parentheses): state (3),
+  // ppid, pgrp, session (6), ..., starttime (22).
   const auto close_paren = stat.rfind(')');
   if (close_paren == std::string::npos) return std::nullopt;
-  char state = 0;
-  long ppid = 0, pgrp = 0, session = 0;
-  if (std::sscanf(stat.c_str() + close_paren + 1, " %c %ld %ld %ld", &state, &ppid, &pgrp, &session) != 4)
+  ProcStat p;
+  long ppid = 0, pgrp = 0;
+  if (std::sscanf(stat.c_str() + close_paren + 1,
+                  " %c %ld %ld %ld %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu", &p.state, &ppid,
+                  &pgrp, &p.session, &p.start_ticks) != 5)
     return std::nullopt;
-  return static_cast<pid_t>(session);
+  return p;
+}
+
+}  // namespace
+
+std::optional<pid_t> session_of(pid_t pid) {
+  const auto p = read_proc_stat(pid);
+  if (!p) return std::nullopt;
+  return static_cast<pid_t>(p->session);
+}
+
+std::optional<std::uint64_t> process_start_ticks(pid_t pid) {
+  if (pid <= 0) return std::nullopt;
+  const auto p = read_proc_stat(pid);
+  if (!p || p->state == 'Z' || p->state == 'X') return std::nullopt;
+  return p->start_ticks;
 }
 
 }  // namespace aegis

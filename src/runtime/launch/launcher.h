@@ -3,7 +3,9 @@
 // when the attempt runs and its lock is free. The shim starts the job as its user and
 // records how it ended (apps/aegisd/shim.cpp).
 #pragma once
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -33,5 +35,9 @@ bool group_alive(pid_t pgid);
 
 // Session id of a process (from /proc), empty if it is gone.
 std::optional<pid_t> session_of(pid_t pid);
+
+// When a process started (clock ticks after boot, from /proc), empty if it is gone or a
+// zombie: with the pid it names one process for good, as pids are reused.
+std::optional<std::uint64_t> process_start_ticks(pid_t pid);
 
 }  // namespace aegis

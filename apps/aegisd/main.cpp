@@ -70,7 +70,9 @@ int main(int argc, char** argv) {
       // The emulated library reads these at nvmlInit; jobs inherit them to find its state.
       mkdir(cfg.daemon.state_dir.c_str(), 0700);
       setenv("AEGIS_EMULATED_GPUS", cfg.daemon.emulated_gpus.c_str(), 1);
-      setenv("AEGIS_EMULATED_STATE", (cfg.daemon.state_dir + "/emulated-gpus.state").c_str(), 1);
+      const std::string state =
+          cfg.daemon.emulated_state.empty() ? cfg.daemon.state_dir + "/emulated-gpus.state" : cfg.daemon.emulated_state;
+      setenv("AEGIS_EMULATED_STATE", state.c_str(), 1);
       setenv("AEGIS_EMULATED_GPM", cfg.daemon.emulated_gpm ? "1" : "0", 1);
       // Empty means no MIG: a value inherited from the shell must not cut the GPUs.
       if (!cfg.daemon.emulated_mig.empty()) setenv("AEGIS_EMULATED_MIG", cfg.daemon.emulated_mig.c_str(), 1);

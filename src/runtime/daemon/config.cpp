@@ -24,6 +24,9 @@ const ParamEntry<DaemonSettings> kEntries[] = {
     P("emulated_library", emulated_library, 0, 0, "",
       "Emulated NVML library for gpu_backend = emulated (default: next to aegisd)"),
     P("emulated_gpus", emulated_gpus, 0, 0, "", "Emulated GPUs, COUNTxMIB[,COUNTxMIB...], e.g. 3x40960"),
+    P("emulated_state", emulated_state, 0, 0, "",
+      "State file of the emulated GPUs (default: <state_dir>/emulated-gpus.state, which only the daemon's user can "
+      "reach: give another path for other users' jobs)"),
     P("emulated_gpm", emulated_gpm, 0, 0, "", "Emulated GPUs report SM activity/occupancy and DRAM activity (GPM)"),
     P("gpus", gpus, 0, 0, "", "GPUs to schedule: all, or a comma list of NVML indices or UUIDs"),
     P("policy", policy, 0, 0, "exclusive,aegis,aegis-peak,aegis-horus,carma,lucid,horus,naive",

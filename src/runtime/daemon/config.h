@@ -20,6 +20,7 @@ struct DaemonSettings {
   std::string nvml_library = "libnvidia-ml.so.1";
   std::string emulated_library;           // default: next to aegisd (lib/libaegis-nvml-emulated.so)
   std::string emulated_gpus = "3x40960";
+  std::string emulated_state;             // the emulated GPUs' state file; default: <state_dir>/emulated-gpus.state
   bool emulated_gpm = true;
   std::string gpus = "all";               // "all" or a comma list of NVML indices or UUIDs
   std::string policy = "aegis";

@@ -15,9 +15,23 @@ constexpr const char* kDefaultSocket = "/run/aegis/aegisd.sock";
 }
 
 std::string socket_path(const std::string& flag) {
-  if (!flag.empty()) return flag;
-  if (const char* env = std::getenv("AEGIS_SOCKET"); env && *env) return env;
-  return kDefaultSocket;
+  std::string path = kDefaultSocket;
+  if (!flag.empty()) path = flag;
+  else if (const char* env = std::getenv("AEGIS_SOCKET"); env && *env) path = env;
+  // %n: this node's name, for several Slurm nodes (one aegisd each) on one host.
+  for (std::size_t at = path.find("%n"); at != std::string::npos; at = path.find("%n", at)) {
+    std::string node;
+    if (const char* n = std::getenv("SLURMD_NODENAME"); n && *n) {
+      node = n;
+    } else {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      node = std::string(host).substr(0, std::string(host).find('.'));
+    }
+    path.replace(at, 2, node);
+    at += node.size();
+  }
+  return path;
 }
 
 nlohmann::json call(const std::string& path, const nlohmann::json& request) {
@@ -32,17 +46,17 @@ nlohmann::json call(const std::string& path, const nlohmann::json& request) {
     close(fd);
     if (err == EACCES)
       throw ClientError(fmt::format("permission denied on {}: ask the server's admin for access to aegisd", path));
-    throw ClientError(fmt::format(
+    throw ConnectionError(fmt::format(
         "cannot reach aegisd at {} ({}); start it with `aegisd --config /etc/aegis/aegisd.toml`, or point "
         "--socket or AEGIS_SOCKET at its socket",
-        path, std::strerror(err)));
+        path, std::strerror(err)), false);
   }
   const std::string line = request.dump() + "\n";
   for (std::size_t sent = 0; sent < line.size();) {
     const ssize_t n = write(fd, line.data() + sent, line.size() - sent);
     if (n <= 0) {
       close(fd);
-      throw ClientError(std::string("sending to aegisd: ") + std::strerror(errno));
+      throw ConnectionError(std::string("sending to aegisd: ") + std::strerror(errno), sent > 0);
     }
     sent += static_cast<std::size_t>(n);
   }
@@ -54,7 +68,7 @@ nlohmann::json call(const std::string& path, const nlohmann::json& request) {
     reply.append(buf, static_cast<std::size_t>(n));
   }
   close(fd);
-  if (reply.empty()) throw ClientError("aegisd closed the connection without a reply");
+  if (reply.empty()) throw ConnectionError("aegisd closed the connection without a reply", true);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(reply.substr(0, reply.find('\n')));

@@ -11,11 +11,18 @@ struct ClientError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// --socket, else AEGIS_SOCKET, else the default path.
+// aegisd could not be reached, or went away before replying (it may be restarting).
+struct ConnectionError : ClientError {
+  ConnectionError(const std::string& what, bool received) : ClientError(what), maybe_received(received) {}
+  bool maybe_received;  // the request may have reached the daemon (false: it was never sent)
+};
+
+// --socket, else AEGIS_SOCKET, else the default path; "%n" in it becomes the Slurm node's
+// name (SLURMD_NODENAME), else the short host name.
 std::string socket_path(const std::string& flag);
 
 // Sends `request` and returns the reply's object when "ok" is true; throws ClientError
-// with the daemon's message (or why it could not be reached) otherwise.
+// with the daemon's message, or ConnectionError when it could not be reached.
 nlohmann::json call(const std::string& socket, const nlohmann::json& request);
 
 }  // namespace aegis::cli

@@ -15,6 +15,7 @@
 #include "apps/aegis/job_runner.h"
 #include "estimate/features.h"
 #include "runtime/api/request.h"
+#include "runtime/slurm/gres.h"
 #include "sim/csv.h"
 
 extern char** environ;
@@ -70,6 +71,23 @@ void print_jobs(const json& jobs) {
                j["name"].get<std::string>().substr(0, 20), j["user"].get<std::string>().substr(0, 10), state,
                j["gpus"].get<int>(), j["attempts"].get<int>(), ago(since), where);
   }
+}
+
+// What Slurm must know of this node: the memory of the GPUs aegisd schedules, in bytes
+// (MiB with Slurm's M suffix), as a count-only GRES, so that no device is bound.
+void print_slurm_conf(const json& gpus, const std::string& gres) {
+  MiB total = 0;
+  for (const auto& g : gpus) total += g["memory_total_mib"].get<MiB>();
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::string node = std::string(host).substr(0, std::string(host).find('.'));
+  fmt::print("# slurm.conf (once): GresTypes={0}\n"
+             "#   and, to account GPU memory in sacct: AccountingStorageTRES=gres/{0}\n"
+             "# slurm.conf, this node's NodeName line ({1} GPU device(s), {2} MiB in all): add\n"
+             "Gres={0}:{3}\n"
+             "# gres.conf (no File=: count-only, so Slurm binds no device and sets no CUDA_VISIBLE_DEVICES):\n"
+             "NodeName={4} Name={0} Count={3}\n",
+             gres, gpus.size(), total, slurm::mib_count(total), node);
 }
 
 std::int64_t parse_id(const std::string& s) {
@@ -261,13 +279,22 @@ void add_job_listings(CLI::App& app) {
     }
   });
 
-  static bool gpus_json = false;
+  static bool gpus_json = false, gpus_slurm = false;
+  static std::string slurm_gres = "aegis_mem";
   auto* gpus = app.add_subcommand("gpus", "The server's GPUs: memory, activity, jobs, open or observing");
   gpus->add_flag("--json", gpus_json, "Print JSON");
+  gpus->add_flag("--slurm-conf", gpus_slurm,
+                 "Print this node's lines for slurm.conf and gres.conf: its GPU memory as a count-only GRES "
+                 "(docs/slurm.md)");
+  gpus->add_option("--slurm-gres", slurm_gres, "The GRES name for --slurm-conf")->capture_default_str();
   gpus->callback([] {
     const auto r = call(socket_path(g_socket), {{"op", "gpus"}});
     if (gpus_json) {
       fmt::print("{}\n", r["gpus"].dump(2));
+      return;
+    }
+    if (gpus_slurm) {
+      print_slurm_conf(r["gpus"], slurm_gres);
       return;
     }
     fmt::print("{}\n", r["source"].get<std::string>());
@@ -309,13 +336,24 @@ void add_job_commands(CLI::App& app) {
   submit->add_flag("--slurm", slurm.enabled,
                    "Submit through Slurm instead (from a login node): writes an sbatch script that runs the job "
                    "with `aegis run` on the node Slurm picks, and prints Slurm's job id (docs/slurm.md)");
-  submit->add_option("--slurm-gres", slurm.gres, "Slurm's count-only GPU-memory resource, in GiB")->capture_default_str();
+  submit->add_option("--slurm-gres", slurm.gres,
+                     "Slurm's count-only GRES for GPU memory, counted in bytes (booked: --mem x --gpus)")
+      ->capture_default_str();
   submit->add_option("--slurm-arg", slurm.args, "Extra sbatch option, e.g. --slurm-arg=--time=02:00:00 (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  submit->add_option("--slurm-aegis", slurm.aegis_binary,
+                     "The aegis binary the batch script runs on the node (default: this one's path)");
   submit->callback([] {
     const auto r = build_request(sa);
     if (slurm.enabled) {
+      auto absolute = [](const std::string& path) {
+        if (path.empty() || path[0] == '/') return path;
+        char buf[4096];
+        return getcwd(buf, sizeof buf) ? std::string(buf) + "/" + path : path;
+      };
+      slurm.spec = absolute(sa.spec);
+      slurm.model_spec = absolute(sa.model_spec);
       fmt::print("{}\n", submit_to_slurm(r, slurm));
       return;
     }
@@ -325,15 +363,27 @@ void add_job_commands(CLI::App& app) {
 
   static SubmitArgs ra;
   static RunArgs run;
+  static bool no_slurm_mem = false;
   auto* run_cmd = app.add_subcommand(
-      "run", "Run a job on this server's GPUs and wait for it, printing its output and ending with its exit "
-             "status (for batch scripts, e.g. under Slurm; SIGTERM cancels it)");
+      "run", "Run a job on this server's GPUs and wait for it: its output on ours, its exit status as ours; "
+             "cancelled if we are signalled or killed (for batch scripts and Slurm, docs/slurm.md)");
   add_request_options(run_cmd, ra);
   run_cmd->add_option("--requeue-after", run.requeue_after_s,
-                      "Under Slurm: if the job waits this long to run alone after an OOM, give it back to Slurm "
-                      "(scontrol requeue) with a whole GPU's memory requested (0 = never)")
+                      "Under Slurm: if the job waits this long (s) to run alone after OOMs, give it back to Slurm "
+                      "(requeued with a whole GPU's memory booked, away from this node; 0 = never)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  run_cmd->callback([] { std::exit(run_and_wait(build_request(ra), run, socket_path(g_socket))); });
+  run_cmd->add_flag("--no-slurm-mem", no_slurm_mem,
+                    "Under Slurm: do not take the job's GPU-memory booking as its declared memory when --mem is absent");
+  run_cmd->add_option("--slurm-gres", run.gres, "Slurm's GRES for GPU memory (counted in bytes)")->capture_default_str();
+  run_cmd->add_option("--daemon-wait", run.daemon_wait_s,
+                      "Keep trying this long (s) when aegisd cannot be reached, e.g. while it restarts")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  run_cmd->callback([] {
+    run.mem_from_slurm = !no_slurm_mem;
+    std::exit(run_and_wait(build_request(ra), run, socket_path(g_socket)));
+  });
 
   add_job_listings(app);
 }

@@ -1,5 +1,6 @@
 """`aegis run`: the job's output on ours, its exit status as ours, SIGTERM cancels it (as
-scancel does to a Slurm batch step). Usage: test_run.py BUILD_DIR
+scancel does to a Slurm batch step), SIGKILL too (the daemon cancels a job whose client is
+gone), and a daemon restart does not end it. Usage: test_run.py BUILD_DIR
 """
 import os
 import signal
@@ -8,6 +9,16 @@ import sys
 import time
 
 from harness import Daemon, fail
+
+
+def wait_running(d, name, timeout=30):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        running = [j for j in d.call("queue", "--json") if j["name"] == name and j["state"] == "running"]
+        if running and running[0]["attempt_log"] and running[0]["attempt_log"][-1]["pgid"] > 1:
+            return running[0]["id"]
+        time.sleep(0.2)
+    fail(f"job {name} did not start")
 
 
 def main(build):
@@ -45,6 +56,39 @@ def main(build):
         except ProcessLookupError:
             pass
         print("OK: aegis run passes output and exit status on, and SIGTERM cancels the job and its processes")
+
+        # SIGKILL leaves no handler to run: the daemon sees its client go and cancels the job.
+        p = subprocess.Popen([d.aegis, "run", "--name", "orphan", "--", "/bin/sh", "-c", "echo started; sleep 60"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=d.dir)
+        job = wait_running(d, "orphan")
+        p.kill()
+        p.wait()
+        t = time.time()
+        while time.time() - t < 15 and d.show(job)["state"] == "running":
+            time.sleep(0.2)
+        shown = d.show(job)
+        if shown["state"] != "cancelled" or "its client (aegis run, pid" not in shown["reason"]:
+            fail(f"SIGKILL of aegis run: state={shown['state']} reason={shown['reason']!r}")
+        pgid = shown["attempt_log"][0]["pgid"]
+        try:
+            os.killpg(pgid, 0)
+            fail("the orphaned job's processes are still there")
+        except ProcessLookupError:
+            pass
+        print(f"OK: aegis run killed with SIGKILL: its job cancelled {time.time() - t:.1f} s later "
+              f"({shown['reason']})")
+
+        # A daemon restart while aegis run waits: it rides it out, and the job is not orphaned.
+        p = subprocess.Popen([d.aegis, "run", "--name", "survivor", "--", "/bin/sh", "-c", "sleep 5; echo done"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=d.dir)
+        job = wait_running(d, "survivor")
+        d.kill9()
+        time.sleep(1.5)
+        d.start()
+        out, err = p.communicate(timeout=60)
+        if p.returncode != 0 or out != "done\n" or "retrying" not in err or d.show(job)["state"] != "completed":
+            fail(f"restart under aegis run: rc={p.returncode} out={out!r} state={d.show(job)['state']} err={err}")
+        print("OK: aegis run waits through a daemon restart (kill -9, start) and its job completes")
     finally:
         d.cleanup()
 

@@ -12,6 +12,7 @@ PACKAGES=(
   chromium   # headless, for the HTML report's browser check (tests/browser/)
   python3-torch python3-torchvision   # Debian's PyTorch (/usr/bin/python3): estimator helpers, workload smoke tests
   patchelf   # scripts/gpu-validate.sh --prepare: the bundle's RPATH
+  slurm-wlm slurmdbd munge mariadb-server   # the multi-server test: a real Slurm with accounting (tests/slurm/)
 )
 
 missing=()

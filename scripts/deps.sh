@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages aegis needs, only those missing (idempotent).
-# Used by scripts/run.sh and scripts/test.sh; safe to run by hand.
+# Used by scripts/run.sh and scripts/test.sh; safe to run by hand. `--test` adds what only
+# the test suite needs: a Slurm with accounting for tests/slurm/ (on a machine with systemd
+# these packages enable their services; the tests start private daemons of their own).
 set -euo pipefail
 
 PACKAGES=(
@@ -12,8 +14,10 @@ PACKAGES=(
   chromium   # headless, for the HTML report's browser check (tests/browser/)
   python3-torch python3-torchvision   # Debian's PyTorch (/usr/bin/python3): estimator helpers, workload smoke tests
   patchelf   # scripts/gpu-validate.sh --prepare: the bundle's RPATH
-  slurm-wlm slurmdbd munge mariadb-server   # the multi-server test: a real Slurm with accounting (tests/slurm/)
 )
+if [ "${1:-}" = "--test" ]; then
+  PACKAGES+=(slurm-wlm slurmdbd munge mariadb-server)   # tests/slurm/: a real Slurm with accounting
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -4,7 +4,7 @@
 # and runs ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --test
 scripts/build.sh
 if [ "${AEGIS_FUZZ_SECONDS:-20}" != 0 ]; then scripts/fuzz.sh "${AEGIS_FUZZ_SECONDS:-20}"; fi
 cd build

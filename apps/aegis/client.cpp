@@ -14,6 +14,13 @@ namespace {
 constexpr const char* kDefaultSocket = "/run/aegis/aegisd.sock";
 }
 
+std::string short_hostname() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::string h = host;
+  return h.substr(0, h.find('.'));
+}
+
 std::string socket_path(const std::string& flag) {
   std::string path = kDefaultSocket;
   if (!flag.empty()) path = flag;
@@ -24,9 +31,7 @@ std::string socket_path(const std::string& flag) {
     if (const char* n = std::getenv("SLURMD_NODENAME"); n && *n) {
       node = n;
     } else {
-      char host[256] = {};
-      gethostname(host, sizeof host - 1);
-      node = std::string(host).substr(0, std::string(host).find('.'));
+      node = short_hostname();
     }
     path.replace(at, 2, node);
     at += node.size();

@@ -21,6 +21,9 @@ struct ConnectionError : ClientError {
 // name (SLURMD_NODENAME), else the short host name.
 std::string socket_path(const std::string& flag);
 
+// This machine's host name up to the first dot (what Slurm node names usually are).
+std::string short_hostname();
+
 // Sends `request` and returns the reply's object when "ok" is true; throws ClientError
 // with the daemon's message, or ConnectionError when it could not be reached.
 nlohmann::json call(const std::string& socket, const nlohmann::json& request);

@@ -78,9 +78,7 @@ void print_jobs(const json& jobs) {
 void print_slurm_conf(const json& gpus, const std::string& gres) {
   MiB total = 0;
   for (const auto& g : gpus) total += g["memory_total_mib"].get<MiB>();
-  char host[256] = {};
-  gethostname(host, sizeof host - 1);
-  const std::string node = std::string(host).substr(0, std::string(host).find('.'));
+  const std::string node = short_hostname();
   fmt::print("# slurm.conf (once): GresTypes={0}\n"
              "#   and, to account GPU memory in sacct: AccountingStorageTRES=gres/{0}\n"
              "# slurm.conf, this node's NodeName line ({1} GPU device(s), {2} MiB in all): add\n"

@@ -87,6 +87,16 @@ std::uint64_t pump(Daemon& d, std::int64_t id, bool err, std::uint64_t offset) {
   return r["offset"].get<std::uint64_t>();
 }
 
+// Cancels the job; one that ended meanwhile has nothing to cancel.
+void cancel(Daemon& d, std::int64_t id) {
+  try {
+    d.call({{"op", "cancel"}, {"ids", {id}}});
+  } catch (const ConnectionError&) {
+    throw;
+  } catch (const ClientError&) {
+  }
+}
+
 // The Slurm job this `aegis run` is part of, when it is inside one.
 struct SlurmContext {
   std::string job_id;
@@ -175,13 +185,7 @@ bool give_back(const SlurmContext& s, Daemon& d, std::int64_t id, const json& jo
     fmt::print(stderr, "aegis: job {} waits to run alone; scontrol requeue {} failed: {}\n", id, s.job_id, r.first_line());
     return false;
   }
-  try {
-    d.call({{"op", "cancel"}, {"ids", {id}}});
-  } catch (const ConnectionError&) {
-    throw;
-  } catch (const ClientError&) {
-    // It ended meanwhile: nothing to cancel.
-  }
+  cancel(d, id);
   // Slurm holds a requeued batch job back for a while (about 2 minutes in 22.05) once its
   // processes, this one included, are gone; nothing here can shorten that.
   const auto r = slurm::update_job(s.job_id, {"Gres=" + plan.gres, "ExcNodeList=" + plan.exclude});
@@ -210,13 +214,7 @@ int run_and_wait(api::JobRequest req, const RunArgs& args, const std::string& so
     if (g_signal && !cancel_sent) {
       // Slurm's scancel, a time limit, Ctrl-C: the GPU job goes too.
       fmt::print(stderr, "aegis: signal {}: cancelling job {}\n", g_signal.load(), id);
-      try {
-        d.call({{"op", "cancel"}, {"ids", {id}}});
-      } catch (const ConnectionError&) {
-        throw;
-      } catch (const ClientError&) {
-        // It ended meanwhile.
-      }
+      cancel(d, id);
       cancel_sent = true;
     }
     const auto j = d.call({{"op", "show"}, {"id", id}})["job"];

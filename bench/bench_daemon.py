@@ -38,8 +38,9 @@ def main(build):
     build = os.path.abspath(build)
     port = 19400 + os.getpid() % 500
     # 1 and 2: durable submissions, then passes over a 1,000-job queue.
+    # One user submits all 1,024 jobs: lift the per-user job limit (1000 by default).
     d = Daemon(build, gpus="8x81920", settings={"durability": "full", "metrics_port": port,
-                                                "telemetry_sample_hz": 10.0})
+                                                "telemetry_sample_hz": 10.0, "max_jobs_per_user": 0})
     try:
         d.start()
         for conns, each in ((1, 256), (16, 48)):

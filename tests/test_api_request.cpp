@@ -155,6 +155,27 @@ TEST(ApiRequest, OtherOps) {
   parsed<PingRequest>(" {\"op\" : \"ping\"}\r\n");
 }
 
+// `queue` lists everyone's jobs (like squeue); `mine` narrows it to the caller's, whom the
+// daemon knows from the socket, so the request carries a flag and never a user.
+TEST(ApiRequest, QueueScope) {
+  const auto plain = parsed<ListRequest>(R"({"op":"queue"})");
+  EXPECT_FALSE(plain.all);
+  EXPECT_FALSE(plain.mine);
+  const auto mine = parsed<ListRequest>(R"({"op":"queue","mine":true})");
+  EXPECT_TRUE(mine.mine);
+  EXPECT_FALSE(mine.all);
+  const auto both = parsed<ListRequest>(R"({"op":"queue","all":true,"mine":true})");
+  EXPECT_TRUE(both.all);
+  EXPECT_TRUE(both.mine);
+  EXPECT_FALSE(parsed<ListRequest>(R"({"op":"queue","mine":false})").mine);
+  EXPECT_EQ(error_of(R"({"op":"queue","mine":1})"), "mine: must be true or false");
+  EXPECT_EQ(error_of(R"({"op":"queue","mine":"true"})"), "mine: must be true or false");
+  EXPECT_EQ(error_of(R"({"op":"queue","mine":null})"), "mine: must be true or false");
+  EXPECT_EQ(error_of(R"({"op":"queue","mine":true,"mine":false})"), "request: duplicate key 'mine'");
+  EXPECT_EQ(error_of(R"({"op":"queue","user":"ann"})"), "user: unknown field");
+  EXPECT_EQ(error_of(R"({"op":"history","mine":true})"), "mine: unknown field");
+}
+
 // --- request-level and op-level errors ---
 
 TEST(ApiRequest, RequestErrors) {

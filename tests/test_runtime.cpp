@@ -2,15 +2,20 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sqlite3.h>
 #include <sstream>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/daemon/config.h"
 #include "runtime/job/classify.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/store/id_floor.h"
 #include "runtime/store/store.h"
 #include "tests/test_util.h"
 
@@ -129,6 +134,365 @@ TEST(Store, JobsSurviveReopeningWithTheirAttemptsInQueueOrder) {
   s.insert(d);
   EXPECT_GT(d.queue_seq, unfinished[1].queue_seq);
   std::remove(path.c_str());
+}
+
+// Runs SQL on a database file behind the store's back (as a damaged disk or an admin
+// would); returns the first column of the first row, if any.
+std::string raw_sql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  std::string out;
+  const char* tail = sql.c_str();
+  while (tail && *tail) {
+    EXPECT_EQ(sqlite3_prepare_v2(db, tail, -1, &st, &tail), SQLITE_OK) << sqlite3_errmsg(db) << " in " << sql;
+    if (!st) break;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+      if (out.empty() && sqlite3_column_text(st, 0)) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+    EXPECT_EQ(rc, SQLITE_DONE) << sqlite3_errmsg(db) << " in " << sql;
+    sqlite3_finalize(st);
+  }
+  sqlite3_close(db);
+  return out;
+}
+
+void remove_db(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+}
+
+TEST(Store, RollbackWithoutATransactionDoesNothing) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  Store s(path, false);
+  s.rollback();  // none open: no error, no abort
+  EXPECT_FALSE(s.in_transaction());
+  s.begin();
+  DaemonJob a = make_job("a");
+  s.insert(a);
+  s.rollback();
+  EXPECT_FALSE(s.in_transaction());
+  s.rollback();  // again: SQLite may have rolled back already; still nothing
+  EXPECT_FALSE(s.get(a.id).has_value());
+  // A commit with nothing open is an error (its changes would be lost), as StoreError.
+  try {
+    s.commit();
+    ADD_FAILURE() << "commit without a transaction did not throw";
+  } catch (const StoreError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("database: commit: ", 0), 0u) << e.what();
+    EXPECT_FALSE(e.disk_full);
+  }
+  EXPECT_FALSE(s.last_error_was_full());
+  remove_db(path);
+}
+
+TEST(Store, AnUnreadableRowIsSetAsideAndTheOthersLoad) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  JobId ids[4];
+  {
+    Store s(path, false);
+    for (int i = 0; i < 4; ++i) {
+      DaemonJob j = make_job("j" + std::to_string(i));
+      s.insert(j);
+      ids[i] = j.id;
+    }
+  }
+  // Job 1: not JSON at all; job 3 (the newest): a valid record of another job.
+  raw_sql(path, "UPDATE jobs SET data = '{\"id\": garbage' WHERE id = " + std::to_string(ids[1]));
+  raw_sql(path, "UPDATE jobs SET data = (SELECT data FROM jobs WHERE id = " + std::to_string(ids[0]) +
+                    ") WHERE id = " + std::to_string(ids[3]));
+  {
+    Store s(path, false);
+    const auto jobs = s.unfinished();
+    ASSERT_EQ(jobs.size(), 2u);
+    EXPECT_EQ(jobs[0].id, ids[0]);
+    EXPECT_EQ(jobs[1].id, ids[2]);
+    const auto& q = s.last_quarantined();
+    ASSERT_EQ(q.size(), 2u);
+    EXPECT_EQ(q[0].id, ids[1]);
+    EXPECT_EQ(q[0].reason.rfind("job record: ", 0), 0u) << q[0].reason;
+    EXPECT_EQ(q[0].reason.find('\n'), std::string::npos);
+    EXPECT_EQ(q[1].id, ids[3]);
+    EXPECT_NE(q[1].reason.find("names job " + std::to_string(ids[0])), std::string::npos) << q[1].reason;
+    // Asking for one of them: an error saying so, not "no such job", not a crash.
+    for (JobId id : {ids[1], ids[3]}) {
+      try {
+        s.get(id);
+        ADD_FAILURE() << "get of a quarantined job did not throw";
+      } catch (const StoreError& e) {
+        EXPECT_NE(std::string(e.what()).find("damaged and was set aside"), std::string::npos) << e.what();
+      }
+    }
+    EXPECT_TRUE(s.get(ids[2]).has_value());
+    EXPECT_EQ(s.list(true, 100).size(), 2u);
+    EXPECT_EQ(s.last_list_skipped(), 0);
+  }
+  // Moved in the database: quarantine holds them with their reasons; jobs does not.
+  EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM quarantine"), "2");
+  EXPECT_EQ(raw_sql(path, "SELECT data FROM quarantine WHERE id = " + std::to_string(ids[1])), "{\"id\": garbage");
+  EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM jobs"), "2");
+  EXPECT_NE(raw_sql(path, "SELECT reason FROM quarantine WHERE id = " + std::to_string(ids[1])), "");
+  // Even with the id sequence lost, a set-aside id is not given out again.
+  raw_sql(path, "DELETE FROM sqlite_sequence");
+  {
+    Store s(path, false);
+    EXPECT_TRUE(s.unfinished().size() == 2u && s.last_quarantined().empty());
+    DaemonJob n = make_job("new");
+    s.insert(n);
+    EXPECT_GT(n.id, ids[3]);
+    // A finished job's unparseable record: listings skip it and count it.
+    n.state = JobState::Completed;
+    s.update(n);
+    raw_sql(path, "UPDATE jobs SET data = 'not json' WHERE id = " + std::to_string(n.id));
+    EXPECT_EQ(s.list(true, 100).size(), 2u);
+    EXPECT_EQ(s.last_list_skipped(), 1);
+    EXPECT_THROW(s.get(n.id), StoreError);
+  }
+  remove_db(path);
+}
+
+TEST(Store, ADamagedDatabaseFailsRequestsWithStoreError) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  {
+    Store s(path, false);
+    s.begin();
+    // Three queued jobs first (the first pages of the table), then 2000 finished ones.
+    for (int i = 0; i < 3; ++i) {
+      DaemonJob j = make_job("queued" + std::to_string(i));
+      s.insert(j);
+    }
+    for (int i = 0; i < 2000; ++i) {
+      DaemonJob j = make_job("done" + std::to_string(i));
+      s.insert(j);
+      j.state = JobState::Completed;
+      j.ended_at = 2000;
+      s.update(j);
+      s.event(j.id, 2000, "completed", "exit status 0");
+    }
+    s.commit();
+  }  // closed: the WAL is checkpointed into the file
+  // Garbage over the pages in the middle of the file that hold job records (page size 4096;
+  // pages 1 and 2 are the header and the schema's tables).
+  std::vector<long> pages;
+  {
+    std::ifstream f(path, std::ios::binary);
+    std::string page(4096, '\0');
+    for (long n = 0; f.read(page.data(), 4096); ++n)
+      if (n >= 2 && page.find("\"attempt_log\"") != std::string::npos) pages.push_back(n);
+  }
+  ASSERT_GT(pages.size(), 50u);
+  {
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    const std::string garbage(4096, '\xab');
+    for (std::size_t k = pages.size() / 2; k < pages.size() / 2 + 4; ++k) {
+      f.seekp(pages[k] * 4096);
+      f.write(garbage.data(), 4096);
+    }
+  }
+  std::optional<Store> s;
+  try {
+    s.emplace(path, false);
+  } catch (const StoreError& e) {
+    FAIL() << "the damaged database did not open: " << e.what();
+  }
+  // A listing that meets a damaged page fails, as StoreError, in the middle of the event
+  // loop's group commit; the commit and the changes made before it are unharmed.
+  s->begin();
+  DaemonJob fresh = make_job("submitted-meanwhile");
+  s->insert(fresh);
+  try {
+    s->list(true, 100000);
+    ADD_FAILURE() << "listing a damaged table did not fail";
+  } catch (const StoreError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("database: select jobs: ", 0), 0u) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos);
+    EXPECT_FALSE(e.disk_full);
+  }
+  EXPECT_TRUE(s->in_transaction());
+  EXPECT_NO_THROW(s->commit());
+  ASSERT_TRUE(s->get(fresh.id).has_value());
+  EXPECT_EQ(s->get(fresh.id)->request.name, "submitted-meanwhile");
+  // The queued jobs live on intact pages, reached through the state index.
+  try {
+    const auto jobs = s->unfinished();
+    ASSERT_EQ(jobs.size(), 4u);
+    EXPECT_EQ(jobs[0].request.name, "queued0");
+    EXPECT_EQ(jobs[3].request.name, "submitted-meanwhile");
+    EXPECT_TRUE(s->last_quarantined().empty());
+  } catch (const StoreError& e) {
+    ADD_FAILURE() << "unfinished() of intact rows failed: " << e.what();
+  }
+  // Every job: found, absent, or a StoreError; never anything else.
+  int errors = 0;
+  for (JobId id = 1; id <= 2004; ++id) {
+    try {
+      s->get(id);
+      s->events(id);
+    } catch (const StoreError&) {
+      ++errors;
+    }
+  }
+  EXPECT_GT(errors, 0);
+  s.reset();
+  remove_db(path);
+}
+
+TEST(Store, ReservedIdsAreNeverGivenOut) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  {
+    Store s(path, false);
+    s.reserve_ids_above(7);  // a new database: no sequence yet
+    DaemonJob a = make_job("a");
+    s.insert(a);
+    EXPECT_EQ(a.id, 8);
+    s.reserve_ids_above(100);
+    DaemonJob b = make_job("b");
+    s.insert(b);
+    EXPECT_EQ(b.id, 101);
+    s.reserve_ids_above(50);  // never lowers
+    s.begin();                // inside the caller's transaction too
+    s.reserve_ids_above(101);
+    DaemonJob c = make_job("c");
+    s.insert(c);
+    s.commit();
+    EXPECT_EQ(c.id, 102);
+  }
+  Store s(path, false);
+  DaemonJob d = make_job("d");
+  s.insert(d);
+  EXPECT_EQ(d.id, 103);
+  remove_db(path);
+}
+
+TEST(IdFloor, HighestIdFromJobDirectoriesAndTheWatermark) {
+  namespace fs = std::filesystem;
+  const fs::path dir = test::temp_path("state");
+  fs::remove_all(dir);
+  EXPECT_EQ(highest_job_id_on_disk(dir.string()), 0);  // no state directory at all
+  fs::create_directories(dir);
+  EXPECT_EQ(highest_job_id_on_disk(dir.string()), 0);
+  for (const char* d : {"jobs/3/1", "jobs/12/2", "jobs/abc", "jobs/7x", "jobs/-40", "jobs/99999999999999999999999"})
+    fs::create_directories(dir / d);
+  std::ofstream(dir / "jobs" / "900") << "a file, not a job directory";
+  fs::create_directory_symlink(dir / "jobs" / "3", dir / "jobs" / "800");
+  EXPECT_EQ(highest_job_id_on_disk(dir.string()), 12);
+  record_id_floor(dir.string(), 40);
+  EXPECT_EQ(highest_job_id_on_disk(dir.string()), 40);
+  record_id_floor(dir.string(), 20);  // never lowered
+  EXPECT_EQ(highest_job_id_on_disk(dir.string()), 40);
+  struct stat st {};
+  ASSERT_EQ(lstat((dir / "id-floor").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // A temporary file left by a crash does not stop the next write.
+  std::ofstream(dir / ("id-floor.tmp." + std::to_string(getpid()))) << "7";
+  record_id_floor(dir.string(), 41);
+  EXPECT_EQ(highest_job_id_on_disk(dir.string()), 41);
+  // jobs/ cleaned: the watermark remembers.
+  fs::remove_all(dir / "jobs");
+  EXPECT_EQ(highest_job_id_on_disk(dir.string()), 41);
+  fs::create_directories(dir / "jobs" / "57");
+  EXPECT_EQ(highest_job_id_on_disk(dir.string()), 57);
+  // A symbolic link in place of jobs/ is not followed.
+  fs::remove_all(dir / "jobs");
+  fs::create_directories(dir / "elsewhere" / "5000");
+  fs::create_directory_symlink(dir / "elsewhere", dir / "jobs");
+  EXPECT_EQ(highest_job_id_on_disk(dir.string()), 41);
+  // The daemon's start: a new database still gives ids above everything on disk.
+  const std::string db = (dir / "aegis.db").string();
+  Store s(db, false);
+  s.reserve_ids_above(highest_job_id_on_disk(dir.string()));
+  DaemonJob j = make_job("j");
+  s.insert(j);
+  EXPECT_EQ(j.id, 42);
+  fs::remove_all(dir);
+}
+
+TEST(Store, RefusesADatabaseFileThatIsNotPlainlyItsOwn) {
+  namespace fs = std::filesystem;
+  const fs::path dir = test::temp_path("dbfiles");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string real = (dir / "real.db").string();
+  { Store s(real, false); }
+  auto error = [](const std::string& path) {
+    try {
+      Store s(path, false);
+    } catch (const StoreError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // A symbolic link as the database.
+  const std::string link = (dir / "link.db").string();
+  fs::create_symlink(real, link);
+  EXPECT_EQ(error(link), link + ": is a symbolic link: refusing to use it");
+  // ... or as its WAL.
+  const std::string db = (dir / "a.db").string();
+  { Store s(db, false); }
+  fs::remove(db + "-wal");
+  fs::create_symlink(dir / "elsewhere", db + "-wal");
+  EXPECT_EQ(error(db), db + "-wal: is a symbolic link: refusing to use it");
+  fs::remove(db + "-wal");
+  EXPECT_EQ(error(db), "");
+  // Writable by others; a second hard link; not a regular file.
+  chmod(db.c_str(), 0666);
+  EXPECT_EQ(error(db), db + ": writable by group or others (mode 0666): refusing to use it");
+  chmod(db.c_str(), 0600);
+  fs::create_hard_link(db, dir / "b.db");
+  EXPECT_EQ(error(db), db + ": has 2 hard links: refusing to use it");
+  fs::remove(dir / "b.db");
+  EXPECT_EQ(error(db), "");
+  // A link among the directories above it is the administrator's choice: fine.
+  fs::create_directories(dir / "real");
+  fs::create_directory_symlink(dir / "real", dir / "via");
+  EXPECT_EQ(error((dir / "via" / "c.db").string()), "");
+  EXPECT_TRUE(fs::exists(dir / "real" / "c.db"));
+  fs::create_directories(dir / "d.db");
+  EXPECT_EQ(error((dir / "d.db").string()), (dir / "d.db").string() + ": not a regular file: refusing to use it");
+  if (geteuid() == 0) {
+    ASSERT_EQ(chown(db.c_str(), 12345, 12345), 0);
+    EXPECT_EQ(error(db), db + ": owned by uid 12345, not by aegisd (uid 0): refusing to use it");
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Store, AFullDiskIsReportedAsSuchAndLeavesNoTransactionOpen) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a small tmpfs)";
+  namespace fs = std::filesystem;
+  const fs::path dir = test::temp_path("full");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  if (mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=256k") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  bool full = false;
+  {
+    Store s((dir / "aegis.db").string(), false);
+    for (int i = 0; i < 2000 && !full; ++i) {
+      s.begin();
+      try {
+        for (int k = 0; k < 20; ++k) {
+          DaemonJob j = make_job(std::string(500, 'x') + std::to_string(i));
+          s.insert(j);
+        }
+        s.commit();
+      } catch (const StoreError& e) {
+        full = true;
+        EXPECT_TRUE(e.disk_full) << e.what();
+        EXPECT_TRUE(s.last_error_was_full());
+        s.rollback();  // what Tx's destructor does: whatever SQLite did, never throws
+        s.rollback();
+        EXPECT_FALSE(s.in_transaction());
+      }
+    }
+  }
+  umount2(dir.c_str(), MNT_DETACH);
+  fs::remove_all(dir);
+  EXPECT_TRUE(full) << "the disk never filled up";
 }
 
 TEST(DaemonConfig, FileOverridesAndPrecedence) {

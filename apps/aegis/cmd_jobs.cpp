@@ -27,7 +27,44 @@ namespace {
 using nlohmann::json;
 
 std::string g_socket;                 // --socket, shared by every job command
+double g_timeout = 0;                 // --timeout; 0: not given (AEGIS_TIMEOUT, else 30 s)
 std::vector<std::string> g_command;  // what followed `--`
+
+// One request to aegisd, with the global --socket and --timeout.
+json ask(const json& request) { return call(socket_path(g_socket), request, request_timeout(g_timeout)); }
+
+// --- reading replies ---------------------------------------------------------------
+// The daemon leaves empty fields out of its jobs (a job submitted through the API without
+// a workdir has none) and another version may lack some: printing shows "-" for what is
+// absent or null instead of failing on it.
+
+const json& field(const json& obj, const char* key) {
+  static const json absent;
+  if (!obj.is_object()) return absent;
+  const auto it = obj.find(key);
+  return it == obj.end() ? absent : *it;
+}
+
+// The elements of an array field; none when it is absent or not an array.
+const json& items(const json& obj, const char* key) {
+  static const json none = json::array();
+  const json& v = field(obj, key);
+  return v.is_array() ? v : none;
+}
+
+// A value as text: strings as they are, numbers and booleans as JSON, "-" for nothing.
+std::string text(const json& v) {
+  if (v.is_string()) return v.get_ref<const std::string&>().empty() ? "-" : v.get<std::string>();
+  if (v.is_null()) return "-";
+  return v.dump();
+}
+std::string text(const json& obj, const char* key) { return text(field(obj, key)); }
+
+// A string field, "" when absent or not a string (for optional lines and flags).
+std::string str(const json& obj, const char* key) {
+  const json& v = field(obj, key);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -55,29 +92,77 @@ std::string when(const json& t) {
 // "GPU-5d2a1c3e..9f01": the start tells vendors' UUIDs apart, the end emulated ones.
 std::string short_uuid(const std::string& u) { return u.size() > 18 ? u.substr(0, 12) + ".." + u.substr(u.size() - 4) : u; }
 
+// The GPUs of a list of UUIDs, short, comma-separated.
+std::string uuid_list(const json& uuids) {
+  std::string out;
+  for (const auto& u : uuids) out += (out.empty() ? "" : ",") + short_uuid(text(u));
+  return out;
+}
+
 void print_jobs(const json& jobs) {
   fmt::print("{:>6}  {:<20} {:<10} {:<9} {:>4} {:>3}  {:<8} {}\n", "ID", "NAME", "USER", "STATE", "GPUS", "TRY", "TIME",
              "WHERE / WHY");
+  if (!jobs.is_array()) return;
   for (const auto& j : jobs) {
-    const std::string state = j["state"];
-    std::string where;
-    if (state == "running") {
-      for (const auto& u : j["gpu_uuids"]) where += (where.empty() ? "" : ",") + short_uuid(u.get<std::string>());
-    } else {
-      where = j["reason"].get<std::string>();
-    }
-    const json& since = state == "running" ? j["started_at"] : state == "queued" ? j["submitted_at"] : j["ended_at"];
-    fmt::print("{:>6}  {:<20} {:<10} {:<9} {:>4} {:>3}  {:<8} {}\n", j["id"].get<std::int64_t>(),
-               j["name"].get<std::string>().substr(0, 20), j["user"].get<std::string>().substr(0, 10), state,
-               j["gpus"].get<int>(), j["attempts"].get<int>(), ago(since), where);
+    const std::string state = text(j, "state");
+    const std::string where = state == "running" ? uuid_list(items(j, "gpu_uuids")) : str(j, "reason");
+    const char* since = state == "running" ? "started_at" : state == "queued" ? "submitted_at" : "ended_at";
+    fmt::print("{:>6}  {:<20} {:<10} {:<9} {:>4} {:>3}  {:<8} {}\n", text(j, "id"), text(j, "name").substr(0, 20),
+               text(j, "user").substr(0, 10), state, text(j, "gpus"), text(j, "attempts"), ago(field(j, since)), where);
   }
+}
+
+// `aegis gpus`: one line per GPU.
+void print_gpus(const json& r) {
+  fmt::print("{}\n", text(r, "source"));
+  if (const auto error = str(r, "error"); !error.empty()) fmt::print("telemetry error: {}\n", error);
+  fmt::print("{:>3}  {:<18} {:>17}  {:>5} {:>5} {:>5}  {:<10} {}\n", "GPU", "UUID", "MEMORY (MiB)", "SMACT", "SMOCC",
+             "DRAMA", "STATE", "JOBS");
+  auto pct = [](const json& v) {
+    return v.is_number() ? fmt::format("{:.0f}%", 100 * v.get<double>()) : std::string("-");
+  };
+  for (const auto& g : items(r, "gpus")) {
+    std::string jobs;
+    for (const auto& id : items(g, "jobs")) jobs += (jobs.empty() ? "" : ",") + text(id);
+    const json& observing = field(g, "observing");
+    fmt::print("{:>3}  {:<18} {:>8}/{:<8}  {:>5} {:>5} {:>5}  {:<10} {}\n", text(g, "index"),
+               short_uuid(text(g, "uuid")), text(g, "memory_used_mib"), text(g, "memory_total_mib"), pct(field(g, "smact")), pct(field(g, "smocc")),
+               pct(field(g, "drama")), observing.is_boolean() ? (observing.get<bool>() ? "observing" : "open") : "-",
+               jobs.empty() ? "-" : jobs);
+  }
+}
+
+// `aegis show`: one job, its attempts and its events.
+void print_job(const json& j) {
+  const json& req = field(j, "request");
+  const json& mem = field(req, "mem_mib");
+  fmt::print("job {} ({}) of {}: {}\n", text(j, "id"), text(j, "name"), text(j, "user"), text(j, "state"));
+  fmt::print("  command    {}\n", field(req, "command").is_null() ? "-" : field(req, "command").dump());
+  fmt::print("  workdir    {}\n", text(req, "workdir"));
+  fmt::print("  gpus       {}   memory {}\n", text(j, "gpus"),
+             mem.is_null() ? std::string("not declared") : fmt::format("{} MiB", text(mem)));
+  fmt::print("  submitted  {}   started {}   ended {}\n", when(field(j, "submitted_at")), when(field(j, "started_at")),
+             when(field(j, "ended_at")));
+  if (const auto reason = str(j, "reason"); !reason.empty()) fmt::print("  reason     {}\n", reason);
+  for (const auto& a : items(j, "attempt_log")) {
+    const auto outcome = str(a, "outcome"), detail = str(a, "detail");
+    fmt::print("  attempt {}  {} on {}  {}{}\n", text(a, "number"), when(field(a, "launched_at")),
+               uuid_list(items(a, "gpus")), outcome.empty() ? "running" : outcome, detail.empty() ? "" : ": " + detail);
+  }
+  for (const auto& e : items(j, "events"))
+    fmt::print("  {}  {:<9} {}\n", when(field(e, "t")), text(e, "kind"), str(e, "detail"));
 }
 
 // What Slurm must know of this node: the memory of the GPUs aegisd schedules, in bytes
 // (MiB with Slurm's M suffix), as a count-only GRES, so that no device is bound.
 void print_slurm_conf(const json& gpus, const std::string& gres) {
   MiB total = 0;
-  for (const auto& g : gpus) total += g["memory_total_mib"].get<MiB>();
+  for (const auto& g : gpus) {
+    // A wrong figure here would mislead Slurm for good: refuse rather than guess.
+    const json& mib = field(g, "memory_total_mib");
+    if (!mib.is_number_integer()) throw ClientError("aegisd's gpus reply has a GPU without memory_total_mib");
+    total += mib.get<MiB>();
+  }
   const std::string node = short_hostname();
   fmt::print("# slurm.conf (once): GresTypes={0}\n"
              "#   and, to account GPU memory in sacct: AccountingStorageTRES=gres/{0}\n"
@@ -106,6 +191,7 @@ struct SubmitArgs {
   int gpus = 0;
   std::string mem, name, spec, workdir, model_spec;
   bool exclusive = false;
+  bool restartable = false;
   std::vector<std::string> env, tags, command;
 };
 
@@ -135,7 +221,8 @@ api::JobRequest build_request(const SubmitArgs& a) {
   }
   if (!g_command.empty()) r.command = g_command;
   if (!a.command.empty()) r.command = a.command;
-  if (r.command.empty()) throw ClientError("submit: no command; usage: aegis submit [options] -- COMMAND [ARGS...]");
+  // A usage error (exit 2, with the pointer to --help), like a bad flag.
+  if (r.command.empty()) throw CLI::ValidationError("no command: put it after `--`, as in `-- python3 train.py`");
   if (a.gpus > 0) r.gpus = a.gpus;
   if (!a.mem.empty()) {
     auto m = api::parse_mem_size(a.mem);
@@ -144,6 +231,7 @@ api::JobRequest build_request(const SubmitArgs& a) {
   }
   if (!a.name.empty()) r.name = a.name;  // else the daemon names it after the command
   if (a.exclusive) r.exclusive = true;
+  if (a.restartable) r.restartable = true;
   if (!a.model_spec.empty()) {
     std::ifstream f(a.model_spec);
     if (!f) throw ClientError(a.model_spec + ": cannot read the model spec");
@@ -179,39 +267,65 @@ void set_job_command(std::vector<std::string> command) { g_command = std::move(c
 
 namespace {
 
+// An option given with an empty value (`--mem "$MEM"` with MEM unset) is a mistake to
+// report, not the option left out. CLI11 validates only values that were given, and
+// names the option: "--name: must not be empty (...)".
+CLI::Validator non_empty(std::string what) {
+  return CLI::Validator(
+      [what](std::string& v) { return v.empty() ? "must not be empty (" + what + ")" : std::string(); }, "");
+}
+
+// --mem, checked while parsing so that a bad size, empty included, is a usage error.
+CLI::Validator mem_size() {
+  return CLI::Validator(
+      [](std::string& v) {
+        return api::parse_mem_size(v) ? std::string() : "'" + v + "' is not a memory size (e.g. 12000, 12G, 1.5GiB)";
+      },
+      "");
+}
+
 void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
   cmd->add_option("--gpus", sa.gpus, "GPUs the job needs (default 1)")->check(CLI::Range(1, api::kMaxGpus));
-  cmd->add_option("--mem", sa.mem, "GPU memory it needs per GPU, e.g. 12G or 12000 (MiB); omitted: the server decides");
-  cmd->add_option("--name", sa.name, "Name shown in listings (default: the command's name)");
+  cmd->add_option("--mem", sa.mem, "GPU memory it needs per GPU, e.g. 12G or 12000 (MiB); omitted: the server decides")
+      ->check(mem_size());
+  cmd->add_option("--name", sa.name, "Name shown in listings (default: the command's name)")
+      ->check(non_empty("leave --name out to name the job after its command"));
   cmd->add_flag("--exclusive", sa.exclusive, "Run alone on its GPUs");
-  cmd->add_option("--spec", sa.spec, "YAML job spec (docs/api.md); flags override its fields");
+  cmd->add_flag("--restartable", sa.restartable,
+                "Safe to run again: if an attempt's outcome is lost (its shim killed, a failed disk), run it again "
+                "instead of failing it (docs/security.md)");
+  cmd->add_option("--spec", sa.spec, "YAML job spec (docs/api.md); flags override its fields")
+      ->check(non_empty("the path of a YAML job spec"));
   cmd->add_option("--model-spec", sa.model_spec,
-                  "Model features for the learned memory estimator (JSON from scripts/model_spec.py)");
+                  "Model features for the learned memory estimator (JSON from scripts/model_spec.py)")
+      ->check(non_empty("the path of a JSON model spec"));
   cmd->add_option("--env", sa.env, "Set NAME=VALUE in the job's environment (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--tag", sa.tags, "Label the job (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  cmd->add_option("--workdir", sa.workdir, "Working directory (default: the current one)");
+  cmd->add_option("--workdir", sa.workdir, "Working directory (default: the current one)")
+      ->check(non_empty("leave --workdir out for the current directory"));
   cmd->add_option("command", sa.command, "The command (put it after --)")->expected(-1);
 }
 
 void add_job_listings(CLI::App& app) {
 
-  static bool q_all = false, q_json = false;
-  auto* queue = app.add_subcommand("queue", "Jobs waiting and running (like squeue)");
+  static bool q_all = false, q_json = false, q_mine = false;
+  auto* queue = app.add_subcommand("queue", "Everyone's jobs, waiting and running (like squeue)");
   queue->add_flag("--all", q_all, "Include finished jobs");
+  queue->add_flag("--mine", q_mine, "Only your own jobs");
   queue->add_flag("--json", q_json, "Print JSON");
   queue->callback([] {
-    const auto reply = call(socket_path(g_socket), {{"op", "queue"}, {"all", q_all}});
+    const auto reply = ask({{"op", "queue"}, {"all", q_all}, {"mine", q_mine}});
     if (q_json) {
-      fmt::print("{}\n", reply["jobs"].dump(2));
+      fmt::print("{}\n", field(reply, "jobs").dump(2));
       return;
     }
-    print_jobs(reply["jobs"]);
-    if (reply.contains("waiting_because") && !reply["waiting_because"].get<std::string>().empty())
-      fmt::print("\nhead of the queue waits: {}\n", reply["waiting_because"].get<std::string>());
+    print_jobs(field(reply, "jobs"));
+    if (const auto why = str(reply, "waiting_because"); !why.empty())
+      fmt::print("\nhead of the queue waits: {}\n", why);
   });
 
   static std::string show_id;
@@ -220,30 +334,13 @@ void add_job_listings(CLI::App& app) {
   show->add_option("id", show_id, "Job id")->required();
   show->add_flag("--json", show_json, "Print JSON");
   show->callback([] {
-    const auto j = call(socket_path(g_socket), {{"op", "show"}, {"id", parse_id(show_id)}})["job"];
+    const auto reply = ask({{"op", "show"}, {"id", parse_id(show_id)}});
+    const json& j = field(reply, "job");
     if (show_json) {
       fmt::print("{}\n", j.dump(2));
       return;
     }
-    fmt::print("job {} ({}) of {}: {}\n", j["id"].get<std::int64_t>(), j["name"].get<std::string>(),
-               j["user"].get<std::string>(), j["state"].get<std::string>());
-    fmt::print("  command    {}\n", j["request"]["command"].dump());
-    fmt::print("  workdir    {}\n", j["request"]["workdir"].get<std::string>());
-    fmt::print("  gpus       {}   memory {}\n", j["gpus"].get<int>(),
-               j["request"].contains("mem_mib") ? fmt::format("{} MiB", j["request"]["mem_mib"].get<std::int64_t>())
-                                                : std::string("not declared"));
-    fmt::print("  submitted  {}   started {}   ended {}\n", when(j["submitted_at"]), when(j["started_at"]),
-               when(j["ended_at"]));
-    if (!j["reason"].get<std::string>().empty()) fmt::print("  reason     {}\n", j["reason"].get<std::string>());
-    for (const auto& a : j["attempt_log"]) {
-      std::string gpus;
-      for (const auto& u : a["gpus"]) gpus += (gpus.empty() ? "" : ",") + short_uuid(u.get<std::string>());
-      fmt::print("  attempt {}  {} on {}  {}{}\n", a["number"].get<int>(), when(a["launched_at"]), gpus,
-                 a["outcome"].get<std::string>().empty() ? "running" : a["outcome"].get<std::string>(),
-                 a["detail"].get<std::string>().empty() ? "" : ": " + a["detail"].get<std::string>());
-    }
-    for (const auto& e : j["events"])
-      fmt::print("  {}  {:<9} {}\n", when(e["t"]), e["kind"].get<std::string>(), e["detail"].get<std::string>());
+    print_job(j);
   });
 
   static std::vector<std::string> cancel_ids;
@@ -252,8 +349,8 @@ void add_job_listings(CLI::App& app) {
   cancel->callback([] {
     json ids = json::array();
     for (const auto& s : cancel_ids) ids.push_back(parse_id(s));
-    const auto reply = call(socket_path(g_socket), {{"op", "cancel"}, {"ids", ids}});
-    for (const auto& id : reply["cancelled"]) fmt::print("cancelled {}\n", id.get<std::int64_t>());
+    const auto reply = ask({{"op", "cancel"}, {"ids", ids}});
+    for (const auto& id : items(reply, "cancelled")) fmt::print("cancelled {}\n", text(id));
   });
 
   static std::string logs_id;
@@ -265,15 +362,20 @@ void add_job_listings(CLI::App& app) {
   logs->callback([] {
     const auto id = parse_id(logs_id);
     std::uint64_t offset = 0;
+    // One reply carries at most 1 MiB: read on until the log is drained (or, following,
+    // until the job has ended and all of it was read). Each request has its own timeout.
     while (true) {
-      const auto r = call(socket_path(g_socket), {{"op", "logs"}, {"id", id}, {"stream", err_stream ? "stderr" : "stdout"},
-                                                  {"offset", offset}});
-      const std::string data = r["data"];
+      const auto r =
+          ask({{"op", "logs"}, {"id", id}, {"stream", err_stream ? "stderr" : "stdout"}, {"offset", offset}});
+      const std::string data = r.at("data");
       std::fwrite(data.data(), 1, data.size(), stdout);
       std::fflush(stdout);
-      offset = r["offset"].get<std::uint64_t>();
-      if (!follow || r["eof"].get<bool>()) break;
-      if (data.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      offset = r.at("offset").get<std::uint64_t>();
+      if (r.at("eof").get<bool>()) break;
+      if (data.empty()) {
+        if (!follow) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
     }
   });
 
@@ -284,30 +386,20 @@ void add_job_listings(CLI::App& app) {
   gpus->add_flag("--slurm-conf", gpus_slurm,
                  "Print this node's lines for slurm.conf and gres.conf: its GPU memory as a count-only GRES "
                  "(docs/slurm.md)");
-  gpus->add_option("--slurm-gres", slurm_gres, "The GRES name for --slurm-conf")->capture_default_str();
+  gpus->add_option("--slurm-gres", slurm_gres, "The GRES name for --slurm-conf")
+      ->capture_default_str()
+      ->check(non_empty("a GRES name"));
   gpus->callback([] {
-    const auto r = call(socket_path(g_socket), {{"op", "gpus"}});
+    const auto r = ask({{"op", "gpus"}});
     if (gpus_json) {
-      fmt::print("{}\n", r["gpus"].dump(2));
+      fmt::print("{}\n", field(r, "gpus").dump(2));
       return;
     }
     if (gpus_slurm) {
-      print_slurm_conf(r["gpus"], slurm_gres);
+      print_slurm_conf(items(r, "gpus"), slurm_gres);
       return;
     }
-    fmt::print("{}\n", r["source"].get<std::string>());
-    if (!r["error"].get<std::string>().empty()) fmt::print("telemetry error: {}\n", r["error"].get<std::string>());
-    fmt::print("{:>3}  {:<18} {:>17}  {:>5} {:>5} {:>5}  {:<10} {}\n", "GPU", "UUID", "MEMORY (MiB)", "SMACT", "SMOCC",
-               "DRAMA", "STATE", "JOBS");
-    auto pct = [](const json& v) { return v.is_number() ? fmt::format("{:.0f}%", 100 * v.get<double>()) : std::string("-"); };
-    for (const auto& g : r["gpus"]) {
-      std::string jobs;
-      for (const auto& id : g["jobs"]) jobs += (jobs.empty() ? "" : ",") + std::to_string(id.get<std::int64_t>());
-      fmt::print("{:>3}  {:<18} {:>8}/{:<8}  {:>5} {:>5} {:>5}  {:<10} {}\n", g["index"].get<int>(),
-                 short_uuid(g["uuid"].get<std::string>()), g["memory_used_mib"].get<std::int64_t>(),
-                 g["memory_total_mib"].get<std::int64_t>(), pct(g["smact"]), pct(g["smocc"]), pct(g["drama"]),
-                 g["observing"].get<bool>() ? "observing" : "open", jobs.empty() ? "-" : jobs);
-    }
+    print_gpus(r);
   });
 
   static std::int64_t limit = 50;
@@ -316,16 +408,21 @@ void add_job_listings(CLI::App& app) {
   history->add_option("--limit", limit, "How many")->check(CLI::Range(1, 100000));
   history->add_flag("--json", hist_json, "Print JSON");
   history->callback([] {
-    const auto r = call(socket_path(g_socket), {{"op", "history"}, {"limit", limit}});
-    if (hist_json) fmt::print("{}\n", r["jobs"].dump(2));
-    else print_jobs(r["jobs"]);
+    const auto r = ask({{"op", "history"}, {"limit", limit}});
+    if (hist_json) fmt::print("{}\n", field(r, "jobs").dump(2));
+    else print_jobs(field(r, "jobs"));
   });
 }
 
 }  // namespace
 
 void add_job_commands(CLI::App& app) {
-  app.add_option("--socket", g_socket, "aegisd's socket (default: $AEGIS_SOCKET, else /run/aegis/aegisd.sock)");
+  app.add_option("--socket", g_socket, "aegisd's socket (default: $AEGIS_SOCKET, else /run/aegis/aegisd.sock)")
+      ->check(non_empty("the path of aegisd's socket"));
+  app.add_option("--timeout", g_timeout,
+                 fmt::format("Seconds to wait for aegisd to answer each request (default: $AEGIS_TIMEOUT, else {:g})",
+                             kDefaultTimeoutS))
+      ->check(CLI::Validator([](std::string& v) { return parse_timeout(v) ? std::string() : bad_timeout(v); }, ""));
 
   static SubmitArgs sa;
   auto* submit = app.add_subcommand("submit", "Queue a job on this server's GPUs; prints its id");
@@ -336,12 +433,14 @@ void add_job_commands(CLI::App& app) {
                    "with `aegis run` on the node Slurm picks, and prints Slurm's job id (docs/slurm.md)");
   submit->add_option("--slurm-gres", slurm.gres,
                      "Slurm's count-only GRES for GPU memory, counted in bytes (booked: --mem x --gpus)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(non_empty("a GRES name"));
   submit->add_option("--slurm-arg", slurm.args, "Extra sbatch option, e.g. --slurm-arg=--time=02:00:00 (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   submit->add_option("--slurm-aegis", slurm.aegis_binary,
-                     "The aegis binary the batch script runs on the node (default: this one's path)");
+                     "The aegis binary the batch script runs on the node (default: this one's path)")
+      ->check(non_empty("leave --slurm-aegis out for this binary's path"));
   submit->callback([] {
     const auto r = build_request(sa);
     if (slurm.enabled) {
@@ -355,8 +454,8 @@ void add_job_commands(CLI::App& app) {
       fmt::print("{}\n", submit_to_slurm(r, slurm));
       return;
     }
-    const auto reply = call(socket_path(g_socket), {{"op", "submit"}, {"job", json::parse(api::to_json(r))}});
-    fmt::print("{}\n", reply["id"].get<std::int64_t>());
+    const auto reply = ask({{"op", "submit"}, {"job", json::parse(api::to_json(r))}});
+    fmt::print("{}\n", reply.at("id").get<std::int64_t>());
   });
 
   static SubmitArgs ra;
@@ -373,14 +472,17 @@ void add_job_commands(CLI::App& app) {
       ->capture_default_str();
   run_cmd->add_flag("--no-slurm-mem", no_slurm_mem,
                     "Under Slurm: do not take the job's GPU-memory booking as its declared memory when --mem is absent");
-  run_cmd->add_option("--slurm-gres", run.gres, "Slurm's GRES for GPU memory (counted in bytes)")->capture_default_str();
+  run_cmd->add_option("--slurm-gres", run.gres, "Slurm's GRES for GPU memory (counted in bytes)")
+      ->capture_default_str()
+      ->check(non_empty("a GRES name"));
   run_cmd->add_option("--daemon-wait", run.daemon_wait_s,
-                      "Keep trying this long (s) when aegisd cannot be reached, e.g. while it restarts")
+                      "Keep trying this long (s) when aegisd cannot be reached or does not answer, e.g. while it "
+                      "restarts")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   run_cmd->callback([] {
     run.mem_from_slurm = !no_slurm_mem;
-    std::exit(run_and_wait(build_request(ra), run, socket_path(g_socket)));
+    std::exit(run_and_wait(build_request(ra), run, socket_path(g_socket), request_timeout(g_timeout)));
   });
 
   add_job_listings(app);

@@ -46,18 +46,19 @@ int exit_status_of(const json& j) {
 }
 
 // Requests to aegisd that ride out a daemon restart: retried while it cannot be reached,
-// for up to `wait_s`. A submit is retried only when it cannot have arrived, so that a
-// job is never queued twice.
+// or does not answer within `timeout_s` (hung, overloaded), for up to `wait_s`. A submit
+// is retried only when it cannot have arrived, so that a job is never queued twice.
 class Daemon {
  public:
-  Daemon(std::string socket, double wait_s) : socket_(std::move(socket)), wait_s_(wait_s) {}
+  Daemon(std::string socket, double wait_s, double timeout_s)
+      : socket_(std::move(socket)), wait_s_(wait_s), timeout_s_(timeout_s) {}
 
   json call(const json& request) {
     const bool idempotent = request["op"] != "submit";
     auto since = Clock::time_point::max();
     while (true) {
       try {
-        json r = cli::call(socket_, request);
+        json r = cli::call(socket_, request, timeout_s_);
         if (since != Clock::time_point::max()) fmt::print(stderr, "aegis: aegisd is back\n");
         return r;
       } catch (const ConnectionError& e) {
@@ -76,15 +77,21 @@ class Daemon {
  private:
   std::string socket_;
   double wait_s_;
+  double timeout_s_;
 };
 
-// Prints what the job wrote since `offset`; returns the new offset.
+// Prints what the job wrote since `offset`; returns the new offset. A reply carries at
+// most 1 MiB: read until the log has nothing more, so that a chatty job's output neither
+// lags behind nor is cut when it ends.
 std::uint64_t pump(Daemon& d, std::int64_t id, bool err, std::uint64_t offset) {
-  const auto r = d.call({{"op", "logs"}, {"id", id}, {"stream", err ? "stderr" : "stdout"}, {"offset", offset}});
-  const std::string data = r["data"];
-  std::fwrite(data.data(), 1, data.size(), err ? stderr : stdout);
-  std::fflush(err ? stderr : stdout);
-  return r["offset"].get<std::uint64_t>();
+  while (true) {
+    const auto r = d.call({{"op", "logs"}, {"id", id}, {"stream", err ? "stderr" : "stdout"}, {"offset", offset}});
+    const std::string data = r["data"];
+    std::fwrite(data.data(), 1, data.size(), err ? stderr : stdout);
+    std::fflush(err ? stderr : stdout);
+    offset = r["offset"].get<std::uint64_t>();
+    if (data.empty() || r["eof"].get<bool>() || g_signal) return offset;  // a signal: cancel first
+  }
 }
 
 // Cancels the job; one that ended meanwhile has nothing to cancel.
@@ -196,16 +203,28 @@ bool give_back(const SlurmContext& s, Daemon& d, std::int64_t id, const json& jo
   return true;
 }
 
+// Submits the job attached to this process. A submit that may have arrived is not tried
+// again (the job would be queued twice); if it was queued, the daemon cancels it once
+// this process is gone, since it is attached to it.
+std::int64_t submit(Daemon& d, const api::JobRequest& req) {
+  try {
+    return d.call({{"op", "submit"}, {"job", json::parse(api::to_json(req))}, {"attach", true}})["id"].get<std::int64_t>();
+  } catch (const ConnectionError& e) {
+    if (!e.maybe_received) throw;
+    throw ConnectionError(std::string(e.what()) + "; if the job was queued, aegisd cancels it once this aegis run has ended",
+                          true);
+  }
+}
+
 }  // namespace
 
-int run_and_wait(api::JobRequest req, const RunArgs& args, const std::string& socket) {
+int run_and_wait(api::JobRequest req, const RunArgs& args, const std::string& socket, double timeout_s) {
   for (int s : {SIGTERM, SIGINT, SIGHUP}) std::signal(s, on_signal);
-  Daemon d(socket, args.daemon_wait_s);
+  Daemon d(socket, args.daemon_wait_s, timeout_s);
   const auto slurm = slurm_context();
   if (slurm) adapt_to_slurm(req, *slurm, args);
-  const auto submitted = d.call({{"op", "submit"}, {"job", json::parse(api::to_json(req))}, {"attach", true}});
-  const std::int64_t id = submitted["id"].get<std::int64_t>();
-  fmt::print(stderr, "aegis: job {} submitted to {}'s aegisd\n", id, slurm ? slurm->node : std::string("this node's"));
+  const std::int64_t id = submit(d, req);
+  fmt::print(stderr, "aegis: job {} submitted to {}'s aegisd\n", id, slurm ? slurm->node : std::string("this node"));
   std::uint64_t out_off = 0, err_off = 0;
   int attempt = 0;
   bool cancel_sent = false, give_back_tried = false;
@@ -276,6 +295,7 @@ std::string sbatch_script(const api::JobRequest& job, const SlurmArgs& args, MiB
   if (args.gres != "aegis_mem") run += " --slurm-gres " + sh_quote(args.gres);
   if (!job.name.empty()) run += " --name " + sh_quote(job.name);
   if (job.exclusive) run += " --exclusive";
+  if (job.restartable) run += " --restartable";
   for (const auto& t : job.tags) run += " --tag " + sh_quote(t);
   // sbatch carries this shell's environment to the node; what the job sets beyond it goes
   // with the command (a spec's environment comes with the spec).

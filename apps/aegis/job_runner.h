@@ -27,8 +27,9 @@ struct SlurmArgs {
 };
 
 // Returns the exit status to end with: the job's own on completion or failure, 143 when
-// cancelled, 75 (EX_TEMPFAIL) when given back to Slurm.
-int run_and_wait(api::JobRequest job, const RunArgs& args, const std::string& socket);
+// cancelled, 75 (EX_TEMPFAIL) when given back to Slurm. `timeout_s` bounds each request
+// to aegisd; one that times out is retried like an unreachable daemon (args.daemon_wait_s).
+int run_and_wait(api::JobRequest job, const RunArgs& args, const std::string& socket, double timeout_s);
 
 // Writes the sbatch script (in the working directory's .aegis/) and submits it; returns
 // Slurm's job id. Throws ClientError with sbatch's message when it refuses.

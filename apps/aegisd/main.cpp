@@ -10,6 +10,7 @@
 #include "runtime/daemon/config.h"
 #include "runtime/daemon/daemon.h"
 #include "runtime/daemon/mps.h"
+#include "runtime/daemon/secure_paths.h"
 #include "runtime/daemon/server.h"
 
 namespace {
@@ -64,11 +65,17 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (!exists(cfg.daemon.shim)) throw std::runtime_error("shim: " + cfg.daemon.shim + " not found");
+    // Before anything is created or opened: the places we write must be ours alone.
+    if (auto e = aegis::check_daemon_dir("state_dir", cfg.daemon.state_dir, true); !e.empty())
+      throw aegis::ConfigError(e);
+    const auto slash = cfg.daemon.socket.rfind('/');
+    const std::string socket_dir = slash == 0 ? "/" : cfg.daemon.socket.substr(0, slash);
+    if (slash == std::string::npos) throw aegis::ConfigError("socket: " + cfg.daemon.socket + " is not an absolute path");
+    if (auto e = aegis::check_daemon_dir("socket", socket_dir, false); !e.empty()) throw aegis::ConfigError(e);
 
     std::string library = cfg.daemon.nvml_library;
     if (cfg.daemon.gpu_backend == "emulated") {
       // The emulated library reads these at nvmlInit; jobs inherit them to find its state.
-      mkdir(cfg.daemon.state_dir.c_str(), 0700);
       setenv("AEGIS_EMULATED_GPUS", cfg.daemon.emulated_gpus.c_str(), 1);
       const std::string state =
           cfg.daemon.emulated_state.empty() ? cfg.daemon.state_dir + "/emulated-gpus.state" : cfg.daemon.emulated_state;
@@ -79,7 +86,6 @@ int main(int argc, char** argv) {
       else unsetenv("AEGIS_EMULATED_MIG");
       library = cfg.daemon.emulated_library;
     }
-    mkdir(cfg.daemon.state_dir.c_str(), 0700);
     std::string error;
     auto source = aegis::open_nvml(library, &error);
     if (!source) throw std::runtime_error("GPUs: " + error);
@@ -96,8 +102,9 @@ int main(int argc, char** argv) {
       if (mps_started) aegis::stop_mps(cfg.daemon);  // no job of ours uses it yet
       throw;
     }
-    fmt::print(stderr, "aegisd: {} unfinished job(s) recovered; engine: {}\n", daemon->active_jobs(),
-               aegis::Engine(cfg.engine).describe());
+    fmt::print(stderr, "aegisd: {} unfinished job(s) recovered; engine: {}; job processes: {}; up to {} client "
+               "connections\n", daemon->active_jobs(), aegis::Engine(cfg.engine).describe(), daemon->tracking(),
+               server->max_connections());
     server->run();
     if (daemon->running_jobs() == 0) aegis::stop_mps(cfg.daemon);  // clients would lose their server
     fmt::print(stderr, "aegisd: stopping; running jobs continue and are re-adopted at the next start\n");

@@ -13,7 +13,11 @@ import time
 
 
 class Daemon:
-    def __init__(self, build_dir, gpus="3x40960", settings=None, keep=False):
+    def __init__(self, build_dir, gpus="3x40960", settings=None, keep=False, shared_gpus=False, nofile=None):
+        """shared_gpus: the emulated GPUs' state file outside the (root-only) state
+        directory, so that other users' jobs can use the GPUs too. nofile: aegisd's
+        open-file limit (soft and hard)."""
+        self.nofile = nofile
         self.build = build_dir = os.path.abspath(build_dir)
         self.aegisd = os.path.join(build_dir, "apps/aegisd/aegisd")
         self.aegis = os.path.join(build_dir, "apps/aegis/aegis")
@@ -32,6 +36,8 @@ class Daemon:
             "emulated_gpus": gpus,
             "durability": "normal",
         }
+        if shared_gpus:
+            values["emulated_state"] = os.path.join(self.dir, "emulated-gpus.state")
         values.update(settings or {})
         with open(self.config, "w") as f:
             for k, v in values.items():
@@ -39,9 +45,13 @@ class Daemon:
         self.proc = None
 
     def start(self):
+        def limits():
+            if self.nofile:
+                import resource
+                resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
         self.proc = subprocess.Popen([self.aegisd, "--config", self.config],
                                      stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+                                     start_new_session=True, preexec_fn=limits)
         deadline = time.time() + 20
         while time.time() < deadline:
             if self.proc.poll() is not None:
@@ -76,8 +86,21 @@ class Daemon:
         for root, _, files in os.walk(jobs_dir):
             if "child.json" in files:
                 try:
-                    os.killpg(json.load(open(os.path.join(root, "child.json")))["pgid"], signal.SIGKILL)
-                except (OSError, ValueError, KeyError):
+                    child = json.load(open(os.path.join(root, "child.json")))
+                except (OSError, ValueError):
+                    continue
+                if child.get("cgroup"):  # every process of the job, escaped ones included
+                    cg = child["cgroup_mount"] + child["cgroup"]
+                    try:
+                        with open(os.path.join(cg, "cgroup.kill"), "w") as f:
+                            f.write("1")
+                        time.sleep(0.1)
+                        os.rmdir(cg)
+                    except OSError:
+                        pass
+                try:
+                    os.killpg(child["pgid"], signal.SIGKILL)
+                except (OSError, KeyError):
                     pass
         if not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -117,6 +140,16 @@ class Daemon:
                 return states
             time.sleep(0.5)
         raise RuntimeError("jobs did not finish in time: " + json.dumps(self.jobs(), indent=1)[-4000:])
+
+
+def ensure_user(name):
+    """The pwd entry of a test user (aegistest1, ...), created without a home when missing."""
+    import pwd
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name], check=True)
+        return pwd.getpwnam(name)
 
 
 def fail(msg):

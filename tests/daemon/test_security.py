@@ -4,21 +4,11 @@ Needs root (it creates two Unix users); exits 77 (skipped) otherwise.
 Usage: test_security.py BUILD_DIR
 """
 import os
-import pwd
-import subprocess
 import sys
 
-from harness import Daemon, fail
+from harness import Daemon, ensure_user, fail
 
 USERS = ("aegistest1", "aegistest2")
-
-
-def ensure_user(name):
-    try:
-        return pwd.getpwnam(name)
-    except KeyError:
-        subprocess.run(["useradd", "--no-create-home", "--shell", "/bin/sh", name], check=True)
-        return pwd.getpwnam(name)
 
 
 def main(build):

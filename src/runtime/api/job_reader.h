@@ -127,6 +127,7 @@ void read_job_field(JobRequest& job, const std::string& key, const typename A::N
        [](JobRequest& j, const Node& n) { set_mem(j, "mem_mib", read_integer<A>(n, "mem_mib", 1, kMaxMemMiB)); }},
       {"mem", [](JobRequest& j, const Node& n) { set_mem(j, "mem", read_mem<A>(n)); }},
       {"exclusive", [](JobRequest& j, const Node& n) { j.exclusive = read_bool<A>(n, "exclusive"); }},
+      {"restartable", [](JobRequest& j, const Node& n) { j.restartable = read_bool<A>(n, "restartable"); }},
       {"tags", [](JobRequest& j, const Node& n) { j.tags = read_strings<A>(n, "tags"); }},
       {"hints", [](JobRequest& j, const Node& n) { read_hints<A>(j, n); }},
       {"model", [](JobRequest& j, const Node& n) { read_model<A>(j, n); }},

@@ -377,9 +377,10 @@ Request parse_submit(const json& req) {
 }
 
 Request parse_queue(const json& req) {
-  allow_only(req, {"op", "all"});
+  allow_only(req, {"op", "all", "mine"});
   ListRequest r;
   if (const json* all = find(req, "all")) r.all = detail::read_bool<JsonAccess>(*all, "all");
+  if (const json* mine = find(req, "mine")) r.mine = detail::read_bool<JsonAccess>(*mine, "mine");
   return r;
 }
 
@@ -478,6 +479,7 @@ std::optional<ParseError> validate(const JobRequest& job) {
 
 std::string to_json(const JobRequest& job) {
   json j = {{"command", job.command}, {"gpus", job.gpus}, {"exclusive", job.exclusive}};
+  if (job.restartable) j["restartable"] = true;
   if (!job.name.empty()) j["name"] = job.name;
   if (!job.workdir.empty()) j["workdir"] = job.workdir;
   if (!job.env.empty()) j["env"] = job.env;

@@ -34,6 +34,10 @@ struct JobRequest {
   int gpus = 1;                              // 1..kMaxGpus
   std::optional<MiB> mem_mib;                // declared memory need per GPU (> 0)
   bool exclusive = false;                    // run alone on its GPUs
+  // May run again when an attempt's outcome is unknown (its shim killed, its disk
+  // failed): only for jobs that are safe to run twice. Default false: never behind the
+  // user's back.
+  bool restartable = false;
   std::vector<std::string> tags;             // free-form labels for the history estimator
   std::optional<double> hint_gpu_util;       // [0,1]
   std::optional<int> hint_sharing_score;     // 0, 1 or 2
@@ -46,7 +50,12 @@ struct SubmitRequest {
   // the job does, the daemon cancels the job (Slurm's scancel, a killed batch script).
   bool attach = false;
 };
-struct ListRequest { bool all = false; };                 // op "queue"
+// op "queue": every user's queued and running jobs (like squeue); `all` adds finished
+// ones, `mine` keeps only the caller's.
+struct ListRequest {
+  bool all = false;
+  bool mine = false;
+};
 struct ShowRequest { std::int64_t id = 0; };
 struct CancelRequest { std::vector<std::int64_t> ids; };
 struct LogsRequest {

@@ -49,6 +49,23 @@ const ParamEntry<DaemonSettings> kEntries[] = {
     P("mps_log_dir", mps_log_dir, 0, 0, "", "CUDA_MPS_LOG_DIRECTORY (default: <state_dir>/mps/log)"),
     P("mps_thread_percentage", mps_thread_percentage, 0, 100, "",
       "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE given to collocated jobs (0 = not set)"),
+    P("log_max_bytes", log_max_bytes, 0, kInf, "",
+      "Bytes of output kept per job attempt and stream; past it the log says so and keeps only the last "
+      "log_tail_bytes (0 = no cap)"),
+    P("log_tail_bytes", log_tail_bytes, 0, 64 << 20, "",
+      "Bytes of a capped log's end kept and written when the job ends (framework errors are there)"),
+    P("job_tracking", job_tracking, 0, 0, "auto,cgroup,descendants",
+      "How a job's processes are found and stopped: a cgroup v2 per attempt, or the descendants of its shim "
+      "(auto: cgroup where cgroup v2 is delegated to root)"),
+    P("max_jobs_per_user", max_jobs_per_user, 0, kInf, "", "Jobs one user may have queued or running (0 = no limit)"),
+    P("max_connections", max_connections, 16, 1 << 20, "",
+      "Client connections at once (lowered to fit the open-file limit, keeping descriptors for the daemon's own work)"),
+    P("max_connections_per_user", max_connections_per_user, 1, 1 << 20, "", "Client connections one user may hold at once"),
+    P("request_timeout_s", request_timeout_s, 0.1, 3600, "",
+      "Seconds a client may take to send a whole request line once it has started"),
+    P("client_idle_timeout_s", client_idle_timeout_s, 1, 86400, "",
+      "Seconds a connection may stay open with no request in progress"),
+    P("reply_timeout_s", reply_timeout_s, 1, 86400, "", "Seconds a client may take to read a reply before it is dropped"),
 };
 #undef P
 

@@ -36,6 +36,16 @@ struct DaemonSettings {
   std::string mps_pipe_dir;               // default: <state_dir>/mps/pipe
   std::string mps_log_dir;                // default: <state_dir>/mps/log
   std::int64_t mps_thread_percentage = 0; // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE for collocated jobs (0 = unset)
+  // Defences against one user harming the others (docs/security.md).
+  std::int64_t log_max_bytes = 128 << 20; // per job attempt and stream; past it only the tail is kept (0 = no cap)
+  std::int64_t log_tail_bytes = 1 << 20;  // kept past the cap and written when the job ends
+  std::string job_tracking = "auto";      // auto | cgroup | descendants: how a job's processes are found
+  std::int64_t max_jobs_per_user = 1000;  // queued and running, per user (0 = no limit)
+  std::int64_t max_connections = 1024;    // client connections at once (lowered to fit the fd limit)
+  std::int64_t max_connections_per_user = 16;
+  double request_timeout_s = 30;          // a request line must be complete within this
+  double client_idle_timeout_s = 300;     // a connection with nothing to do is closed after this
+  double reply_timeout_s = 60;            // a reply the client does not read within this is dropped
 };
 
 struct DaemonConfig {

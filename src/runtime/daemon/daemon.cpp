@@ -11,7 +11,9 @@
 #include <fstream>
 #include <grp.h>
 #include <pwd.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "estimate/history.h"
@@ -19,7 +21,9 @@
 #include "runtime/job/job_json.h"
 #include "runtime/launch/attempt_dir.h"
 #include "runtime/launch/launcher.h"
+#include "runtime/launch/proc.h"
 #include "runtime/daemon/mps.h"
+#include "runtime/store/id_floor.h"
 
 extern char** environ;
 
@@ -30,6 +34,20 @@ namespace {
 using nlohmann::json;
 
 json error_reply(const std::string& msg) { return {{"ok", false}, {"error", msg}}; }
+
+// An attempt whose shim ended before starting the job goes back to the queue; this many
+// in a row end the job instead (something is wrong with the host, not with the job).
+constexpr int kMaxUnstartedAttempts = 3;
+// After a launch failed for want of disk, descriptors or memory, launches wait this long.
+constexpr double kLaunchBackoffS = 5;
+// Listings are sent in pages of this many jobs; `queue --all` lists this many at most.
+constexpr std::size_t kListPage = 256;
+constexpr std::int64_t kMaxListed = 100000;
+// The id watermark on disk (id_floor.h) runs this far ahead of the ids given out.
+constexpr JobId kIdFloorStep = 1000;
+// A `logs` reply carries at most this much of a log (the client reads on): with JSON's
+// escaping, one reply stays under a few MiB however the request's max_bytes is set.
+constexpr std::uint64_t kMaxLogReply = 256 << 10;
 
 // Begins a transaction unless the caller (the event loop's group commit) has one open.
 class Tx {
@@ -66,6 +84,24 @@ json public_view(const DaemonJob& j, bool with_env) {
   return v;
 }
 
+// Whether `path` is a directory as the caller sees it: looked up with the caller's
+// file-system identity (setfsuid), so that a root daemon tells no one whether a path they
+// cannot reach exists.
+bool is_directory_for(const std::string& path, const Caller& c) {
+  const bool switch_id = geteuid() == 0 && c.uid != 0;
+  if (switch_id) {
+    setfsgid(c.gid);
+    setfsuid(c.uid);
+  }
+  struct stat st {};
+  const bool ok = stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  if (switch_id) {
+    setfsuid(geteuid());
+    setfsgid(getegid());
+  }
+  return ok;
+}
+
 double clock_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -78,6 +114,9 @@ Daemon::Daemon(DaemonConfig config, std::unique_ptr<GpuSource> gpus)
              cfg_.daemon.durability == "full"),
       source_(std::move(gpus)),
       engine_(cfg_.engine) {
+  // Ids are never reused on this host, even if the database was lost (id_floor.h).
+  id_floor_recorded_ = highest_job_id_on_disk(cfg_.daemon.state_dir);
+  store_.reserve_ids_above(id_floor_recorded_);
   if (!cfg_.daemon.learned_model.empty()) {
     try {
       learned_ = LearnedModel::load(cfg_.daemon.learned_model);
@@ -87,11 +126,61 @@ Daemon::Daemon(DaemonConfig config, std::unique_ptr<GpuSource> gpus)
   }
   history_ = store_.peaks();
   select_gpus(source_->sample());
-  recover_jobs(clock_now());
+  setup_tracking();
+  recover_jobs(clock_now(), true);
 }
 
+Daemon::~Daemon() {
+  for (const auto& [id, fd] : shim_pidfds_) close(fd);
+  if (!cgroup_base_.empty()) remove_cgroup(cgroup_mount_ + cgroup_base_);  // fails while jobs run: fine
+}
+
+void Daemon::setup_tracking() {
+  const std::string& mode = cfg_.daemon.job_tracking;
+  if (mode == "descendants") return;
+  // One directory per daemon, named after its state directory (several daemons may share
+  // a host, as in the tests): <own cgroup>/aegis/<device>-<inode>.
+  struct stat st {};
+  if (stat(cfg_.daemon.state_dir.c_str(), &st) != 0)
+    throw ConfigError("state_dir: " + cfg_.daemon.state_dir + ": " + std::strerror(errno));
+  std::string why;
+  const std::string mount = cgroup2_mount();
+  const auto base = prepare_cgroup_base(mount, fmt::format("{}-{}", st.st_dev, st.st_ino), &why);
+  if (base) {
+    cgroup_mount_ = mount;
+    cgroup_base_ = *base;
+    return;
+  }
+  if (mode == "cgroup") throw ConfigError("job_tracking = cgroup: " + why);
+  fmt::print(stderr, "aegisd: no cgroup for jobs ({}); tracking each job as its shim's descendants\n", why);
+}
+
+std::string Daemon::tracking() const {
+  return cgroup_base_.empty() ? "descendants of each job's shim" : "cgroup " + cgroup_mount_ + cgroup_base_;
+}
+
+void Daemon::reload_after_store_error(Seconds now, const std::string& what) {
+  if (what != storage_error_) fmt::print(stderr, "aegisd: storage: {}; state reloaded from the database\n", what);
+  storage_error_ = what;
+  // Nothing that failed to commit was acted on: cancels are signalled after their commit,
+  // launches are recorded before their shim starts. So the database is the truth.
+  if (store_.in_transaction()) store_.rollback();
+  active_.clear();
+  cancel_signals_.clear();
+  pending_failures_.clear();
+  learned_cache_.clear();
+  try {
+    recover_jobs(now, false);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "aegisd: storage: cannot reload the jobs: {}\n", e.what());
+  }
+}
+
+// A job's history is its user's alone: another user running the same command must not
+// change the estimate this user's jobs are admitted with.
 static std::string signature_of(const DaemonJob& j) {
-  return job_signature(j.request.command, j.request.workdir, j.request.gpus, j.request.tags);
+  return "uid " + std::to_string(j.uid) + ": " +
+         job_signature(j.request.command, j.request.workdir, j.request.gpus, j.request.tags);
 }
 
 std::size_t Daemon::running_jobs() const {
@@ -138,13 +227,16 @@ void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
   if (gpus_.empty()) throw ConfigError("gpus: no GPU to schedule");
 }
 
-void Daemon::recover_jobs(Seconds now) {
+void Daemon::recover_jobs(Seconds now, bool restarted) {
   // Every unfinished job comes back; running ones are checked at the first sample, where
   // attempts that still run are kept and the others are classified from their records.
   for (auto& j : store_.unfinished()) {
     if (j.state == JobState::Running && j.current()) {
       const Attempt& a = *j.current();
-      store_.event(j.id, now, "recover", "daemon restarted; attempt " + std::to_string(a.number));
+      try {  // a note for `aegis show`; not worth failing a start on a full disk
+        if (restarted) store_.event(j.id, now, "recover", "daemon restarted; attempt " + std::to_string(a.number));
+      } catch (const StoreError&) {
+      }
       if (a.ended_at && (a.outcome == "oom" || a.outcome == "failed")) {
         // It ended and was classified, but the engine had not decided yet: ask it again.
         pending_failures_.push_back(
@@ -155,6 +247,8 @@ void Daemon::recover_jobs(Seconds now) {
     }
     active_.emplace(j.id, std::move(j));
   }
+  for (const auto& q : store_.last_quarantined())
+    fmt::print(stderr, "aegisd: warning: job {}: unreadable record set aside (table quarantine): {}\n", q.id, q.reason);
   send_cancel_signals(now);
 }
 
@@ -190,22 +284,20 @@ void Daemon::sample_and_schedule(Seconds now) {
 }
 
 void Daemon::note_activity(Seconds now) {
-  // GPU processes belong to the job whose session they are in (its process group). A
-  // job's first process seen on one of its GPUs starts its observation window; the memory
-  // of its processes on a GPU, summed, gives its peak for the history estimator.
-  std::map<pid_t, DaemonJob*> by_session;
-  for (auto& [id, j] : active_)
-    if (j.state == JobState::Running && j.current() && j.current()->pgid > 0 && !j.current()->ended_at)
-      by_session[j.current()->pgid] = &j;
-  if (by_session.empty()) return;
+  // GPU processes belong to the job whose cgroup they are in (else: whose shim they
+  // descend from), however they got there (double fork, setsid). A job's first process
+  // seen on one of its GPUs starts its observation window; the memory of all its
+  // processes on a GPU, summed, gives its peak for the history estimator.
+  bool any = false;
+  for (const auto& [id, j] : active_) any |= j.state == JobState::Running && j.current() && !j.current()->ended_at;
+  if (!any) return;
+  std::map<std::string, DaemonJob*> by_cgroup;
   for (const auto& g : gpus_) {
     std::map<DaemonJob*, MiB> used_here;
     for (const auto& p : g.status.processes) {
-      const auto sid = session_of(static_cast<pid_t>(p.pid));
-      if (!sid) continue;
-      auto it = by_session.find(*sid);
-      if (it == by_session.end()) continue;
-      DaemonJob& j = *it->second;
+      DaemonJob* owner = owner_of_gpu_process(static_cast<pid_t>(p.pid), by_cgroup);
+      if (!owner) continue;
+      DaemonJob& j = *owner;
       const auto& uuids = j.current()->gpu_uuids;
       if (std::find(uuids.begin(), uuids.end(), g.uuid) == uuids.end()) continue;
       used_here[&j] += p.used_mib.value_or(0);
@@ -218,30 +310,94 @@ void Daemon::note_activity(Seconds now) {
   }
 }
 
+DaemonJob* Daemon::owner_of_gpu_process(pid_t pid, std::map<std::string, DaemonJob*>& by_cgroup) {
+  // Built once per sample: each running attempt's cgroup, as its shim recorded it.
+  if (by_cgroup.empty()) {
+    by_cgroup[""] = nullptr;
+    for (auto& [id, j] : active_)
+      if (j.state == JobState::Running && j.current() && !j.current()->ended_at)
+        if (const auto c = read_child(attempt_dir(cfg_.daemon.state_dir, id, j.current()->number));
+            c.written() && !c.value.cgroup.empty())
+          by_cgroup[c.value.cgroup] = &j;
+  }
+  if (const auto cg = cgroup_of(pid)) {
+    auto it = by_cgroup.find(*cg);
+    if (it != by_cgroup.end() && it->second) return it->second;
+  }
+  for (auto& [id, j] : active_) {
+    if (j.state != JobState::Running || !j.current() || j.current()->ended_at) continue;
+    if (auto procs = processes_of(j); procs && procs->contains(pid)) return &j;
+  }
+  return nullptr;
+}
+
+// The processes of a job's current attempt, from what its shim recorded; empty while it
+// has recorded nothing (then the job has not started).
+std::optional<JobProcesses> Daemon::processes_of(const DaemonJob& j) const {
+  const Attempt& a = *j.current();
+  const auto child = read_child(attempt_dir(cfg_.daemon.state_dir, j.id, a.number));
+  if (!child.written()) return std::nullopt;
+  const ChildRecord& c = child.value;
+  if (!c.cgroup.empty()) return JobProcesses::cgroup(c.cgroup_mount, c.cgroup);
+  // Without cgroups: the shim's descendants while it lives, else the job's session (of
+  // its user only, started after its shim: a reused session number is someone else's).
+  if (c.shim.pid > 0 && process_start_ticks(c.shim.pid) == c.shim.start_ticks) return JobProcesses::descendants(c.shim);
+  return JobProcesses::session(c.pgid, j.uid, c.shim.start_ticks);
+}
+
 void Daemon::collect_exits(Seconds now, std::vector<Failure>& failures) {
   std::vector<JobId> done;
   for (auto& [id, j] : active_) {
     if (j.state != JobState::Running || !j.current() || j.current()->ended_at) continue;
     Attempt& a = *j.current();
     const AttemptDir dir = attempt_dir(cfg_.daemon.state_dir, id, a.number);
-    if (a.pgid == 0)
-      if (auto pg = read_child_pgid(dir)) {
-        a.pgid = *pg;
-        save(j, "", "", now);
-      }
-    if (attempt_alive(dir)) continue;
+    const Liveness live = attempt_liveness(dir);
+    const auto child = read_child(dir);
+    if (a.pgid == 0 && child.written()) {  // shown by `aegis show`
+      a.pgid = child.value.pgid;
+      save(j, "", "", now);
+    }
+    if (live == Liveness::Alive) continue;
     const auto exit = read_exit(dir);
-    if (!exit && a.pgid > 0 && group_alive(a.pgid)) {
-      // Its shim is gone but the job runs on: keep watching its process group.
-      auto k = kill_at_.find(id);
-      if (k != kill_at_.end() && now >= k->second) signal_group(a.pgid, SIGKILL);
+    // Out of file descriptors, an I/O error: we cannot tell now, so we conclude nothing.
+    if (live == Liveness::Unknown || child.status == Record<ChildRecord>::Unreadable ||
+        exit.status == Record<ExitRecord>::Unreadable) {
+      note_io_trouble(fmt::format("job {}: cannot read its attempt's records ({}); trying again",
+                                  id, std::strerror(exit.error ? exit.error : child.error ? child.error : EIO)));
+      continue;
+    }
+    if (!exit.written()) {
+      if (const auto procs = processes_of(j); procs && procs->any()) {
+        // Its shim is gone but the job runs on: keep watching it (and finish a cancel).
+        auto k = kill_at_.find(id);
+        if (k != kill_at_.end() && now >= k->second) procs->kill();
+        continue;
+      }
+      kill_at_.erase(id);
+      end_without_record(j, child.written(), now);
+      if (is_final(j.state)) done.push_back(id);
       continue;
     }
     kill_at_.erase(id);
+    if (auto fd = shim_pidfds_.find(id); fd != shim_pidfds_.end()) {
+      close(fd->second);
+      shim_pidfds_.erase(fd);
+    }
+    const ExitRecord& e = exit.value;
+    if (!e.start_error.empty()) {
+      // It never ran (exec failed, no such working directory, ...): running it again
+      // would fail the same way, so it ends here, with the reason.
+      const std::string why = "failed to start: " + e.start_error;
+      finish_attempt(j, "failed", why, e.ended_at);
+      save(j, "exit", why, now);
+      failures.push_back({running_view(j), FailureKind::Other, why});
+      continue;
+    }
     const std::string tail = read_tail(dir.stderr_log(), 64 * 1024) + "\n" + read_tail(dir.stdout_log(), 16 * 1024);
-    const auto v = classify_exit(exit ? std::optional<int>(exit->wait_status) : std::nullopt, tail,
-                                 j.cancel_requested || (exit && exit->cancelled));
-    const Seconds ended = exit ? exit->ended_at : now;
+    // Cancelled only if the cancel reached it: a job that ended on its own before the
+    // cancel arrived keeps its real outcome.
+    const bool killed = WIFSIGNALED(e.wait_status) && (WTERMSIG(e.wait_status) == SIGTERM || WTERMSIG(e.wait_status) == SIGKILL);
+    const auto v = classify_exit(e.wait_status, tail, e.cancelled || (j.cancel_requested && killed));
     switch (v.kind) {
       case ExitKind::Success:
         if (a.peak_mib > 0) {
@@ -250,48 +406,83 @@ void Daemon::collect_exits(Seconds now, std::vector<Failure>& failures) {
           history_[sig] = std::max(history_[sig], a.peak_mib);
         }
         learned_cache_.erase(id);
-        finish_attempt(j, "completed", v.reason, ended);
+        finish_attempt(j, "completed", v.reason, e.ended_at);
         j.state = JobState::Completed;
-        j.ended_at = ended;
+        j.ended_at = e.ended_at;
         j.reason.clear();
         save(j, "completed", v.reason, now);
         done.push_back(id);
         break;
       case ExitKind::Cancelled:
-        finish_attempt(j, "cancelled", v.reason, ended);
+        finish_attempt(j, "cancelled", v.reason, e.ended_at);
         j.state = JobState::Cancelled;
-        j.ended_at = ended;
+        j.ended_at = e.ended_at;
         if (j.reason.empty()) j.reason = "cancelled";
         save(j, "cancelled", "", now);
         done.push_back(id);
         break;
       case ExitKind::Oom:
-        finish_attempt(j, "oom", v.reason, ended);
+        finish_attempt(j, "oom", v.reason, e.ended_at);
         save(j, "oom", v.reason, now);
         failures.push_back({running_view(j), FailureKind::Oom, v.reason});
         break;
       case ExitKind::Failed:
-        if (!exit && a.pgid == 0) {
-          // It never started (the daemon died mid-launch): run it again, in its place.
-          finish_attempt(j, "lost", "never started", ended);
-          j.state = JobState::Queued;
-          j.reason = "requeued: its launch was interrupted";
-          save(j, "requeue", j.reason, now);
-        } else if (!exit) {
-          // It ended while nobody watched and left no sign of running out of memory.
-          finish_attempt(j, "lost", v.reason, ended);
-          j.state = JobState::Queued;
-          j.reason = "requeued: " + v.reason;
-          save(j, "requeue", v.reason, now);
-        } else {
-          finish_attempt(j, "failed", v.reason, ended);
-          save(j, "exit", v.reason, now);
-          failures.push_back({running_view(j), FailureKind::Other, v.reason});
-        }
+        finish_attempt(j, "failed", v.reason, e.ended_at);
+        save(j, "exit", v.reason, now);
+        failures.push_back({running_view(j), FailureKind::Other, v.reason});
         break;
     }
   }
   for (JobId id : done) active_.erase(id);
+}
+
+// An attempt whose shim is gone without saying how the job ended. If the job never
+// started it goes back to its place in the queue (a few times at most). If it may have
+// run, it is never run again behind its user's back: it ends, with the reason, unless it
+// was submitted as restartable (`aegis submit --restartable`).
+void Daemon::end_without_record(DaemonJob& j, bool started, Seconds now) {
+  const int number = j.current()->number;
+  if (!started) {
+    int never = 0;
+    for (auto it = j.attempts.rbegin(); it != j.attempts.rend() && it->outcome == "lost" && it->detail == "never started"; ++it)
+      ++never;
+    finish_attempt(j, "lost", "never started", now);
+    if (never + 1 >= kMaxUnstartedAttempts) {
+      j.state = JobState::Failed;
+      j.ended_at = now;
+      j.reason = fmt::format("could not be started: its shim ended before starting it {} times in a row "
+                             "(see aegisd's log)", never + 1);
+      save(j, "failed", j.reason, now);
+      return;
+    }
+    j.state = JobState::Queued;
+    j.reason = "requeued: its launch was interrupted";
+    save(j, "requeue", j.reason, now);
+    return;
+  }
+  const std::string what = fmt::format(
+      "outcome unknown: attempt {} ended without an exit record (its shim was killed, or its disk failed)", number);
+  finish_attempt(j, "unknown", what, now);
+  if (j.cancel_requested) {
+    j.state = JobState::Cancelled;
+    j.ended_at = now;
+    if (j.reason.empty()) j.reason = "cancelled";
+    save(j, "cancelled", what, now);
+  } else if (j.request.restartable) {
+    j.state = JobState::Queued;
+    j.reason = "requeued (restartable): " + what;
+    save(j, "requeue", j.reason, now);
+  } else {
+    j.state = JobState::Failed;
+    j.ended_at = now;
+    j.reason = what + "; not run again, as it might have run already (submit with --restartable to allow it)";
+    save(j, "failed", j.reason, now);
+  }
+}
+
+void Daemon::note_io_trouble(const std::string& what) {
+  if (what != io_trouble_) fmt::print(stderr, "aegisd: {}\n", what);
+  io_trouble_ = what;
 }
 
 void Daemon::cancel_orphans(Seconds now) {
@@ -449,6 +640,7 @@ void Daemon::apply(const Decisions& d, Seconds now) {
 }
 
 void Daemon::launch(DaemonJob& job, const Launch& l, Seconds now) {
+  if (now < launch_backoff_until_) return;  // stays queued; the engine asks again later
   Attempt a;
   a.number = static_cast<int>(job.attempts.size()) + 1;
   a.launched_at = now;
@@ -460,64 +652,158 @@ void Daemon::launch(DaemonJob& job, const Launch& l, Seconds now) {
     a.gpu_uuids.push_back(gpus_[i].uuid);
     a.gpu_total_mib = std::min(a.gpu_total_mib, gpus_[i].status.total_mib);
   }
-  job.attempts.push_back(a);
-  job.state = JobState::Running;
-  job.in_recovery_queue = false;
-  job.reason.clear();
-  if (!job.started_at) job.started_at = now;
-  {
-    // Recorded before the process exists: a crash from here on finds the attempt.
-    Tx tx(store_);
-    std::string gpus;
-    for (const auto& u : a.gpu_uuids) gpus += (gpus.empty() ? "" : ",") + u;
-    save(job, "launch", fmt::format("attempt {} on {}", a.number, gpus), now);
-    tx.commit();
-  }
-  LaunchSpec spec;
-  spec.dir = attempt_dir(cfg_.daemon.state_dir, job.id, a.number);
-  spec.shim = cfg_.daemon.shim;
-  spec.uid = job.uid;
-  spec.gid = job.gid;
-  spec.user = job.user;
-  spec.workdir = job.request.workdir.empty() ? "/" : job.request.workdir;
-  spec.argv = job.request.command;
-  spec.env = job.request.env;
+
+  // What the shim will run: the job's argv and environment as data (launch_file.h).
+  LaunchFile f;
+  f.uid = job.uid;
+  f.gid = job.gid;
+  f.user = job.user;
+  f.workdir = job.request.workdir.empty() ? "/" : job.request.workdir;
+  f.argv = job.request.command;
+  std::map<std::string, std::string> env = job.request.env;
   // The emulated GPU's clients find its state through these (nothing else is passed on).
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
     if (kv.rfind("AEGIS_EMULATED_", 0) == 0) {
       const auto eq = kv.find('=');
-      spec.env[kv.substr(0, eq)] = kv.substr(eq + 1);
+      env[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
   }
   std::string visible;
-  for (const auto& u : job.current()->gpu_uuids) visible += (visible.empty() ? "" : ",") + u;
-  spec.env["CUDA_VISIBLE_DEVICES"] = visible;
+  for (const auto& u : a.gpu_uuids) visible += (visible.empty() ? "" : ",") + u;
+  env["CUDA_VISIBLE_DEVICES"] = visible;
   for (auto& [k, v] : mps_environment(cfg_.daemon, !l.alone, static_cast<int>(l.gpus.size()),
                                       l.admitted_mib + cfg_.engine.memory_margin_mib))
-    spec.env[k] = v;
-  spec.env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
-  spec.env["AEGIS_JOB_ID"] = std::to_string(job.id);
-  spec.kill_grace_s = cfg_.daemon.kill_grace_s;
+    env[k] = v;
+  env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
+  env["AEGIS_JOB_ID"] = std::to_string(job.id);
+  for (const auto& [k, v] : env) f.env.push_back(k + "=" + v);
+  f.kill_grace_s = cfg_.daemon.kill_grace_s;
+  f.log_max_bytes = static_cast<std::uint64_t>(cfg_.daemon.log_max_bytes);
+  f.log_tail_bytes = static_cast<std::uint64_t>(cfg_.daemon.log_tail_bytes);
+  if (!cgroup_base_.empty()) {
+    f.cgroup_mount = cgroup_mount_;
+    f.cgroup = cgroup_base_ + fmt::format("/job-{}-{}", job.id, a.number);
+  }
+
+  // 1. Its files, before anything is recorded: a full disk stops us here, with the job
+  //    still queued and nothing to undo.
+  const AttemptDir dir = attempt_dir(cfg_.daemon.state_dir, job.id, a.number);
   try {
-    job.current()->shim_pid = launch_attempt(spec);
+    prepare_attempt(dir, f);
+  } catch (const LaunchError& e) {
+    if (e.transient()) {
+      launch_backoff_until_ = now + kLaunchBackoffS;
+      job.reason = std::string("waiting: cannot prepare its launch: ") + e.what();
+      note_io_trouble(fmt::format("job {}: {}; launches wait {} s", job.id, e.what(), kLaunchBackoffS));
+      return;
+    }
     Tx tx(store_);
-    save(job, "", "", now);
-    tx.commit();
-  } catch (const std::exception& e) {
-    Tx tx(store_);
-    finish_attempt(job, "failed", e.what(), now);
     job.state = JobState::Failed;
     job.ended_at = now;
     job.reason = std::string("cannot start: ") + e.what();
     save(job, "failed", job.reason, now);
     tx.commit();
     active_.erase(job.id);
+    return;
+  }
+  // 2. The attempt, recorded before the process exists: a crash from here on finds it.
+  job.attempts.push_back(a);
+  job.state = JobState::Running;
+  job.in_recovery_queue = false;
+  job.reason.clear();
+  if (!job.started_at) job.started_at = now;
+  {
+    Tx tx(store_);
+    save(job, "launch", fmt::format("attempt {} on {}", a.number, visible), now);
+    tx.commit();
+  }
+  // 3. The shim.
+  try {
+    const StartedShim shim = start_shim(cfg_.daemon.shim, dir);
+    job.current()->shim_pid = shim.pid;
+    if (shim.pidfd >= 0) shim_pidfds_[job.id] = shim.pidfd;
+    Tx tx(store_);
+    save(job, "", "", now);
+    tx.commit();
+  } catch (const LaunchError& e) {
+    // No process exists: the attempt never started.
+    Tx tx(store_);
+    if (e.transient()) {
+      launch_backoff_until_ = now + kLaunchBackoffS;
+      finish_attempt(job, "lost", "never started", now);
+      job.state = JobState::Queued;
+      job.reason = std::string("requeued: cannot start its shim: ") + e.what();
+      save(job, "requeue", job.reason, now);
+    } else {
+      finish_attempt(job, "failed", e.what(), now);
+      job.state = JobState::Failed;
+      job.ended_at = now;
+      job.reason = std::string("cannot start: ") + e.what();
+      save(job, "failed", job.reason, now);
+    }
+    tx.commit();
+    if (job.state == JobState::Failed) active_.erase(job.id);
   }
 }
 
 // ---------------------------------------------------------------------------------------
 // The API.
+
+void Daemon::storage_recovered() {
+  if (!storage_error_.empty()) fmt::print(stderr, "aegisd: storage: writing works again\n");
+  storage_error_.clear();
+}
+
+Reply Daemon::respond(const api::Request& request, const Caller& caller) {
+  if (const auto* l = std::get_if<api::ListRequest>(&request)) return list(*l, caller);
+  if (const auto* h = std::get_if<api::HistoryRequest>(&request)) return history(*h);
+  Reply r;
+  r.object = handle(request, caller);
+  return r;
+}
+
+namespace {
+
+// A listing sent in parts: `{"ok":true,"jobs":[`, then pages of jobs as the client reads
+// them, then `],` the closing fields `}`. A page that fails to read (a damaged database)
+// ends the listing early with "incomplete": the reason (the reply was already "ok").
+Reply stream_jobs(std::function<std::vector<json>()> next_page, json tail) {
+  struct State {
+    bool started = false, first = true;
+  };
+  auto st = std::make_shared<State>();
+  Reply r;
+  r.more = [st, next_page = std::move(next_page), tail = std::move(tail)](std::string& out) mutable {
+    auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+    if (!st->started) {
+      st->started = true;
+      out += "{\"ok\":true,\"jobs\":[";
+      return true;
+    }
+    std::vector<json> page;
+    try {
+      page = next_page();
+    } catch (const std::exception& e) {
+      tail["incomplete"] = e.what();
+    }
+    if (page.empty()) {
+      out += "]";
+      for (auto it = tail.begin(); it != tail.end(); ++it) out += "," + dump(it.key()) + ":" + dump(it.value());
+      out += "}\n";
+      return false;
+    }
+    for (const auto& j : page) {
+      if (!st->first) out += ",";
+      st->first = false;
+      out += dump(j);
+    }
+    return true;
+  };
+  return r;
+}
+
+}  // namespace
 
 json Daemon::handle(const api::Request& request, const Caller& caller) {
   try {
@@ -525,22 +811,22 @@ json Daemon::handle(const api::Request& request, const Caller& caller) {
         [&](const auto& r) -> json {
           using T = std::decay_t<decltype(r)>;
           if constexpr (std::is_same_v<T, api::SubmitRequest>) return submit(r, caller);
-          else if constexpr (std::is_same_v<T, api::ListRequest>) return list(r);
+          else if constexpr (std::is_same_v<T, api::ListRequest>) return error_reply("internal: listings stream");
           else if constexpr (std::is_same_v<T, api::ShowRequest>) return show(r, caller);
           else if constexpr (std::is_same_v<T, api::CancelRequest>) return cancel(r, caller);
           else if constexpr (std::is_same_v<T, api::LogsRequest>) return logs(r, caller);
           else if constexpr (std::is_same_v<T, api::GpusRequest>) return gpus_reply();
-          else if constexpr (std::is_same_v<T, api::HistoryRequest>) {
-            json jobs = json::array();
-            for (const auto& j : store_.list(true, r.limit)) jobs.push_back(public_view(j, false));
-            return {{"ok", true}, {"jobs", jobs}};
-          } else {
+          else if constexpr (std::is_same_v<T, api::HistoryRequest>) return error_reply("internal: listings stream");
+          else {
             return {{"ok", true}, {"version", "aegisd 0.1.0"}};
           }
         },
         request);
   } catch (const StoreError& e) {
-    return error_reply(std::string("internal: ") + e.what());
+    // A damaged database or a full disk fails this request, not the daemon.
+    return error_reply(e.what());
+  } catch (const std::exception& e) {
+    return error_reply(std::string("internal error: ") + e.what());
   }
 }
 
@@ -575,10 +861,15 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
   if (!user) return error_reply(fmt::format("caller: uid {} has no user account on this server", c.uid));
   if (geteuid() != 0 && c.uid != geteuid())
     return error_reply(fmt::format("permission denied: aegisd runs as uid {} and can only run that user's jobs", geteuid()));
-  if (!req.workdir.empty()) {
-    struct stat st {};
-    if (stat(req.workdir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-      return error_reply("job.workdir: " + req.workdir + " is not a directory on this server");
+  if (!req.workdir.empty() && !is_directory_for(req.workdir, c))
+    return error_reply("job.workdir: " + req.workdir + " is not a directory on this server (that you can reach)");
+  if (cfg_.daemon.max_jobs_per_user > 0) {
+    std::int64_t mine = 0;
+    for (const auto& [id, j] : active_) mine += j.uid == c.uid;
+    if (mine >= cfg_.daemon.max_jobs_per_user)
+      return error_reply(fmt::format("job: {} has {} jobs queued or running, the most one user may have "
+                                     "(max_jobs_per_user); submit more when some have ended",
+                                     *user, mine));
   }
   DaemonJob j;
   j.uid = c.uid;
@@ -593,6 +884,11 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
     if (!start) return error_reply("attach: the calling process cannot be identified (no peer pid)");
     j.attached_to = ClientProcess{c.pid, *start};
   }
+  // The watermark first: nothing is inserted when it cannot be written (a full disk).
+  if (const JobId next = store_.next_id(); next > id_floor_recorded_) {
+    record_id_floor(cfg_.daemon.state_dir, next + kIdFloorStep - 1);
+    id_floor_recorded_ = next + kIdFloorStep - 1;
+  }
   Tx tx(store_);
   store_.insert(j);
   store_.event(j.id, j.submitted_at, "submit", fmt::format("by {} (uid {})", j.user, j.uid));
@@ -603,23 +899,53 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
   return {{"ok", true}, {"id", id}};
 }
 
-json Daemon::list(const api::ListRequest& r) {
-  json jobs = json::array();
-  if (r.all) {
-    for (const auto& j : store_.list(true, 100000)) jobs.push_back(public_view(j, false));
-    return {{"ok", true}, {"jobs", jobs}};
-  }
-  std::vector<const DaemonJob*> v;
-  for (const auto& [id, j] : active_) v.push_back(&j);
-  // Running first, then the queue in the order it will be served.
-  std::sort(v.begin(), v.end(), [](auto* a, auto* b) {
-    auto key = [](const DaemonJob* j) {
-      return std::make_tuple(j->state == JobState::Running ? 0 : j->in_recovery_queue ? 1 : 2, j->queue_seq);
-    };
-    return key(a) < key(b);
-  });
-  for (const auto* j : v) jobs.push_back(public_view(*j, false));
-  return {{"ok", true}, {"jobs", jobs}, {"waiting_because", blocked_reason_}};
+// Everyone's jobs, as squeue shows them: users see where they stand. `mine` keeps the
+// caller's own (the uid from the socket, never from the request).
+// `queue`: everyone's queued and running jobs (running first, then the queue in the order
+// it will be served), or with `all` every job, newest first; `mine`: the caller's only.
+Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
+  const std::optional<uid_t> only = r.mine ? std::optional<uid_t>(c.uid) : std::nullopt;
+  if (r.all) return jobs_from_store(kMaxListed, only, json::object());
+  std::vector<std::pair<std::tuple<int, std::int64_t>, JobId>> order;
+  for (const auto& [id, j] : active_)
+    if (!only || j.uid == *only)
+      order.push_back({{j.state == JobState::Running ? 0 : j.in_recovery_queue ? 1 : 2, j.queue_seq}, id});
+  std::sort(order.begin(), order.end());
+  auto ids = std::make_shared<std::vector<JobId>>();
+  for (const auto& o : order) ids->push_back(o.second);
+  auto pos = std::make_shared<std::size_t>(0);
+  // Built as the client reads: a job that ended meanwhile is shown as it is by then.
+  return stream_jobs(
+      [this, ids, pos] {
+        std::vector<json> page;
+        for (; *pos < ids->size() && page.size() < kListPage; ++*pos) {
+          const JobId id = (*ids)[*pos];
+          if (auto it = active_.find(id); it != active_.end()) page.push_back(public_view(it->second, false));
+          else if (auto j = store_.get(id)) page.push_back(public_view(*j, false));
+        }
+        return page;
+      },
+      json{{"waiting_because", blocked_reason_}});
+}
+
+Reply Daemon::history(const api::HistoryRequest& r) { return jobs_from_store(r.limit, std::nullopt, json::object()); }
+
+// The newest `limit` jobs of the store (only `uid`'s when given), a page at a time.
+Reply Daemon::jobs_from_store(std::int64_t limit, std::optional<uid_t> uid, json tail) {
+  auto before = std::make_shared<JobId>(0);
+  auto left = std::make_shared<std::int64_t>(limit);
+  return stream_jobs(
+      [this, before, left, uid] {
+        std::vector<json> page;
+        if (*left <= 0) return page;
+        for (const auto& j : store_.list_page(*before, std::min<std::int64_t>(*left, kListPage), uid)) {
+          page.push_back(public_view(j, false));
+          *before = j.id;
+        }
+        *left = page.empty() ? 0 : *left - static_cast<std::int64_t>(page.size());
+        return page;
+      },
+      std::move(tail));
 }
 
 std::optional<DaemonJob> Daemon::find(JobId id) {
@@ -654,19 +980,31 @@ void Daemon::request_cancel(DaemonJob& j, Seconds now, const std::string& why) {
 }
 
 void Daemon::send_cancel_signals(Seconds now) {
+  // Each signal goes through a pidfd, which names one process for good: the shim this
+  // daemon started (or, after a restart, the one its record names, checked by start
+  // time), else the job's own processes. Never a pid or process group read earlier.
+  std::vector<JobId> later;
   for (JobId id : cancel_signals_) {
     auto it = active_.find(id);
     if (it == active_.end() || !it->second.current()) continue;
-    const Attempt& a = *it->second.current();
+    const DaemonJob& j = it->second;
+    const Attempt& a = *j.current();
     if (a.ended_at) continue;
-    if (attempt_alive(attempt_dir(cfg_.daemon.state_dir, id, a.number)) && a.shim_pid > 0) {
-      kill(a.shim_pid, SIGTERM);  // its shim stops the job's process group, SIGKILL after the grace
-    } else if (a.pgid > 0) {
-      signal_group(a.pgid, SIGTERM);
+    const AttemptDir dir = attempt_dir(cfg_.daemon.state_dir, id, a.number);
+    if (auto fd = shim_pidfds_.find(id); fd != shim_pidfds_.end() && pidfd_signal(fd->second, SIGTERM)) continue;
+    const auto child = read_child(dir);
+    if (child.written() && child.value.shim.pid > 0 && signal_process(child.value.shim, SIGTERM)) continue;
+    if (attempt_liveness(dir) == Liveness::Alive && !child.written()) {
+      later.push_back(id);  // its shim is starting up: ask again at the next pass
+      continue;
+    }
+    // The shim is gone: stop the job's processes ourselves, SIGKILL after the grace.
+    if (const auto procs = processes_of(j); procs && procs->any()) {
+      procs->signal(SIGTERM);
       kill_at_[id] = now + cfg_.daemon.kill_grace_s;
     }
   }
-  cancel_signals_.clear();
+  cancel_signals_ = std::move(later);
 }
 
 json Daemon::cancel(const api::CancelRequest& r, const Caller& c) {
@@ -709,7 +1047,7 @@ json Daemon::logs(const api::LogsRequest& r, const Caller& c) {
   std::ifstream f(path, std::ios::binary | std::ios::ate);
   std::uint64_t size = f ? static_cast<std::uint64_t>(f.tellg()) : 0;
   const std::uint64_t from = std::min(r.offset, size);
-  const std::uint64_t n = std::min<std::uint64_t>(r.max_bytes, size - from);
+  const std::uint64_t n = std::min<std::uint64_t>({r.max_bytes, kMaxLogReply, size - from});
   std::string data(n, '\0');
   if (f && n > 0) {
     f.seekg(static_cast<std::streamoff>(from));
@@ -808,7 +1146,7 @@ std::string Daemon::metrics_text() const {
   line(fmt::format("aegis_jobs_running {}", running));
   line("# HELP aegis_attempts_total Job attempts that ended, by outcome (since the daemon started)");
   line("# TYPE aegis_attempts_total counter");
-  for (const char* k : {"completed", "oom", "failed", "cancelled", "lost"})
+  for (const char* k : {"completed", "oom", "failed", "cancelled", "lost", "unknown"})
     line(fmt::format("aegis_attempts_total{{outcome=\"{}\"}} {}", k, stats_.outcomes.count(k) ? stats_.outcomes.at(k) : 0));
   line("# HELP aegis_oom_attempts_total Attempts that died of out-of-memory");
   line("# TYPE aegis_oom_attempts_total counter");

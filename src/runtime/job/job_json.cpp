@@ -1,5 +1,6 @@
 #include "runtime/job/job_json.h"
 
+#include <new>
 #include <stdexcept>
 
 namespace aegis {
@@ -110,6 +111,27 @@ DaemonJob job_from_json(const json& j) {
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(std::string("job record: ") + e.what());
   }
+}
+
+std::optional<DaemonJob> parse_job_record(std::string_view text, std::string& error) {
+  try {
+    const json j = json::parse(text.begin(), text.end());
+    if (!j.is_object()) {
+      error = "job record: not a JSON object";
+      return std::nullopt;
+    }
+    return job_from_json(j);
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  // One line, of bounded length: it goes into logs and error replies.
+  for (auto& c : error)
+    if (c == '\n' || c == '\r') c = ' ';
+  if (error.size() > 300) error = error.substr(0, 300) + "...";
+  if (error.rfind("job record: ", 0) != 0) error = "job record: " + error;
+  return std::nullopt;
 }
 
 }  // namespace aegis

@@ -1,11 +1,10 @@
 // Starts a job attempt: the daemon forks the attempt's shim (`aegis-shim`) in a session of
 // its own, holding the attempt's lock across the fork so that there is never a moment
-// when the attempt runs and its lock is free. The shim starts the job as its user and
-// records how it ended (apps/aegisd/shim.cpp).
+// when the attempt runs and its lock is free. The shim is root: it starts with a fixed
+// environment (root_environment()) and only two arguments, and reads what to run from the
+// attempt's launch file (launch_file.h); the job's own environment is applied only by the
+// process that has already become the job's user (apps/aegisd/shim.cpp).
 #pragma once
-#include <cstdint>
-#include <map>
-#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -14,30 +13,17 @@
 
 namespace aegis {
 
-struct LaunchSpec {
-  AttemptDir dir;
-  std::string shim;                        // path of aegis-shim
-  uid_t uid = 0;
-  gid_t gid = 0;
-  std::string user;
-  std::string workdir;
-  std::vector<std::string> argv;
-  std::map<std::string, std::string> env;  // the job's whole environment
-  double kill_grace_s = 10;
+// The whole environment of every root process on the launch path: nothing a user could
+// have set (LD_PRELOAD, LD_LIBRARY_PATH, GCONV_PATH, locale paths, ...).
+const std::vector<std::string>& root_environment();
+
+struct StartedShim {
+  pid_t pid = 0;
+  int pidfd = -1;  // names this shim for good (the caller closes it)
 };
 
-// Returns the shim's pid. Throws std::runtime_error if it cannot fork.
-pid_t launch_attempt(const LaunchSpec& spec);
-
-// Signals every process of a job's process group; false if none is left.
-bool signal_group(pid_t pgid, int sig);
-bool group_alive(pid_t pgid);
-
-// Session id of a process (from /proc), empty if it is gone.
-std::optional<pid_t> session_of(pid_t pid);
-
-// When a process started (clock ticks after boot, from /proc), empty if it is gone or a
-// zombie: with the pid it names one process for good, as pids are reused.
-std::optional<std::uint64_t> process_start_ticks(pid_t pid);
+// Starts the shim of an attempt made by prepare_attempt. Throws LaunchError (with the
+// errno of the failed step, an exec failure included) and leaves no process behind.
+StartedShim start_shim(const std::string& shim, const AttemptDir& d);
 
 }  // namespace aegis

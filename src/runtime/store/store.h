@@ -16,33 +16,69 @@ struct sqlite3_stmt;
 
 namespace aegis {
 
+// Every error of the store, as one line ("database: select jobs: database disk image is
+// malformed"). `disk_full`: the file system (or SQLite's size limit) ran out of room
+// (SQLITE_FULL, or SQLITE_IOERR with errno ENOSPC), so the daemon can say "disk full".
 struct StoreError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit StoreError(const std::string& what, bool full = false) : std::runtime_error(what), disk_full(full) {}
+  bool disk_full = false;
+};
+
+// A job whose record could not be read at start: moved from `jobs` into the table
+// `quarantine` (with the reason), so that one bad row does not keep the daemon down.
+struct Quarantined {
+  JobId id = 0;
+  std::string reason;
 };
 
 class Store {
  public:
   // Opens (creating if needed) the database. `full_sync`: fsync at every commit
   // (survives power loss); otherwise the WAL survives process crashes only.
+  // Refuses (StoreError) a database file, -wal or -shm that is not a regular file (a
+  // symbolic link, say), is not owned by the effective uid, has more than one hard link or
+  // is writable by group or others.
   Store(const std::string& path, bool full_sync);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Group commit: changes between begin() and commit() land together.
+  // Group commit: changes between begin() and commit() land together. A commit that fails
+  // rolls the transaction back (and throws). rollback() never throws and does nothing when
+  // no transaction is open (SQLite may have rolled it back itself, after SQLITE_FULL say).
   void begin();
   void commit();
-  void rollback();
+  void rollback() noexcept;
   bool in_transaction() const;
+  // True when the last error of this store was the disk being full (see StoreError).
+  bool last_error_was_full() const { return last_error_full_; }
+
+  // Makes the next inserted job's id larger than `floor` (ids are never reused on a host:
+  // per-attempt files live under STATE_DIR/jobs/<id>/). Never lowers it.
+  void reserve_ids_above(JobId floor);
 
   // Gives the job its id and queue position and saves it.
   void insert(DaemonJob& job);
   void update(const DaemonJob& job);
   void event(JobId id, Seconds t, const std::string& kind, const std::string& detail);
 
+  // A quarantined id throws StoreError (its record is damaged and was set aside).
+  // get, list and events read what is committed (see rdb_).
   std::optional<DaemonJob> get(JobId id);
-  std::vector<DaemonJob> unfinished();                 // queued and running, by queue order
-  std::vector<DaemonJob> list(bool all, std::int64_t limit);  // newest first when `all`
+  // Queued and running, by queue order. A row whose record cannot be read is moved to the
+  // table `quarantine` and listed in last_quarantined(); an error reading the table throws.
+  std::vector<DaemonJob> unfinished();
+  const std::vector<Quarantined>& last_quarantined() const { return quarantined_; }
+  // Newest first when `all`. Rows whose record cannot be parsed are skipped and counted in
+  // last_list_skipped(); an error reading the table (SQLITE_CORRUPT, I/O) throws.
+  std::vector<DaemonJob> list(bool all, std::int64_t limit);
+  std::int64_t last_list_skipped() const { return list_skipped_; }
+  // One page of the jobs table, newest first: ids below `before` (0: from the newest), at
+  // most `limit`, only `uid`'s when given. For listings sent in parts (a reply never holds
+  // more than a page); skipped rows are counted as by list().
+  std::vector<DaemonJob> list_page(JobId before, std::int64_t limit, std::optional<uid_t> uid = std::nullopt);
+  // The id the next insert will get (inside the open transaction, if any).
+  JobId next_id();
   std::int64_t next_queue_seq();
 
   struct Event {
@@ -57,13 +93,24 @@ class Store {
   std::map<std::string, MiB> peaks();  // signature -> largest recorded peak
 
  private:
-  void exec(const char* sql);
-  sqlite3_stmt* prepare(const char* sql);
-  std::vector<DaemonJob> select_jobs(sqlite3_stmt* stmt);
-  [[noreturn]] void fail(const std::string& what);
+  void exec(const char* sql, const char* what);
+  sqlite3_stmt* prepare(const char* sql) { return prepare(db_, sql); }
+  sqlite3_stmt* prepare(sqlite3* db, const char* sql);
+  void check(int rc, const char* what, sqlite3* db = nullptr);  // throws unless rc is SQLITE_OK
+  void quarantine(const Quarantined& q);
+  std::vector<DaemonJob> listed(sqlite3_stmt* s);
+  [[noreturn]] void fail(const std::string& what, sqlite3* db = nullptr);
 
   sqlite3* db_ = nullptr;
+  // The reads of requests (get, list, events) go through a second, read-only connection:
+  // an error there (a damaged page) fails that request only. On db_ it would doom the
+  // whole group-commit transaction (SQLite then fails its COMMIT), losing others' changes.
+  // It sees what is committed: a change made earlier in the same group commit is not seen.
+  sqlite3* rdb_ = nullptr;
   std::int64_t next_seq_ = 1;
+  bool last_error_full_ = false;
+  std::vector<Quarantined> quarantined_;
+  std::int64_t list_skipped_ = 0;
 };
 
 }  // namespace aegis

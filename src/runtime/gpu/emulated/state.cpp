@@ -74,7 +74,7 @@ std::unique_ptr<State> State::open(const std::string& path, std::span<const GpuS
   };
   if (path.empty()) return fail("no path (set AEGIS_EMULATED_STATE)");
   if (gpus.size() > static_cast<std::size_t>(kMaxGpus)) return fail("more than 64 GPUs");
-  Fd fd{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666)};
+  Fd fd{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666)};
   if (fd.fd < 0) return fail(std::strerror(errno));
   // Creation is serialised with flock (released on return and on death), so two processes
   // starting together neither both initialise the mutex nor see a half-made file.

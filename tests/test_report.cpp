@@ -88,7 +88,7 @@ TEST_F(ReportTest, MarksOomAttemptsAndCollocation) {
   for (const auto& r : results_)
     for (const auto& j : r.jobs)
       for (const auto& a : j.attempts)
-        if (a.outcome == AttemptOutcome::Oom) oom_bars += a.gpus.size();
+        if (a.outcome == SimOutcome::Oom) oom_bars += a.gpus.size();
   const auto html = report(ms);
   EXPECT_EQ(count(html, R"(<path class="x")"), oom_bars);
   const auto naive = html.find("<summary>naive:");
@@ -188,11 +188,11 @@ SimResult big_run(int oom_every) {
     a.end = a.launch + 100 + i % 50;
     a.gpus = {i % gpus};
     if (i % oom_every == 0) {
-      a.outcome = AttemptOutcome::Oom;
+      a.outcome = SimOutcome::Oom;
       j.attempts.push_back(a);
       a.launch = a.end + 1;
       a.end = a.launch + 100;
-      a.outcome = AttemptOutcome::Completed;
+      a.outcome = SimOutcome::Completed;
     }
     j.attempts.push_back(a);
     j.end = a.end;

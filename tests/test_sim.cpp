@@ -159,8 +159,10 @@ TEST(Sim, JobThatNeverFitsStopsInsteadOfHanging) {
   const auto r = c.run("aegis", 1, 40960);
   EXPECT_FALSE(r.jobs[0].completed);
   // It dies of OOM alone, may then only run on a larger GPU, and there is none.
-  EXPECT_EQ(r.jobs[0].attempts.back().outcome, AttemptOutcome::Oom);
-  EXPECT_EQ(r.jobs[0].stop_reason, "no GPU of this cluster can hold it");
+  EXPECT_EQ(r.jobs[0].attempts.back().outcome, SimOutcome::Oom);
+  // The one feasibility rule of aegis (lifecycle/placer.h), in the words of the API.
+  EXPECT_EQ(r.jobs[0].stop_reason,
+            "job.mem: 40449 MiB per GPU needed; the largest GPU here has 40960 MiB (40448 after the guard)");
   EXPECT_EQ(summarize(r).stopped, 1);
 }
 

@@ -7,7 +7,9 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <optional>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 #include "apps/aegis/client.h"
@@ -189,7 +191,9 @@ std::int64_t parse_id(const std::string& s) {
 
 struct SubmitArgs {
   int gpus = 0;
-  std::string mem, name, spec, workdir, model_spec;
+  std::string mem, name, spec, workdir, model_spec, profiled_mem, faketensor_mem;
+  std::optional<double> hint_gpu_util;
+  std::optional<int> hint_sharing_score;
   bool exclusive = false;
   bool restartable = false;
   std::vector<std::string> env, tags, command;
@@ -229,6 +233,16 @@ api::JobRequest build_request(const SubmitArgs& a) {
     if (!m) throw ClientError("--mem: '" + a.mem + "' is not a memory size (e.g. 12000, 12G, 1.5GiB)");
     r.mem_mib = *m;
   }
+  // The other memory figures a policy may admit a job by (docs/estimators.md).
+  for (auto [text, flag, field] : {std::tuple{&a.profiled_mem, "--profiled-mem", &r.profiled_mib},
+                                   std::tuple{&a.faketensor_mem, "--faketensor-mem", &r.faketensor_mib}}) {
+    if (text->empty()) continue;
+    auto m = api::parse_mem_size(*text);
+    if (!m) throw ClientError(std::string(flag) + ": '" + *text + "' is not a memory size (e.g. 12000, 12G, 1.5GiB)");
+    *field = *m;
+  }
+  if (a.hint_gpu_util) r.hint_gpu_util = a.hint_gpu_util;
+  if (a.hint_sharing_score) r.hint_sharing_score = a.hint_sharing_score;
   if (!a.name.empty()) r.name = a.name;  // else the daemon names it after the command
   if (a.exclusive) r.exclusive = true;
   if (a.restartable) r.restartable = true;
@@ -288,6 +302,16 @@ void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
   cmd->add_option("--gpus", sa.gpus, "GPUs the job needs (default 1)")->check(CLI::Range(1, api::kMaxGpus));
   cmd->add_option("--mem", sa.mem, "GPU memory it needs per GPU, e.g. 12G or 12000 (MiB); omitted: the server decides")
       ->check(mem_size());
+  cmd->add_option("--profiled-mem", sa.profiled_mem,
+                  "Its measured solo peak per GPU (a profiling run's), for policies that admit by it (aegis-peak, lucid)")
+      ->check(mem_size());
+  cmd->add_option("--faketensor-mem", sa.faketensor_mem,
+                  "PyTorch FakeTensor's estimate per GPU (scripts/faketensor_estimate.py), for estimator = faketensor")
+      ->check(mem_size());
+  cmd->add_option("--hint-gpu-util", sa.hint_gpu_util, "Its expected GPU utilisation alone, 0 to 1 (Horus' cap, lpu)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--hint-sharing-score", sa.hint_sharing_score, "Lucid's sharing score: 0, 1 or 2")
+      ->check(CLI::Range(0, 2));
   cmd->add_option("--name", sa.name, "Name shown in listings (default: the command's name)")
       ->check(non_empty("leave --name out to name the job after its command"));
   cmd->add_flag("--exclusive", sa.exclusive, "Run alone on its GPUs");

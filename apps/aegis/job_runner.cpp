@@ -37,11 +37,18 @@ std::string sh_quote(const std::string& s) {
   return q + "'";
 }
 
-// The job's exit status from the daemon's reason ("exit status 3"), else 1.
+// The status to end with for a failed job, from how its last attempt's process ended
+// (the job's `exit_code` and `signal`, docs/api.md): its exit status, else 128 + the
+// signal that killed it (as a shell reports it), else 1 (it never ran, or its end is
+// unknown). Never 0: the job failed.
 int exit_status_of(const json& j) {
-  const std::string r = j.value("reason", std::string());
-  int code = 1;
-  if (std::sscanf(r.c_str(), "exit status %d", &code) == 1 && code > 0 && code < 256) return code;
+  const auto field = [&](const char* key) -> std::optional<int> {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer()) return std::nullopt;
+    return it->get<int>();
+  };
+  if (const auto code = field("exit_code"); code && *code > 0 && *code < 256) return *code;
+  if (const auto sig = field("signal"); sig && *sig > 0 && *sig < 128) return 128 + *sig;
   return 1;
 }
 

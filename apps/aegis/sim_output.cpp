@@ -13,11 +13,11 @@ namespace {
 
 std::string ratio(double x, double base) { return base > 0 ? fmt::format("{:.3f}", x / base) : "-"; }
 
-const char* outcome_name(AttemptOutcome o) {
+const char* outcome_name(SimOutcome o) {
   switch (o) {
-    case AttemptOutcome::Completed: return "completed";
-    case AttemptOutcome::Oom: return "oom";
-    case AttemptOutcome::Stopped: return "stopped";
+    case SimOutcome::Completed: return "completed";
+    case SimOutcome::Oom: return "oom";
+    case SimOutcome::Stopped: return "stopped";
   }
   return "?";
 }

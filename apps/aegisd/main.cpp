@@ -12,6 +12,7 @@
 #include "runtime/daemon/mps.h"
 #include "runtime/daemon/secure_paths.h"
 #include "runtime/daemon/server.h"
+#include "runtime/env/os_env.h"
 
 namespace {
 
@@ -93,10 +94,14 @@ int main(int argc, char** argv) {
     const bool mps_started = aegis::setup_mps(cfg.daemon);
     fmt::print(stderr, "aegisd: {}; policy {}; sharing {}; state in {}; socket {}\n", source->describe(),
                cfg.daemon.policy, cfg.daemon.sharing, cfg.daemon.state_dir, cfg.daemon.socket);
+    std::unique_ptr<aegis::OsEnv> env;
     std::unique_ptr<aegis::Daemon> daemon;
     std::unique_ptr<aegis::Server> server;
     try {
-      daemon = std::make_unique<aegis::Daemon>(cfg, std::move(source));
+      env = std::make_unique<aegis::OsEnv>(
+          aegis::OsEnvOptions{cfg.daemon.state_dir, cfg.daemon.shim, cfg.daemon.job_tracking, cfg.daemon.kill_grace_s},
+          std::move(source));
+      daemon = std::make_unique<aegis::Daemon>(cfg, *env);
       server = std::make_unique<aegis::Server>(*daemon);
     } catch (...) {
       if (mps_started) aegis::stop_mps(cfg.daemon);  // no job of ours uses it yet

@@ -6,6 +6,7 @@
 
 #include "estimate/source.h"
 #include "sched/config_params.h"
+#include "sched/stage_registry.h"
 
 namespace aegis {
 
@@ -19,8 +20,10 @@ namespace {
 constexpr double kInf = kParamInf;
 
 // The documented parameter table. Defaults live in config.h; sources in docs/config.md.
+// Built on first use: the choices of `order` are the stage registry's names.
 #define P(...) AEGIS_PARAM(EngineConfig, __VA_ARGS__)
-const ParamEntry<EngineConfig> kEntries[] = {
+std::span<const ParamEntry<EngineConfig>> entries() {
+  static const ParamEntry<EngineConfig> kEntries[] = {
     P("memory_guard_min_mib", memory_guard_min_mib, 0, kInf, "",
                 "Free-memory guard: at least this many MiB are taken off reported free memory"),
     P("memory_guard_fraction", memory_guard_fraction, 0, 0.5, "",
@@ -63,7 +66,7 @@ const ParamEntry<EngineConfig> kEntries[] = {
                 "Give the head job idle GPUs to itself when enough are idle and open"),
     P("strict_head_of_line", strict_head_of_line, 0, 0, "",
                 "If the head job cannot be placed, try no other job this tick"),
-    P("order", order, 0, 0, "magm,bf,lug,ff,rr,lpu",
+    P("order", order, 0, 0, order_names(),
                 "GPU order: most free memory, best fit, least SM activity, first fit, round "
                 "robin, least projected utilisation"),
     P("max_jobs_per_gpu", max_jobs_per_gpu, 0, 1000, "", "Jobs per GPU at most (0 = no cap)"),
@@ -81,19 +84,21 @@ const ParamEntry<EngineConfig> kEntries[] = {
                 "Ladder rungs are at most this far apart (extra rungs are inserted)"),
     P("retries_before_exclusive", retries_before_exclusive, 0, 1000, "",
                 "For recovery = retry: OOM retries under the same policy before running alone"),
-};
+  };
+  return kEntries;
+}
 
 #undef P
 
 }  // namespace
 
-std::span<const ParamEntry<EngineConfig>> engine_param_table() { return kEntries; }
+std::span<const ParamEntry<EngineConfig>> engine_param_table() { return entries(); }
 
-std::vector<ParamInfo> describe(const EngineConfig& c) { return describe_params<EngineConfig>(kEntries, c); }
+std::vector<ParamInfo> describe(const EngineConfig& c) { return describe_params<EngineConfig>(entries(), c); }
 
 void set_param(EngineConfig& c, std::string_view name, std::string_view text) {
   EngineConfig next = c;  // all or nothing: a rejected value leaves `c` as it was
-  if (!set_param_in<EngineConfig>(kEntries, next, name, text))
+  if (!set_param_in<EngineConfig>(entries(), next, name, text))
     throw ConfigError(fmt::format("unknown parameter '{}' (see `aegis config`)", name));
   validate(next);
   c = std::move(next);
@@ -109,7 +114,7 @@ void validate(const EngineConfig& c) {
     if (i > 0 && !(f > c.ladder_fractions[i - 1]))
       throw ConfigError("ladder_fractions: must be strictly ascending");
   }
-  check_params<EngineConfig>(kEntries, c);
+  check_params<EngineConfig>(entries(), c);
 }
 
 }  // namespace aegis

@@ -6,15 +6,22 @@
 #include <limits>
 
 #include "sched/config_params.h"
-#include "sched/filters/filters.h"
-#include "sched/orders/orders.h"
 #include "sched/recovery/recovery.h"
+#include "sched/stage_registry.h"
 
 namespace aegis {
 
 namespace {
 
 constexpr Seconds kNever = std::numeric_limits<Seconds>::infinity();
+
+// What the engine reads itself, besides its stages: a job's GPU count, memory need,
+// whether it has an estimate (which formula gives the need) and whether it must run
+// alone; a GPU's memory, jobs and processes (idle) and gate. Its own refusals (too few
+// idle, open GPUs large enough) stand for more load, less memory and more activity.
+constexpr StageReads kEngineReads{
+    {JobField::GpuCount, JobField::EstimatePresent, JobField::MemoryNeed, JobField::ExclusiveOnly},
+    {GpuFact::Memory, GpuFact::Jobs, GpuFact::Observation}};
 
 // When the observation gate of a GPU opens again for a job launched on it.
 Seconds gate_opens_at(const EngineConfig& c, Seconds launched_at, std::optional<Seconds> first_activity) {
@@ -56,21 +63,22 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   validate(config_);
   estimate_source_ = *parse_estimate_source(config_.estimator);
   accounting_ = parse_memory_accounting(config_.memory_accounting);
-  // Cheap, structural filters first; the pressure filter (telemetry) last, so that a
-  // GPU rejected by it passed everything else.
-  filters_.push_back(make_exclusive_guard());
-  filters_.push_back(make_mig_single_gpu());
-  device_rule_ = filters_.back().get();  // a hardware limit: it binds jobs placed alone too
-  if (config_.max_jobs_per_gpu > 0) filters_.push_back(make_job_count_cap(config_.max_jobs_per_gpu));
-  if (config_.same_gpu_count) filters_.push_back(make_same_gpu_count());
-  if (config_.sharing_score_cap >= 0) filters_.push_back(make_sharing_score_cap(config_.sharing_score_cap));
-  if (config_.util_cap > 0) filters_.push_back(make_util_cap(config_.util_cap));
-  filters_.push_back(make_memory_fit());
-  if (config_.observation) filters_.push_back(make_observation_gate());
-  if (config_.pressure_filter) filters_.push_back(make_pressure_filter(config_));
+  // The filters the config names, in the registry's order (stage_registry.cpp).
+  for (const FilterEntry& e : filters_for(config_)) {
+    filters_.push_back(e.make(config_));
+    if (e.binds_alone) alone_rules_.push_back(filters_.back().get());
+  }
   order_ = make_order(config_.order, config_);
   recovery_ = make_recovery(config_);
-  uses_telemetry_ = config_.collocate && (config_.pressure_filter || config_.order == "lug");
+  // What the caches of drivers may rely on derives from the stages' declarations.
+  reads_ = kEngineReads;
+  for (const auto& f : filters_) {
+    reads_ |= f->reads();
+    refusals_monotone_ = refusals_monotone_ && f->monotone();
+  }
+  reads_ |= order_->reads();
+  refusals_monotone_ = refusals_monotone_ && order_->monotone();
+  uses_telemetry_ = config_.collocate && reads_.has(GpuFact::Telemetry);
 }
 
 Engine::~Engine() = default;
@@ -106,7 +114,8 @@ void Engine::fill_requirement(const QueuedJob& job, PlacementRequest& req) const
 Engine::RequestShape Engine::request_shape(const QueuedJob& job) const {
   PlacementRequest req;
   fill_requirement(job, req);
-  // FNV-1a over the fields the stages read besides memory, in a fixed order.
+  // FNV-1a over the job fields the engine and its stages read (reads_), in a fixed
+  // order; the memory need is the shape's two figures instead.
   std::uint64_t h = 1469598103934665603ULL;
   auto mix = [&h](std::uint64_t v) {
     for (int i = 0; i < 8; ++i) {
@@ -114,16 +123,18 @@ Engine::RequestShape Engine::request_shape(const QueuedJob& job) const {
       h *= 1099511628211ULL;
     }
   };
-  mix(static_cast<std::uint64_t>(job.spec.num_gpus));
-  mix(req.estimate ? 1 : 0);
-  mix(job.recovery.exclusive_only ? 1 : 0);
-  if (config_.util_cap > 0 || config_.order == "lpu") {
-    const double u = job.spec.hints.gpu_util.value_or(-1.0);
+  auto mix_double = [&mix](double d) {
     std::uint64_t bits = 0;
-    std::memcpy(&bits, &u, sizeof bits);
+    std::memcpy(&bits, &d, sizeof bits);
     mix(bits);
-  }
-  if (config_.sharing_score_cap >= 0) mix(static_cast<std::uint64_t>(job.spec.hints.sharing_score.value_or(-1) + 2));
+  };
+  if (reads_.has(JobField::GpuCount)) mix(static_cast<std::uint64_t>(job.spec.num_gpus));
+  if (reads_.has(JobField::EstimatePresent)) mix(req.estimate ? 1 : 0);
+  if (reads_.has(JobField::ExclusiveOnly)) mix(job.recovery.exclusive_only ? 1 : 0);
+  if (reads_.has(JobField::GpuUtilHint)) mix_double(job.spec.hints.gpu_util.value_or(-1.0));
+  if (reads_.has(JobField::SharingScoreHint))
+    mix(static_cast<std::uint64_t>(job.spec.hints.sharing_score.value_or(-1) + 2));
+  if (reads_.has(JobField::SubmitTime)) mix_double(job.spec.submit_time);
   return {h, req.required_free_mib, std::max(req.estimate.value_or(0), job.recovery.floor_mib)};
 }
 
@@ -241,8 +252,13 @@ Decisions Engine::tick(const Snapshot& snap) const {
         // Alone, a job needs no margin, but a GPU that cannot hold its estimate or its
         // recovery floor at all is no use to it (mixed GPU sizes).
         const MiB alone_need = std::max(req.estimate.value_or(0), job->recovery.floor_mib);
+        auto alone_rules_admit = [&](const GpuCandidate& g) {
+          for (const Filter* f : alone_rules_)
+            if (!f->admits(req, g)) return false;
+          return true;
+        };
         for (const auto& g : t.gpus)
-          if (g.idle() && !g.observing && g.free_mib >= alone_need && device_rule_->admits(req, g)) pick.push_back(&g);
+          if (g.idle() && !g.observing && g.free_mib >= alone_need && alone_rules_admit(g)) pick.push_back(&g);
         if (static_cast<int>(pick.size()) >= n) {
           order_->sort(pick, req, d.state);
           exclusive = job->recovery.exclusive_only || !cfg.collocate;

@@ -50,10 +50,10 @@ class Engine {
   // What `job` asks of a GPU, in the terms of this engine's stages. Drivers that ask many
   // times (the simulator's dispatcher) use it to remember refusals: two requests of the
   // same kind get the same answer from the same snapshot when their memory needs are
-  // equal, and a request needing at least as much memory (both figures) is refused
-  // wherever the smaller one was (every stage is monotone in memory).
+  // equal, and, when refusals_monotone(), a request needing at least as much memory (both
+  // figures) is refused wherever the smaller one was.
   struct RequestShape {
-    std::uint64_t kind = 0;  // digest of everything read except the memory figures
+    std::uint64_t kind = 0;  // digest of the job fields reads() names, except the memory need
     MiB need_shared = 0;     // effective free memory required to share a GPU
     MiB need_alone = 0;      // memory an idle GPU must offer to run it alone
     bool covers(const RequestShape& refused) const {
@@ -63,8 +63,14 @@ class Engine {
   RequestShape request_shape(const QueuedJob& job) const;
 
   const EngineConfig& config() const { return config_; }
-  // True when some stage reads telemetry windows (pressure filter or LUG order):
-  // drivers without telemetry changes may then skip re-evaluating.
+  // What the engine and its composed stages read (their declarations, stage.h).
+  const StageReads& reads() const { return reads_; }
+  // True when every composed stage declares its refusals monotone (stage.h). Only then
+  // may a driver remember refusals: a refusal stands for a request that covers it and for
+  // more load, less memory and more activity, until time passes or a job first shows activity.
+  bool refusals_monotone() const { return refusals_monotone_; }
+  // True when the engine collocates and some composed stage reads telemetry windows (the
+  // pressure filter, the LUG order): drivers without telemetry changes may skip re-evaluating.
   bool uses_telemetry() const { return uses_telemetry_; }
   // "memory > observing > pressure | magm | ladder", for logs and reports.
   std::string describe() const;
@@ -74,9 +80,11 @@ class Engine {
   EstimateSource estimate_source_;
   MemoryAccounting accounting_;
   std::vector<std::unique_ptr<Filter>> filters_;
-  const Filter* device_rule_ = nullptr;  // in filters_; also checked for GPUs taken alone
+  std::vector<const Filter*> alone_rules_;  // in filters_; also checked for GPUs taken alone
   std::unique_ptr<Order> order_;
   std::unique_ptr<RecoveryRule> recovery_;
+  StageReads reads_;
+  bool refusals_monotone_ = true;
   bool uses_telemetry_ = false;
 
   // The memory figures of a placement request (one definition for tick and request_shape).

@@ -22,6 +22,13 @@ void aegis_horus(EngineConfig& c) {
   c.memory_accounting = "both";
 }
 
+// aegisd's default: aegis with the estimate chain a server can give (the user's --mem,
+// else the peak of earlier runs, else the learned model, else the estimator-free floor).
+void aegis_auto(EngineConfig& c) {
+  c.estimator = "auto";
+  c.memory_accounting = "both";  // as every policy that admits by estimates
+}
+
 void aegis_learned(EngineConfig& c) {
   c.estimator = "learned";
   c.memory_accounting = "both";
@@ -76,6 +83,8 @@ const PolicyInfo kPolicies[] = {
     {"aegis-peak", "aegis with the profiled peak as the memory estimate", aegis_peak},
     {"aegis-horus", "aegis with the analytical (Horus) memory estimate", aegis_horus},
     {"aegis-learned", "aegis with the learned (GPUMemNet-style) memory estimate", aegis_learned},
+    {"aegis-auto", "aegis with the chain declared, else history, else learned, else the floor (aegisd's default)",
+     aegis_auto},
     {"carma", "CARMA: thresholds 0.80/0.45/0.40, its risk weights, one retry then alone", carma},
     {"lucid", "Lucid-style: <= 2 jobs per GPU by sharing score, profiled peaks must fit", lucid},
     {"horus", "Horus-style: profiled utilisation sums to <= 100 %, least projected first", horus},
@@ -90,6 +99,15 @@ std::string policy_names() {
   std::string s;
   for (const auto& p : kPolicies) s += (s.empty() ? "" : ", ") + std::string(p.name);
   return s;
+}
+
+std::string_view policy_choices() {
+  static const std::string list = [] {
+    std::string s;
+    for (const auto& p : kPolicies) s += (s.empty() ? "" : ",") + std::string(p.name);
+    return s;
+  }();
+  return list;
 }
 
 EngineConfig policy_config(std::string_view name, const EngineConfig& base) {

@@ -23,5 +23,6 @@ std::span<const PolicyInfo> all_policies();
 EngineConfig policy_config(std::string_view name, const EngineConfig& base = {});
 
 std::string policy_names();  // "exclusive, aegis, ..."
+std::string_view policy_choices();  // "exclusive,aegis,...": for parameter tables
 
 }  // namespace aegis

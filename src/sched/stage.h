@@ -3,6 +3,8 @@
 // RecoveryRule decides what happens to a job that died of OOM. Policies compose them.
 #pragma once
 #include <array>
+#include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string_view>
 #include <variant>
@@ -55,11 +57,67 @@ struct PlacementRequest {
   Seconds now = 0;
 };
 
+// What a stage reads, declared next to its code (docs/architecture.md, "Stages"). Drivers
+// that remember refusals derive what they must compare from it: Engine::request_shape
+// digests exactly the job fields the composed stages read, so a field no stage reads
+// cannot split the cache and a field one does read cannot be forgotten.
+enum class JobField : std::uint32_t {
+  GpuCount = 1u << 0,          // spec.num_gpus
+  EstimatePresent = 1u << 1,   // whether the policy's estimate source could tell
+  MemoryNeed = 1u << 2,        // the estimate's value, required_free_mib, admitted_mib
+  ExclusiveOnly = 1u << 3,     // recovery.exclusive_only
+  GpuUtilHint = 1u << 4,       // spec.hints.gpu_util
+  SharingScoreHint = 1u << 5,  // spec.hints.sharing_score
+  SubmitTime = 1u << 6,        // spec.submit_time
+};
+// A new JobField needs its encoding in Engine::request_shape (MemoryNeed has none: it is
+// the shape's two memory figures, compared by RequestShape::covers).
+
+enum class GpuFact : std::uint32_t {
+  Memory = 1u << 0,       // capacity, reported, booked and effective free memory
+  Jobs = 1u << 1,         // the jobs on it (count, exclusive flag, their hints and GPU
+                          // counts) and the processes seen on it
+  Telemetry = 1u << 2,    // telemetry level and window (risk scores)
+  Observation = 1u << 3,  // the observation gate: its jobs' launch and first-activity times, now
+  Mig = 1u << 4,          // whether it is a MIG instance
+};
+
+struct StageReads {
+  std::uint32_t job = 0;  // JobField bits
+  std::uint32_t gpu = 0;  // GpuFact bits
+
+  constexpr StageReads() = default;
+  constexpr StageReads(std::initializer_list<JobField> jobs, std::initializer_list<GpuFact> gpus) {
+    for (JobField f : jobs) job |= static_cast<std::uint32_t>(f);
+    for (GpuFact f : gpus) gpu |= static_cast<std::uint32_t>(f);
+  }
+  constexpr bool has(JobField f) const { return (job & static_cast<std::uint32_t>(f)) != 0; }
+  constexpr bool has(GpuFact f) const { return (gpu & static_cast<std::uint32_t>(f)) != 0; }
+  constexpr StageReads& operator|=(const StageReads& o) {
+    job |= o.job;
+    gpu |= o.gpu;
+    return *this;
+  }
+  friend constexpr bool operator==(const StageReads&, const StageReads&) = default;
+};
+
+// Every stage declares what it reads and whether its refusals are monotone, next to its
+// code, with the reason. A monotone refusal stands
+//   - for any job equal in every job field the stage reads except MemoryNeed that needs at
+//     least as much memory (both RequestShape figures), and
+//   - for the same GPU with more load (more jobs on it), less free memory or more activity
+//     (higher telemetry samples, more processes).
+// Time passing and a running job's first activity are not covered: they open observation
+// gates, and the engine says when (Decisions::wake_at); drivers ask again then.
+// Drivers may remember refusals only while every composed stage is monotone
+// (Engine::refusals_monotone); a stage that is not turns those caches off.
 class Filter {
  public:
   virtual ~Filter() = default;
   virtual std::string_view name() const = 0;
   virtual bool admits(const PlacementRequest& r, const GpuCandidate& g) const = 0;
+  virtual StageReads reads() const = 0;
+  virtual bool monotone() const = 0;
 };
 
 class Order {
@@ -69,6 +127,9 @@ class Order {
   // Sorts best first; must be deterministic (ties by GPU index).
   virtual void sort(std::vector<const GpuCandidate*>& gpus, const PlacementRequest& r,
                     const EngineState& state) const = 0;
+  virtual StageReads reads() const = 0;
+  // An order that only ranks (drops no GPU) takes no part in a refusal: monotone.
+  virtual bool monotone() const = 0;
 };
 
 class RecoveryRule {

@@ -73,8 +73,8 @@ RunMetrics summarize(const SimResult& r) {
     for (const auto& a : j.attempts) {
       ++m.attempts;
       m.exec_total_s += a.end - a.launch;
-      if (a.outcome != AttemptOutcome::Completed) ++m.failed_attempts;
-      if (a.outcome == AttemptOutcome::Oom) ++m.oom_attempts;
+      if (a.outcome != SimOutcome::Completed) ++m.failed_attempts;
+      if (a.outcome == SimOutcome::Oom) ++m.oom_attempts;
       if (a.neighbour_oom) ++m.neighbour_oom_attempts;
       if (a.mps_limit) ++m.mps_limit_attempts;
     }

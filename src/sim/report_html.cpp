@@ -435,7 +435,7 @@ struct Bar {
   std::size_t lane = 0, lanes = 1;
   bool drawn = true;
   Seconds length() const { return attempt->end - attempt->launch; }
-  bool oom() const { return attempt->outcome == AttemptOutcome::Oom; }
+  bool oom() const { return attempt->outcome == SimOutcome::Oom; }
 };
 
 // Attempts that overlap on a GPU split its row into lanes; each group of overlapping
@@ -542,7 +542,7 @@ void draw_bar(std::string& o, const Plot& p, const Bar& b, Seconds t0, const Tim
   const double x = p.x(a.launch - t0), w = std::max(0.6, p.x(a.end - t0) - x);
   const double lane_h = (row_h - 2) / static_cast<double>(b.lanes);
   const double y = row_top + 1 + lane_h * static_cast<double>(b.lane);
-  const bool completed = a.outcome == AttemptOutcome::Completed;
+  const bool completed = a.outcome == SimOutcome::Completed;
   put(o, R"(<rect class="j{}{}" x="{}" y="{}" width="{}" height="{}"><title>job {} {}: {}{}</title></rect>)",
       static_cast<std::uint64_t>(b.job->trace_index) % kJobColours,
       b.oom() ? " oom" : completed ? "" : " stopped", px(x), px(y), px(w), px(lane_h), b.job->trace_index,

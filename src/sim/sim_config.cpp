@@ -31,6 +31,8 @@ const ParamEntry<SimConfig> kEntries[] = {
       "process: time slicing (fitted interference); mps: side by side until SMs are full"),
     P("mps_memory_limits", mps_memory_limits, 0, 0, "",
       "Under MPS, each job is capped at its admitted memory plus the engine's margin"),
+    P("refusal_cache", refusal_cache, 0, 0, "",
+      "Remember servers' refusals while the policy's stages declare them monotone (false = ask every time)"),
 };
 
 #undef P

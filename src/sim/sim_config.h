@@ -42,6 +42,12 @@ struct SimConfig {
   // Under MPS, cap each job at its admitted memory plus the engine's margin
   // (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): a job that outgrows it dies alone.
   bool mps_memory_limits = true;
+
+  // The dispatcher remembers which requests each server refused and asks it again only
+  // when something that can turn a refusal into a placement changed (docs/dispatcher.md).
+  // Used only when every stage of the policy declares its refusals monotone; results are
+  // the same either way (a test says so), only the time differs.
+  bool refusal_cache = true;
 };
 
 std::span<const ParamEntry<SimConfig>> sim_param_table();

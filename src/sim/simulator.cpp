@@ -8,6 +8,7 @@
 #include <queue>
 #include <set>
 
+#include "lifecycle/lifecycle.h"
 #include "sched/engine.h"
 #include "sim/csv.h"
 #include "sim/models/interference.h"
@@ -56,7 +57,7 @@ struct Job {
   Seconds ends_at = 0;             // time of its pending completion event
   bool active = false;             // has shown GPU activity
   MiB held_mib = 0;                // per GPU
-  bool placed_alone = false;       // on idle GPUs: no MPS memory limit (docs/sharing.md)
+  std::optional<MiB> mps_limit;    // its MPS client memory limit, as the lifecycle set it
   std::vector<int> gpus;           // cluster-wide ids
   std::vector<Part> parts;
   JobRecord rec;
@@ -88,11 +89,12 @@ struct Gpu {
 // One server: its GPUs, the jobs running on it, and the dispatcher's memo of the requests
 // its engine refused (valid while nothing on the server changed).
 struct Server {
+  explicit Server(const Engine& engine) : placer(engine) {}
   int first_gpu = 0;
   int ngpus = 0;
-  std::vector<GpuView> views;
-  std::vector<RunningJob> running;  // RunningJob::gpus are local indices
-  EngineState state;
+  // The server's GPUs as its engine sees them (views, running jobs with local GPU
+  // indices, engine state), asked one job at a time (lifecycle/placer.h).
+  ServerPlacer placer;
   int idle_gpus = 0;                // GPUs with no job
   std::uint64_t version = 0;
   std::vector<Engine::RequestShape> refused;  // requests refused at refused_version
@@ -110,7 +112,11 @@ void erase_value(std::vector<int>& v, int x) {
 class Run {
  public:
   Run(const WorkloadCatalog& cat, const Trace& trace, const SimOptions& o)
-      : opt_(o), engine_(o.engine), model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff} {
+      : opt_(o),
+        engine_(o.engine),
+        life_(o.engine, lifecycle_options(o)),
+        placer_(*this),
+        model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff} {
     validate(o.sim);
     if (o.cluster.servers.empty()) throw InputError("cluster: needs at least one server");
     for (const auto& s : o.cluster.servers) {
@@ -118,6 +124,10 @@ class Run {
       if (s.gpu_memory_mib < 1) throw InputError("--gpu-memory: must be positive");
     }
     mps_ = o.sim.sharing == "mps";
+    // The refusal caches below (refused lists, the changed_ shortcut, refused_at_floor)
+    // hold only if every stage says a refusal stands for more load, less memory and more
+    // activity; otherwise every request asks every server.
+    cache_ = o.sim.refusal_cache && engine_.refusals_monotone();
     const int total = o.cluster.total_gpus();
     max_per_server_ = o.cluster.max_gpus_per_server();
     jobs_.reserve(trace.jobs.size());
@@ -148,7 +158,8 @@ class Run {
     }
     start_ = trace.jobs.empty() ? 0 : trace.jobs.front().submit_time;
     gpus_.resize(total);
-    servers_.resize(o.cluster.servers.size());
+    servers_.reserve(o.cluster.servers.size());
+    for (std::size_t s = 0; s < o.cluster.servers.size(); ++s) servers_.emplace_back(engine_);
     int next = 0;
     for (std::size_t s = 0; s < servers_.size(); ++s) {
       const ServerSpec spec = o.cluster.servers[s];
@@ -157,7 +168,7 @@ class Run {
       srv.first_gpu = next;
       srv.ngpus = n;
       srv.idle_gpus = n;
-      srv.views.resize(n);
+      srv.placer.views.resize(n);
       for (int g = 0; g < n; ++g, ++next) {
         Gpu& gpu = gpus_[next];
         gpu.server = static_cast<int>(s);
@@ -166,7 +177,7 @@ class Run {
         gpu.sm_fraction = spec.devices.empty() ? 1.0 : spec.devices[g].sm_fraction;
         gpu.last_t = start_;
         gpu.history.push_back({start_, GpuSample{}});
-        GpuView& v = srv.views[g];
+        GpuView& v = srv.placer.views[g];
         v.index = g;
         v.uuid = fmt::format("SIM-{}-{}", s, g);
         v.total_mib = gpu.total;
@@ -175,7 +186,7 @@ class Run {
       }
     }
     if (o.record_timeline) timeline_.resize(total);
-    for (const auto& gpu : gpus_) device_totals_.push_back(gpu.total);
+    for (const auto& gpu : gpus_) devices_.push_back({gpu.total, false});
   }
 
   SimResult run() {
@@ -213,14 +224,15 @@ class Run {
       case EvKind::Arrival: {
         Job& j = jobs_[e.id];
         j.phase = Phase::Queued;
-        main_queue_.push_back({j.spec, j.recovery});
+        life_.submitted(j.spec, false, false, e.t);
         break;
       }
       case EvKind::FirstActivity: {
         Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.attempt != e.version) break;
-        for (const auto& p : j.parts) servers_[p.server].running[p.running_pos].first_activity = e.t;
+        for (const auto& p : j.parts) servers_[p.server].placer.running[p.running_pos].first_activity = e.t;
         j.rec.attempts.back().first_activity = e.t;
+        life_.first_activity(e.id, e.t);
         const bool ramp = opt_.sim.memory_ramp_s > 0 && opt_.sim.memory_initial_fraction < 1;
         const MiB first = ramp ? static_cast<MiB>(std::ceil(static_cast<double>(j.w->peak_mib) *
                                                             opt_.sim.memory_initial_fraction))
@@ -239,8 +251,8 @@ class Run {
       case EvKind::RampDone: {
         Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.attempt != e.version) break;
-        // Less free memory never turns a refusal into a placement (the memory filter is
-        // monotone), so the servers' earlier refusals stand: no touch_servers here.
+        // Less free memory never turns a refusal into a placement (the stages declare it:
+        // Engine::refusals_monotone), so the servers' earlier refusals stand: no touch_servers here.
         allocate(j, j.w->peak_mib - j.held_mib, e.t);
         break;
       }
@@ -257,7 +269,8 @@ class Run {
           push(j.ends_at, EvKind::Complete, e.id, j.version);
           break;
         }
-        finish_attempt(e.id, e.t, AttemptOutcome::Completed);
+        finish_attempt(e.id, e.t, SimOutcome::Completed);
+        life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, e.t);
         j.phase = Phase::Done;
         j.rec.completed = true;
         j.rec.end = e.t;
@@ -286,34 +299,29 @@ class Run {
   bool allocate(Job& j, MiB mib, Seconds t) {
     if (mib <= 0) return true;
     const int id = static_cast<int>(j.spec.id);
-    const Part p = j.parts.front();
-    const RunningJob& r = servers_[p.server].running[p.running_pos];
-    // Under MPS with limits, a job that outgrows its admitted memory plus the margin fails
-    // at its own limit, whatever the GPU has left.
-    const bool capped = mps_ && opt_.sim.mps_memory_limits && !j.placed_alone;
-    const MiB limit = r.admitted_mib + opt_.engine.memory_margin_mib;
+    // Under MPS with limits (the limit is the lifecycle's: admitted + margin beside
+    // others, none alone), a job that outgrows it fails at its own limit, whatever the GPU
+    // has left.
     for (int g : j.gpus) {
-      const bool over_limit = capped && j.held_mib + mib > limit;
+      const bool over_limit = j.mps_limit && j.held_mib + mib > *j.mps_limit;
       if (over_limit || gpus_[g].used + mib > gpus_[g].total) {
-        Failure f;
-        f.job = r;
-        f.kind = FailureKind::Oom;
-        f.detail = over_limit ? fmt::format("CUDA out of memory: MPS limit of {} MiB reached", limit)
-                              : fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free",
-                                            mib, gpus_[g].total - gpus_[g].used);
+        const std::string detail =
+            over_limit ? fmt::format("CUDA out of memory: MPS limit of {} MiB reached", *j.mps_limit)
+                       : fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free", mib,
+                                     gpus_[g].total - gpus_[g].used);
         auto& a = j.rec.attempts.back();
         a.mps_limit = over_limit;
         a.neighbour_oom = !over_limit && gpus_[g].last_launched != id;
-        finish_attempt(id, t, AttemptOutcome::Oom);
+        finish_attempt(id, t, SimOutcome::Oom);
         j.phase = Phase::Failed;
-        failures_.push_back(std::move(f));
+        life_.ended(id, {aegis::AttemptOutcome::Oom, detail}, t);
         return false;
       }
     }
     for (int g : j.gpus) {
       integrate(g, t);
       gpus_[g].used += mib;
-      servers_[gpus_[g].server].views[gpus_[g].local].free_mib = gpus_[g].total - gpus_[g].used;
+      servers_[gpus_[g].server].placer.views[gpus_[g].local].free_mib = gpus_[g].total - gpus_[g].used;
       note(g, t);
     }
     j.held_mib += mib;
@@ -321,7 +329,7 @@ class Run {
   }
 
   // Ends the current attempt: frees its GPUs and memory, updates neighbours' speeds.
-  void finish_attempt(int id, Seconds t, AttemptOutcome outcome) {
+  void finish_attempt(int id, Seconds t, SimOutcome outcome) {
     Job& j = jobs_[id];
     advance(j, t);
     auto& a = j.rec.attempts.back();
@@ -335,7 +343,7 @@ class Run {
       erase_value(gpu.active, id);
       sum_activity(g);
       Server& srv = servers_[gpu.server];
-      GpuView& v = srv.views[gpu.local];
+      GpuView& v = srv.placer.views[gpu.local];
       v.free_mib = gpu.total - gpu.used;
       v.process_count = static_cast<int>(gpu.active.size());
       if (gpu.running.empty()) srv.idle_gpus++;
@@ -345,13 +353,13 @@ class Run {
       bump(p.server);
       Server& srv = servers_[p.server];
       // Swap-remove from the running list handed to the engine.
-      const int last = static_cast<int>(srv.running.size()) - 1;
+      const int last = static_cast<int>(srv.placer.running.size()) - 1;
       if (p.running_pos != last) {
-        srv.running[p.running_pos] = std::move(srv.running[last]);
-        for (auto& q : jobs_[srv.running[p.running_pos].spec.id].parts)
+        srv.placer.running[p.running_pos] = std::move(srv.placer.running[last]);
+        for (auto& q : jobs_[srv.placer.running[p.running_pos].spec.id].parts)
           if (q.server == p.server) q.running_pos = p.running_pos;
       }
-      srv.running.pop_back();
+      srv.placer.running.pop_back();
     }
     j.parts.clear();
     j.held_mib = 0;
@@ -375,7 +383,7 @@ class Run {
     j.held_mib = 0;
     j.gpus.clear();
     j.parts.clear();
-    j.placed_alone = std::all_of(parts.begin(), parts.end(), [](const auto& p) { return p.second.alone; });
+    j.mps_limit.reset();  // set by tick() from the lifecycle's start
     if (j.rec.first_launch < 0) j.rec.first_launch = t;
     AttemptRecord a;
     a.launch = t;
@@ -403,8 +411,8 @@ class Run {
       }
       a.exclusive = a.exclusive || l.exclusive;
       a.admitted_mib = l.admitted_mib;
-      j.parts.push_back({s, static_cast<int>(srv.running.size())});
-      srv.running.push_back(std::move(r));
+      j.parts.push_back({s, static_cast<int>(srv.placer.running.size())});
+      srv.placer.running.push_back(std::move(r));
       // A new job only adds load: the server's refusals stand, but the next request must
       // ask it again (it accepted this one).
       changed_.push_back(s);
@@ -514,13 +522,13 @@ class Run {
     }
     const GpuSample s{std::min(1.0, a), std::min(1.0, o), std::min(1.0, d), std::min(1.0, u)};
     Gpu& gpu = gpus_[g];
-    servers_[gpu.server].views[gpu.local].process_count = static_cast<int>(gpu.active.size());
+    servers_[gpu.server].placer.views[gpu.local].process_count = static_cast<int>(gpu.active.size());
     if (s.smact == gpu.sample.smact && s.smocc == gpu.sample.smocc && s.drama == gpu.sample.drama &&
         s.util == gpu.sample.util)
       return;
     integrate(g, t);
-    // More activity never turns a refusal into a placement (the pressure verdict and every
-    // other stage are monotone in load), so only a decrease voids earlier refusals.
+    // More activity never turns a refusal into a placement (the stages declare it:
+    // Engine::refusals_monotone), so only a decrease voids earlier refusals.
     const bool eased = s.smact < gpu.sample.smact || s.smocc < gpu.sample.smocc || s.drama < gpu.sample.drama ||
                        s.util < gpu.sample.util;
     gpu.sample = s;
@@ -586,7 +594,7 @@ class Run {
         if (opt_.sim.telemetry_noise > 0) s = noisy(s, g, k);
         gpu.window.push_back(s);
       }
-      srv.views[local].window = gpu.window;
+      srv.placer.views[local].window = gpu.window;
     }
   }
 
@@ -628,32 +636,21 @@ class Run {
   std::optional<Launch> probe(int s, const QueuedJob& job, const Engine::RequestShape& key, Seconds t) {
     Server& srv = servers_[s];
     build_views(srv, t);
-    // Reuse the one-job queue's storage: probes are the simulator's inner loop.
-    if (probe_queue_.empty()) probe_queue_.emplace_back();
-    probe_queue_.front() = job;
-    Snapshot snap;
-    snap.now = t;
-    snap.main_queue = &probe_queue_;
-    snap.gpus = srv.views;
-    snap.running = srv.running;
-    snap.state = srv.state;
-    snap.explain = false;
     ++n_ticks_;
-    Decisions d = engine_.tick(snap);
-    if (!d.launches.empty()) {
-      srv.state = d.state;
-      return std::move(d.launches.front());
+    if (auto l = srv.placer.probe(job, t, false)) return l;
+    const Decisions& d = srv.placer.last();
+    if (cache_) {
+      if (srv.refused_version != srv.version) {
+        srv.refused.clear();
+        srv.refused_version = srv.version;
+      }
+      srv.refused.push_back(key);
     }
-    if (srv.refused_version != srv.version) {
-      srv.refused.clear();
-      srv.refused_version = srv.version;
-    }
-    srv.refused.push_back(key);
     if (d.wake_at && *d.wake_at > t) push_wake(s, *d.wake_at);
     // A job held back by the pressure filter may pass as the windows change, sample by
     // sample, until they settle; ask again at each sample unless it cannot pass at all.
     if (d.blocked && d.blocked->by_pressure && windows_changing(srv, d.blocked->pressure_gpus, t) &&
-        !refused_at_floor(srv, snap, d.blocked->pressure_gpus)) {
+        !(cache_ && refused_at_floor(srv, job, t, d.blocked->pressure_gpus))) {
       const double hz = opt_.engine.telemetry_sample_hz;
       push_wake(s, (std::floor(t * hz + 1e-9) + 1) / hz);
     }
@@ -664,8 +661,9 @@ class Run {
   // of the GPU's current value. The pressure verdict only grows with activity (every risk
   // statistic is at least the window's minimum times the weights' sum, and the rule is
   // monotone), so if the engine refuses even windows holding just the component-wise
-  // minimum of those values, no later window of this quiet period can pass.
-  bool refused_at_floor(Server& srv, Snapshot snap, const std::vector<int>& locals) {
+  // minimum of those values, no later window of this quiet period can pass. Asked only
+  // when every stage declares its refusals monotone (cache_).
+  bool refused_at_floor(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
     floor_samples_.assign(locals.size(), GpuSample{});
     for (std::size_t i = 0; i < locals.size(); ++i) {
       const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
@@ -677,17 +675,27 @@ class Run {
         m.util = std::min(m.util, x.util);
       }
       floor_samples_[i] = m;
-      srv.views[locals[i]].window = std::span<const GpuSample>(&floor_samples_[i], 1);
+      srv.placer.views[locals[i]].window = std::span<const GpuSample>(&floor_samples_[i], 1);
     }
+    // The engine asked directly: a what-if, not a placement (the server's state stays).
+    if (probe_queue_.empty()) probe_queue_.emplace_back();
+    probe_queue_.front() = job;
+    Snapshot snap;
+    snap.now = t;
+    snap.main_queue = &probe_queue_;
+    snap.gpus = srv.placer.views;
+    snap.running = srv.placer.running;
+    snap.state = srv.placer.state;
+    snap.explain = false;
     ++n_ticks_;
     const bool refused = engine_.tick(snap).launches.empty();
-    for (int local : locals) srv.views[local].window = gpus_[srv.first_gpu + local].window;
+    for (int local : locals) srv.placer.views[local].window = gpus_[srv.first_gpu + local].window;
     return refused;
   }
 
   bool refused_already(int s, const Engine::RequestShape& request) const {
     const Server& srv = servers_[s];
-    if (srv.refused_version != srv.version) return false;
+    if (!cache_ || srv.refused_version != srv.version) return false;
     for (const auto& r : srv.refused)
       if (request.covers(r)) return true;
     return false;
@@ -696,7 +704,8 @@ class Run {
   // Servers in the order the dispatcher asks them: those with enough idle GPUs for the
   // job to run alone first (fewest idle GPUs first: keeps whole servers free for large
   // jobs), then, if the policy shares GPUs, the others by most free memory.
-  bool dispatch_single(int id, const QueuedJob& job, Seconds t) {
+  // Where `job` would start: the first server that takes it in the dispatcher's order.
+  std::optional<Placement> place_single(int id, const QueuedJob& job, Seconds t) {
     const int n = job.spec.num_gpus;
     order_.clear();
     const bool shares = engine_.config().collocate && !job.recovery.exclusive_only;
@@ -704,7 +713,7 @@ class Run {
     // After a pass for request P, every server outside changed_ has refused (at its
     // current version) something P covers, or cannot take P's size at all. So for a
     // request that covers P only the changed servers need asking; otherwise all do.
-    if (!key.covers(scanned_)) {
+    if (!cache_ || !key.covers(scanned_)) {
       changed_.resize(servers_.size());
       for (int s = 0; s < static_cast<int>(servers_.size()); ++s) changed_[s] = s;
     }
@@ -721,7 +730,7 @@ class Run {
         order_.push_back({0, srv.idle_gpus, 0, s});
       } else if (shares) {
         MiB free = 0;
-        for (const auto& v : srv.views) free += v.free_mib;
+        for (const auto& v : srv.placer.views) free += v.free_mib;
         order_.push_back({1, 0, -free, s});
       }
     }
@@ -731,17 +740,18 @@ class Run {
       if (auto l = probe(s, job, key, t)) {
         // Servers not asked yet stay candidates for the next request with this key.
         for (std::size_t m = k + 1; m < order_.size(); ++m) changed_.push_back(order_[m].server);
-        launch(id, {{s, std::move(*l)}}, t);
-        return true;
+        Placement p;
+        p.parts.push_back({s, std::move(*l), 0});
+        return p;
       }
     }
-    return false;
+    return std::nullopt;
   }
 
   // A job larger than any server runs alone on whole idle servers, lowest index first.
-  bool dispatch_gang(int id, const QueuedJob& job, Seconds t) {
+  std::optional<Placement> place_gang(const QueuedJob& job, Seconds t) {
     int remaining = job.spec.num_gpus;
-    std::vector<std::pair<int, Launch>> parts;
+    Placement p;
     for (int s = 0; s < static_cast<int>(servers_.size()) && remaining > 0; ++s) {
       const Server& srv = servers_[s];
       if (srv.idle_gpus < srv.ngpus) continue;
@@ -750,69 +760,76 @@ class Run {
       part.recovery.exclusive_only = true;
       if (auto l = probe(s, part, engine_.request_shape(part), t)) {
         remaining -= part.spec.num_gpus;
-        parts.push_back({s, std::move(*l)});
+        p.parts.push_back({s, std::move(*l), 0});
       }
     }
     if (remaining > 0) {
       last_blocked_ = fmt::format("needs {} whole idle servers' worth of GPUs", job.spec.num_gpus);
-      return false;
+      return std::nullopt;
     }
-    launch(id, parts, t);
-    return true;
+    return p;
   }
 
-  bool dispatch(const QueuedJob& job, Seconds t) {
-    const int id = static_cast<int>(job.spec.id);
-    jobs_[id].recovery = job.recovery;
-    jobs_[id].request = engine_.request_shape(job);
-    if (!engine_.could_ever_run(job, device_totals_)) {
-      // No device of this cluster could hold it (e.g. a MIG instance too small for it):
-      // it leaves the queue as stopped instead of blocking everything behind it.
-      Job& j = jobs_[id];
-      j.phase = Phase::Stopped;
-      j.rec.end = t;
-      j.rec.stop_reason = "no GPU of this cluster can hold it";
-      ++n_finished_;
-      return true;
+  // The simulator's side of the lifecycle (lifecycle/placer.h): the cluster dispatcher.
+  class Dispatcher final : public Placer {
+   public:
+    explicit Dispatcher(Run& run) : run_(run) {}
+    std::optional<Placement> place(const QueuedJob& job, Seconds t) override {
+      const int id = static_cast<int>(job.spec.id);
+      run_.jobs_[id].recovery = job.recovery;
+      run_.jobs_[id].request = run_.engine_.request_shape(job);
+      auto p = job.spec.num_gpus > run_.max_per_server_ ? run_.place_gang(job, t) : run_.place_single(id, job, t);
+      if (p)
+        for (auto& part : p->parts) {
+          part.gpu_total_mib = std::numeric_limits<MiB>::max();
+          for (int local : part.launch.gpus)
+            part.gpu_total_mib = std::min(part.gpu_total_mib, run_.gpus_[run_.servers_[part.server].first_gpu + local].total);
+        }
+      return p;
     }
-    if (job.spec.num_gpus > max_per_server_) return dispatch_gang(id, job, t);
-    return dispatch_single(id, job, t);
+    void started(const QueuedJob& job, const Placement& p, Seconds t) override {
+      std::vector<std::pair<int, Launch>> parts;
+      for (const auto& part : p.parts) parts.push_back({part.server, part.launch});
+      run_.launch(static_cast<int>(job.spec.id), parts, t);
+    }
+    std::optional<std::string> never_runs(const QueuedJob& job) const override {
+      // No device of this cluster could hold it (e.g. a MIG instance too small for it): it
+      // leaves the queue as stopped instead of blocking everything behind it.
+      return why_never_runs(run_.engine_, job, run_.devices_);
+    }
+    std::variant<Requeue, Stop> recover(const Failure& f) const override { return run_.engine_.recover(f); }
+
+   private:
+    Run& run_;
+  };
+
+  static LifecycleOptions lifecycle_options(const SimOptions& o) {
+    LifecycleOptions l;
+    l.mps_limits = o.sim.sharing == "mps" && o.sim.mps_memory_limits;
+    return l;
   }
 
+  // Failures through the recovery rule, then the queues head first: the lifecycle's pass,
+  // with the dispatcher as its placer; the simulator only keeps its records.
   void tick(Seconds t) {
-    // Failures first: the engine's recovery rule decides what becomes of each.
-    for (const auto& f : failures_) {
-      auto outcome = engine_.recover(f);
-      Job& j = jobs_[f.job.spec.id];
-      if (auto* r = std::get_if<Requeue>(&outcome)) {
-        j.recovery = r->recovery;
-        j.phase = Phase::Queued;
-        recovery_queue_.push_back({j.spec, j.recovery});
-      } else {
-        j.phase = Phase::Stopped;
-        j.rec.end = t;
-        j.rec.stop_reason = std::get<Stop>(outcome).reason;
-        ++n_finished_;
-      }
-    }
-    failures_.clear();
-
-    // Then the queues, head first: recovery queue before the main queue.
-    const bool strict = opt_.engine.strict_head_of_line;
-    for (JobQueue* q : {&recovery_queue_, &main_queue_}) {
-      for (auto it = q->begin(); it != q->end();) {
-        if (dispatch(*it, t)) {
-          it = q->erase(it);
-        } else if (strict) {
-          goto done;
-        } else {
-          ++it;
+    if (life_.has_work()) {
+      Effects fx = life_.schedule(t, placer_);
+      for (const auto& st : fx.starts) jobs_[st.job].mps_limit = st.mps_limit_mib;
+      for (const auto& c : fx.changes) {
+        // A requeued job may have been placed again in the same pass: launch() set it running.
+        if (c.event == "requeue" && life_.find(c.job)->state == JobState::Queued) {
+          jobs_[c.job].phase = Phase::Queued;
+        } else if (c.event == "failed") {
+          Job& j = jobs_[c.job];
+          j.phase = Phase::Stopped;
+          j.rec.end = t;
+          j.rec.stop_reason = life_.find(c.job)->reason;
+          ++n_finished_;
         }
       }
     }
-  done:
     if (opt_.record_timeline) {
-      const int waiting = static_cast<int>(main_queue_.size() + recovery_queue_.size());
+      const int waiting = static_cast<int>(life_.queued_count());
       if (queue_timeline_.empty() || queue_timeline_.back().second != waiting) {
         if (!queue_timeline_.empty() && queue_timeline_.back().first == t) queue_timeline_.back().second = waiting;
         else queue_timeline_.push_back({t, waiting});
@@ -862,12 +879,13 @@ class Run {
 
   const SimOptions& opt_;
   Engine engine_;
+  Lifecycle life_;
+  Dispatcher placer_;
   InterferenceModel model_;
   std::vector<Job> jobs_;
   std::vector<Gpu> gpus_;
   std::vector<Server> servers_;
-  std::vector<Failure> failures_;
-  JobQueue main_queue_, recovery_queue_, probe_queue_;
+  JobQueue probe_queue_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::set<std::pair<Seconds, int>> wakes_;
   std::vector<int> touched_;
@@ -881,7 +899,8 @@ class Run {
   std::string last_blocked_;
   int max_per_server_ = 0;
   bool mps_ = false;
-  std::vector<MiB> device_totals_;
+  bool cache_ = true;  // refusal caches on (sim.refusal_cache and monotone stages)
+  std::vector<DeviceInfo> devices_;
   Seconds start_ = 0;
   std::uint64_t seq_ = 0, n_events_ = 0, n_ticks_ = 0;
   std::size_t n_finished_ = 0;

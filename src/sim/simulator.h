@@ -50,7 +50,7 @@ struct ClusterSpec {
   ClusterSpec with_mig(const std::string& layout) const;
 };
 
-enum class AttemptOutcome { Completed, Oom, Stopped };
+enum class SimOutcome { Completed, Oom, Stopped };
 
 struct AttemptRecord {
   Seconds launch = 0;
@@ -60,7 +60,7 @@ struct AttemptRecord {
   bool exclusive = false;
   MiB floor_mib = 0;
   MiB admitted_mib = 0;   // memory the engine booked per GPU for this attempt
-  AttemptOutcome outcome = AttemptOutcome::Completed;
+  SimOutcome outcome = SimOutcome::Completed;
   // An OOM death of a job that was not the one placed last on its GPU: a neighbour taken
   // down by someone else's growth (the blast radius of sharing without memory isolation).
   bool neighbour_oom = false;

@@ -32,9 +32,9 @@ def main(build):
         d.start()
         expect_error(d.run_cli("submit", "--mem", "12X", "--", "true", check=False), "--mem: '12X' is not a memory size")
         expect_error(d.run_cli("submit", "--gpus", "4", "--", "true", check=False),
-                     "job.gpus: 4 GPUs requested; this server schedules 3")
+                     "job.gpus: 4 GPUs requested; 3 can be scheduled here")
         expect_error(d.run_cli("submit", "--mem", "50G", "--", "true", check=False),
-                     "job.mem: 51200 MiB per GPU requested; the largest GPU here has 40960 MiB")
+                     "job.mem: 51200 MiB per GPU needed; the largest GPU here has 40960 MiB (40448 after the guard)")
         expect_error(d.run_cli("show", "9999", check=False), "job 9999: no such job")
         expect_error(d.run_cli("cancel", "abc", check=False), "'abc' is not a job id")
         expect_error(d.run_cli("submit", "--", check=False), "no command")

@@ -4,8 +4,8 @@
    middle of the file (a bad disk, a crash of the machine). aegisd must still start; any
    user's `aegis history --limit 100000` (which reads every page) must get a one-line
    error or a partial answer, and the daemon must live on and answer `aegis queue`.
-2. One queued job's record (the `data` JSON) is garbage. aegisd must start anyway, set
-   the record aside with a warning in its log (table quarantine), answer questions about
+2. One queued job's rows are damaged (its command is gone). aegisd must start anyway, set
+   the job aside with a warning in its log (table quarantine), answer questions about
    that job with an error, and run the other queued jobs to completion.
 Usage: test_damaged_db.py BUILD_DIR
 """
@@ -52,21 +52,23 @@ def damaged_pages(d, u1, u2):
     d.stop()
 
     # Thousands of finished jobs, copied from a real one (as `aegis history` would find on
-    # a busy server), with their events.
+    # a busy server), with their child rows and events (store/schema.h).
     db = os.path.join(d.state, "aegis.db")
     con = sqlite3.connect(db)
-    uid, data = con.execute("SELECT uid, data FROM jobs WHERE id = ?", (ids[0],)).fetchone()
-    record = json.loads(data)
+    src = ids[0]
+    cols = [c[1] for c in con.execute("PRAGMA table_info(jobs)") if c[1] not in ("id", "queue_seq", "name")]
+    submitted_at = con.execute("SELECT submitted_at FROM jobs WHERE id = ?", (src,)).fetchone()[0]
     top = con.execute("SELECT MAX(id) FROM jobs").fetchone()[0]
-    rows, events = [], []
-    for i in range(top + 1, top + 3001):
-        record["id"] = i
-        record["queue_seq"] = i
-        record["name"] = f"old-{i}"
-        rows.append((i, uid, "completed", i, record["submitted_at"], json.dumps(record)))
-        events.append((i, record["submitted_at"], "completed", "exit status 0"))
-    con.executemany("INSERT INTO jobs(id, uid, state, queue_seq, submitted_at, data) VALUES(?, ?, ?, ?, ?, ?)", rows)
-    con.executemany("INSERT INTO events(job_id, t, kind, detail) VALUES(?, ?, ?, ?)", events)
+    new_ids = list(range(top + 1, top + 3001))
+    con.executemany(f"INSERT INTO jobs(id, queue_seq, name, {', '.join(cols)}) "
+                    f"SELECT ?, ?, ?, {', '.join(cols)} FROM jobs WHERE id = ?",
+                    [(i, i, f"old-{i}", src) for i in new_ids])
+    for table in ("job_args", "job_env", "job_tags", "job_model_layers", "attempts", "attempt_gpus"):
+        rest = [c[1] for c in con.execute(f"PRAGMA table_info({table})") if c[1] != "job_id"]
+        con.executemany(f"INSERT INTO {table}(job_id, {', '.join(rest)}) "
+                        f"SELECT ?, {', '.join(rest)} FROM {table} WHERE job_id = ?", [(i, src) for i in new_ids])
+    con.executemany("INSERT INTO events(job_id, t, kind, detail) VALUES(?, ?, ?, ?)",
+                    [(i, submitted_at, "completed", "exit status 0") for i in new_ids])
     con.commit()
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     con.close()
@@ -75,8 +77,8 @@ def damaged_pages(d, u1, u2):
     # are the header and the schema: left alone).
     with open(db, "r+b") as f:
         blob = f.read()
-        pages = [n for n in range(2, len(blob) // PAGE) if b'"attempt_log"' in blob[n * PAGE:(n + 1) * PAGE]]
-        if len(pages) < 100:
+        pages = [n for n in range(2, len(blob) // PAGE) if b"old-" in blob[n * PAGE:(n + 1) * PAGE]]
+        if len(pages) < 50:
             fail(f"only {len(pages)} pages of job records in a {len(blob)}-byte database")
         middle = pages[len(pages) // 3: 2 * len(pages) // 3]
         for n in middle[::max(1, len(middle) // 6)][:6]:
@@ -131,7 +133,7 @@ def bad_queued_row(d, u1, u2):
     bad = queued[1]
     db = os.path.join(d.state, "aegis.db")
     con = sqlite3.connect(db)
-    con.execute("UPDATE jobs SET data = ? WHERE id = ?", ('{"id": ' + str(bad) + ', "user": garbage', bad))
+    con.execute("DELETE FROM job_args WHERE job_id = ?", (bad,))
     con.commit()
     con.close()
 

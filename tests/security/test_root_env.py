@@ -61,6 +61,9 @@ def main(build):
             shim_env = environ_of(c["shim_pid"])
             if shim_env != ROOT_ENV:
                 fail(f"job {job}: aegis-shim (root) runs with {sorted(shim_env)}, expected exactly {ROOT_ENV}")
+            # child.json is written just before the job's exec: wait until it has run it.
+            shim_exe = os.readlink(f"/proc/{c['shim_pid']}/exe")
+            wait_for(f"job {job} to exec", lambda: os.readlink(f"/proc/{c['pgid']}/exe") != shim_exe, timeout=60)
             job_env = environ_of(c["pgid"])
             if job_env.get("LD_PRELOAD") != probe:
                 fail(f"job {job}: the job itself did not get its LD_PRELOAD: {job_env.get('LD_PRELOAD')!r}")

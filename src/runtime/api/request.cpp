@@ -210,6 +210,10 @@ void check_tags(const std::vector<std::string>& tags) {
 void check_numbers(const JobRequest& job) {
   if (job.gpus < 1 || job.gpus > kMaxGpus) fail("gpus", integer_range(1, kMaxGpus));
   if (job.mem_mib && (*job.mem_mib < 1 || *job.mem_mib > kMaxMemMiB)) fail("mem_mib", integer_range(1, kMaxMemMiB));
+  if (job.profiled_mib && (*job.profiled_mib < 1 || *job.profiled_mib > kMaxMemMiB))
+    fail("profiled_mib", integer_range(1, kMaxMemMiB));
+  if (job.faketensor_mib && (*job.faketensor_mib < 1 || *job.faketensor_mib > kMaxMemMiB))
+    fail("faketensor_mib", integer_range(1, kMaxMemMiB));
   // Written so that NaN fails too.
   if (job.hint_gpu_util && !(*job.hint_gpu_util >= 0.0 && *job.hint_gpu_util <= 1.0))
     fail("hints.gpu_util", "must be a number between 0 and 1");
@@ -484,6 +488,8 @@ std::string to_json(const JobRequest& job) {
   if (!job.workdir.empty()) j["workdir"] = job.workdir;
   if (!job.env.empty()) j["env"] = job.env;
   if (job.mem_mib) j["mem_mib"] = *job.mem_mib;
+  if (job.profiled_mib) j["profiled_mib"] = *job.profiled_mib;
+  if (job.faketensor_mib) j["faketensor_mib"] = *job.faketensor_mib;
   if (!job.tags.empty()) j["tags"] = job.tags;
   json hints = json::object();
   if (job.hint_gpu_util) hints["gpu_util"] = *job.hint_gpu_util;

@@ -33,6 +33,8 @@ struct JobRequest {
   std::map<std::string, std::string> env;    // names [A-Za-z_][A-Za-z0-9_]*
   int gpus = 1;                              // 1..kMaxGpus
   std::optional<MiB> mem_mib;                // declared memory need per GPU (> 0)
+  std::optional<MiB> profiled_mib;           // a measured solo peak per GPU (a profiling run's)
+  std::optional<MiB> faketensor_mib;         // PyTorch FakeTensor's figure per GPU
   bool exclusive = false;                    // run alone on its GPUs
   // May run again when an attempt's outcome is unknown (its shim killed, its disk
   // failed): only for jobs that are safe to run twice. Default false: never behind the

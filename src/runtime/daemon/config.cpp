@@ -14,7 +14,10 @@ namespace {
 constexpr double kInf = kParamInf;
 #define P(...) AEGIS_PARAM(DaemonSettings, __VA_ARGS__)
 
-const ParamEntry<DaemonSettings> kEntries[] = {
+// A function-local table: the policy choices come from the registry (policies.cpp), whose
+// static initialisation order against this file is otherwise unspecified.
+std::span<const ParamEntry<DaemonSettings>> entries() {
+  static const ParamEntry<DaemonSettings> table[] = {
     P("state_dir", state_dir, 0, 0, "", "Directory of the database, job logs and attempt records"),
     P("socket", socket, 0, 0, "", "Unix socket the aegis command talks to"),
     P("socket_mode", socket_mode, 0, 0, "", "Permissions of the socket (octal); callers are identified by SO_PEERCRED"),
@@ -29,8 +32,9 @@ const ParamEntry<DaemonSettings> kEntries[] = {
       "reach: give another path for other users' jobs)"),
     P("emulated_gpm", emulated_gpm, 0, 0, "", "Emulated GPUs report SM activity/occupancy and DRAM activity (GPM)"),
     P("gpus", gpus, 0, 0, "", "GPUs to schedule: all, or a comma list of NVML indices or UUIDs"),
-    P("policy", policy, 0, 0, "exclusive,aegis,aegis-peak,aegis-horus,carma,lucid,horus,naive",
-      "Scheduling policy (its preset applies before the engine keys of this file)"),
+    P("policy", policy, 0, 0, policy_choices(),
+      "Scheduling policy, from the one registry `aegis policies` lists (its preset applies before the engine keys of "
+      "this file; aegisd refuses a policy that needs what it cannot give its jobs)"),
     P("metrics_port", metrics_port, 0, 65535, "", "Loopback TCP port of the Prometheus endpoint (0 = off)"),
     P("kill_grace_s", kill_grace_s, 0, 3600, "", "Seconds between SIGTERM and SIGKILL when a job is cancelled"),
     P("durability", durability, 0, 0, "full,normal",
@@ -66,7 +70,9 @@ const ParamEntry<DaemonSettings> kEntries[] = {
     P("client_idle_timeout_s", client_idle_timeout_s, 1, 86400, "",
       "Seconds a connection may stay open with no request in progress"),
     P("reply_timeout_s", reply_timeout_s, 1, 86400, "", "Seconds a client may take to read a reply before it is dropped"),
-};
+  };
+  return table;
+}
 #undef P
 
 std::string toml_value_text(const toml::node& n, const std::string& where) {
@@ -83,14 +89,14 @@ std::string toml_value_text(const toml::node& n, const std::string& where) {
 }
 
 bool is_daemon_key(std::string_view k) {
-  for (const auto& e : kEntries)
+  for (const auto& e : entries())
     if (e.name == k) return true;
   return false;
 }
 
 }  // namespace
 
-std::span<const ParamEntry<DaemonSettings>> daemon_param_table() { return kEntries; }
+std::span<const ParamEntry<DaemonSettings>> daemon_param_table() { return entries(); }
 
 DaemonConfig load_daemon_config(const std::string& path, const std::vector<std::string>& overrides) {
   // Collect NAME=VALUE from the file, then the overrides; the policy is applied first.
@@ -124,17 +130,14 @@ DaemonConfig load_daemon_config(const std::string& path, const std::vector<std::
   for (const auto& [k, v] : kv)
     if (is_daemon_key(k)) {
       try {
-        set_param_in<DaemonSettings>(kEntries, c.daemon, k, v);
+        set_param_in<DaemonSettings>(entries(), c.daemon, k, v);
       } catch (const ConfigError& e) {
         throw ConfigError(fmt::format("{}: {}", where, e.what()));
       }
     }
-  check_params<DaemonSettings>(kEntries, c.daemon);
+  check_params<DaemonSettings>(entries(), c.daemon);
+  // The policy as the registry defines it: nothing is rewritten behind the admin's back.
   c.engine = policy_config(c.daemon.policy);
-  // The daemon admits a job with its user's declared memory when there is one, else the
-  // peak of its earlier runs, else the learned model's estimate (given a model spec),
-  // else against the estimator-free floor.
-  if (c.engine.estimator == "none") c.engine.estimator = "auto";
   for (const auto& [k, v] : kv) {
     if (is_daemon_key(k)) continue;
     try {
@@ -154,7 +157,7 @@ std::string to_toml(const DaemonConfig& c) {
     return v;
   };
   std::string out = "# aegisd effective configuration\n";
-  for (const auto& p : describe_params<DaemonSettings>(kEntries, c.daemon))
+  for (const auto& p : describe_params<DaemonSettings>(entries(), c.daemon))
     out += fmt::format("{} = {}  # {}\n", p.name, quote(p), p.doc);
   out += "\n# engine (names as in `aegis config`; the policy's preset is applied first)\n";
   for (const auto& p : describe(c.engine)) out += fmt::format("{} = {}  # {}\n", p.name, quote(p), p.doc);

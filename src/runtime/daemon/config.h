@@ -23,7 +23,7 @@ struct DaemonSettings {
   std::string emulated_state;             // the emulated GPUs' state file; default: <state_dir>/emulated-gpus.state
   bool emulated_gpm = true;
   std::string gpus = "all";               // "all" or a comma list of NVML indices or UUIDs
-  std::string policy = "aegis";
+  std::string policy = "aegis-auto";     // aegis with the estimate chain a server can give
   std::int64_t metrics_port = 0;          // loopback HTTP port for Prometheus (0 = off)
   double kill_grace_s = 10;
   std::string durability = "full";        // full: fsync every commit; normal: survive crashes only

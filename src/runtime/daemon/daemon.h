@@ -1,7 +1,9 @@
-// The daemon's brain, free of sockets and event loops: it keeps the jobs (in memory and in
-// the store), samples the GPUs, asks the engine what to do, and does it, writing every
-// state change before acting on it. server.h drives it from the event loop; tests drive it
-// directly.
+// The daemon's logic, free of sockets and event loops: it turns what happens on the server
+// (requests, GPU samples, processes starting and ending, all through an Env) into events
+// of the job lifecycle, and applies the lifecycle's effects: every change is written to
+// the store before it is acted on. Nothing here decides where or when a job runs: the
+// lifecycle and the engine do (src/lifecycle). server.h drives it from the event loop;
+// the unit tests drive it with a fake Env.
 #pragma once
 #include <functional>
 #include <map>
@@ -12,14 +14,14 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "estimate/learned.h"
+#include "lifecycle/inputs.h"
+#include "lifecycle/lifecycle.h"
 #include "runtime/api/request.h"
 #include "runtime/daemon/config.h"
-#include "runtime/gpu/gpu_source.h"
+#include "runtime/env/env.h"
 #include "runtime/job/job.h"
-#include "runtime/launch/attempt_dir.h"
-#include "runtime/launch/job_processes.h"
 #include "runtime/store/store.h"
-#include "estimate/learned.h"
 #include "sched/engine.h"
 #include "telemetry/rolling_window.h"
 
@@ -40,7 +42,7 @@ struct Reply {
 };
 
 struct DaemonStats {
-  std::map<std::string, std::int64_t> outcomes;  // completed, failed, cancelled, oom (attempts)
+  std::map<std::string, std::int64_t> outcomes;  // attempts that ended, by outcome name
   std::int64_t submissions = 0;
   std::int64_t ticks = 0;
   double tick_seconds_sum = 0;                   // scheduling passes: engine and actions
@@ -51,10 +53,9 @@ struct DaemonStats {
 
 class Daemon {
  public:
-  // Opens the store and recovers the jobs it holds (re-adopting attempts that still run).
-  Daemon(DaemonConfig config, std::unique_ptr<GpuSource> gpus);
-  // Jobs keep running (their shims own them); the daemon's cgroup directory goes if empty.
-  ~Daemon();
+  // Opens the store, checks that this server can give the policy what it needs of jobs,
+  // and recovers the jobs the store holds. Throws ConfigError with one line.
+  Daemon(DaemonConfig config, Env& env);
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
@@ -63,29 +64,32 @@ class Daemon {
   // them, so that no reply holds more than a page of jobs at once.
   Reply respond(const api::Request& request, const Caller& caller);
 
-  // Samples telemetry and notices first GPU activity and ended attempts; then schedules.
-  void sample_and_schedule(Seconds now);
-  // Schedules with the telemetry it has (after submissions and cancellations).
+  // Samples telemetry (when `sample`), notices first GPU activity, ended attempts and gone
+  // clients, then schedules. The event loop calls it at the telemetry rate.
+  void tick(Seconds now, bool sample = true);
+  // Schedules with what it knows (after submissions and cancellations).
   void schedule(Seconds now);
-  // Signals the jobs cancelled since the last call (the event loop calls it after its
-  // group commit, so that a cancel is on disk before any process is signalled).
-  void send_cancel_signals(Seconds now);
+  // Stops the jobs cancelled since the last call: the event loop calls it after its group
+  // commit, so that a cancel is on disk before any process is signalled.
+  void send_stop_signals();
 
-  // For the event loop: group commit of the requests read in one pass.
-  Store& store() { return store_; }
-  const DaemonConfig& config() const { return cfg_; }
-  const DaemonStats& stats() const { return stats_; }
   // After a failed commit: the database is the truth again. Forgets what memory holds and
   // reloads every unfinished job as at a restart (nothing was acted on before the commit).
   void reload_after_store_error(Seconds now, const std::string& what);
-  // The last storage problem (a full disk, a damaged database), "" when all is well.
   const std::string& storage_error() const { return storage_error_; }
   void storage_recovered();
-  // How job processes are tracked: "cgroup DIR" or "descendants of each job's shim".
-  std::string tracking() const;
+
+  Store& store() { return store_; }
+  const DaemonConfig& config() const { return cfg_; }
+  const DaemonStats& stats() const { return stats_; }
   std::string metrics_text() const;  // Prometheus text format
-  std::size_t active_jobs() const { return active_.size(); }
+  std::size_t active_jobs() const { return records_.size(); }
   std::size_t running_jobs() const;
+  std::string tracking() const { return env_.tracking(); }
+  std::string describe_gpus() const { return env_.describe_gpus(); }
+  // The estimates aegisd can give a job (for the policy check and `aegis config`).
+  static JobInputs provided_inputs(const DaemonConfig& c);
+  static LifecycleOptions lifecycle_options(const DaemonConfig& c);
 
  private:
   struct Gpu {
@@ -96,29 +100,31 @@ class Daemon {
     std::vector<GpuSample> window_copy;
   };
 
-  nlohmann::json handle(const api::Request& request, const Caller& caller);  // the ops that are not listings
-  // Loads every unfinished job from the store: at start (`restarted`), or after a failed
-  // commit, when memory is reset to what the database holds.
+  // Events in.
   void recover_jobs(Seconds now, bool restarted);
   void select_gpus(const std::vector<GpuStatus>& all);
   void note_activity(Seconds now);
-  void collect_exits(Seconds now, std::vector<Failure>& failures);
+  void collect_ends(Seconds now);
   void cancel_orphans(Seconds now);
-  void finish_attempt(DaemonJob& job, const std::string& outcome, const std::string& detail, Seconds now);
-  void end_without_record(DaemonJob& job, bool started, Seconds now);
-  std::optional<JobProcesses> processes_of(const DaemonJob& job) const;
-  DaemonJob* owner_of_gpu_process(pid_t pid, std::map<std::string, DaemonJob*>& by_cgroup);
-  void setup_tracking();
+  // Effects out.
+  void apply(Effects fx, Seconds now);
+  LaunchFile launch_file(const DaemonJob& rec, const Effects::Start& s) const;
   void note_io_trouble(const std::string& what);
-  JobSpec spec_of(const DaemonJob& job) const;
-  RunningJob running_view(const DaemonJob& job) const;
+  void persist(const Effects& fx, Seconds now);
+  // Views.
+  JobSpec spec_of(const DaemonJob& j) const;
+  void refresh_estimates(const std::string& signature);
+  LifeJob life_of(const DaemonJob& j) const;
+  void sync(DaemonJob& rec);
   std::vector<GpuView> views() const;
-  QueuedJob queued_view(const DaemonJob& job) const;
-  void apply(const Decisions& d, Seconds now);
-  void launch(DaemonJob& job, const Launch& l, Seconds now);
-  void save(const DaemonJob& job, const std::string& event, const std::string& detail, Seconds now);
-  void request_cancel(DaemonJob& job, Seconds now, const std::string& why = "");
+  std::vector<DeviceInfo> devices() const;
+  OneServerPlacer placer() const;
+  nlohmann::json gpus_reply() const;
+  bool may_manage(const Caller& c, uid_t owner) const;
+  std::optional<DaemonJob> find(JobId id);
 
+  // The API.
+  nlohmann::json handle(const api::Request& request, const Caller& caller);
   nlohmann::json submit(const api::SubmitRequest& r, const Caller& c);
   Reply list(const api::ListRequest& r, const Caller& c);
   Reply history(const api::HistoryRequest& r);
@@ -126,32 +132,25 @@ class Daemon {
   nlohmann::json show(const api::ShowRequest& r, const Caller& c);
   nlohmann::json cancel(const api::CancelRequest& r, const Caller& c);
   nlohmann::json logs(const api::LogsRequest& r, const Caller& c);
-  nlohmann::json gpus_reply() const;
-  bool may_manage(const Caller& c, uid_t owner) const;
-  std::optional<DaemonJob> find(JobId id);
 
   DaemonConfig cfg_;
+  Env& env_;
   Store store_;
-  std::unique_ptr<GpuSource> source_;
   Engine engine_;
-  EngineState engine_state_;
+  Lifecycle life_;
   std::vector<Gpu> gpus_;
-  std::map<JobId, DaemonJob> active_;  // queued and running
-  std::map<JobId, Seconds> kill_at_;   // cancelled jobs whose shim is gone: SIGKILL then
-  std::vector<JobId> cancel_signals_;  // cancelled, recorded, not signalled yet
-  std::vector<Failure> pending_failures_;
+  std::map<JobId, DaemonJob> records_;  // queued and running: what the store holds of them
+  std::vector<JobId> stop_signals_;     // cancelled, recorded, not signalled yet
   DaemonStats stats_;
-  std::string gpu_error_;              // why sampling failed last, for `aegis gpus`
-  std::map<std::string, MiB> history_; // job signature -> largest recorded peak (per GPU)
+  std::string gpu_error_;               // why sampling failed last, for `aegis gpus`
+  std::map<std::string, MiB> history_;  // job signature -> largest recorded peak (per GPU)
   std::optional<LearnedModel> learned_;
-  mutable std::map<JobId, std::optional<MiB>> learned_cache_;
   std::string blocked_reason_;
-  std::string cgroup_mount_, cgroup_base_;  // empty base: track descendants of each shim
-  std::map<JobId, int> shim_pidfds_;        // shims this daemon started (pidfds never name another process)
-  Seconds launch_backoff_until_ = 0;        // after a transient launch failure (full disk, no fds)
+  EngineState engine_state_;
+  Seconds launch_backoff_until_ = 0;    // after a launch failed for want of disk or descriptors
   std::string storage_error_;
-  std::string io_trouble_;                  // last "cannot tell now" while collecting exits
-  JobId id_floor_recorded_ = 0;             // the watermark on disk: ids up to it may be in use
+  std::string io_trouble_;              // last "cannot tell now" about an attempt
+  JobId id_floor_recorded_ = 0;         // the watermark on disk: ids up to it may be in use
 };
 
 }  // namespace aegis

@@ -96,25 +96,18 @@ void stop_mps(const DaemonSettings& s) {
   if (!tool.empty()) run_control(s, tool, nullptr, "quit\n");
 }
 
-std::map<std::string, std::string> mps_environment(const DaemonSettings& s, bool collocated, int ngpus, MiB limit_mib) {
+std::map<std::string, std::string> mps_environment(const DaemonSettings& s, std::optional<MiB> limit_mib, int ngpus) {
   std::map<std::string, std::string> env;
   if (s.sharing != "mps") return env;
   env["CUDA_MPS_PIPE_DIRECTORY"] = s.mps_pipe_dir;
   env["CUDA_MPS_LOG_DIRECTORY"] = s.mps_log_dir;
-  if (!collocated) return env;  // alone on its GPUs: the whole memory is its own
+  if (!limit_mib) return env;  // alone on its GPUs: the whole memory is its own (the lifecycle's rule)
   // Device indices are relative to the job's CUDA_VISIBLE_DEVICES.
   std::string limits;
-  for (int i = 0; i < ngpus; ++i) limits += fmt::format("{}{}={}M", i ? "," : "", i, limit_mib);
+  for (int i = 0; i < ngpus; ++i) limits += fmt::format("{}{}={}M", i ? "," : "", i, *limit_mib);
   env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limits;
   if (s.mps_thread_percentage > 0) env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(s.mps_thread_percentage);
   return env;
-}
-
-bool is_mps_server(pid_t pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/comm");
-  std::string comm;
-  std::getline(f, comm);
-  return comm.rfind("nvidia-cuda-mps", 0) == 0;  // nvidia-cuda-mps-server (comm is cut at 15 chars)
 }
 
 }  // namespace aegis

@@ -3,6 +3,7 @@
 // changes a GPU's compute mode or MIG layout; it only reads them (docs/sharing.md).
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 
@@ -20,13 +21,9 @@ bool setup_mps(DaemonSettings& s);
 // Stops the control daemon aegisd started, when no job runs (clients would lose it).
 void stop_mps(const DaemonSettings& s);
 
-// The environment of a job attempt under MPS: the pipe directory, and for a job placed
-// next to others its memory limit on each of its `ngpus` devices (admitted + margin) and
+// The environment of a job attempt under MPS: the pipe directory, and, when the lifecycle
+// gave it one (placed next to others), its memory limit on each of its `ngpus` devices and
 // the optional SM share.
-std::map<std::string, std::string> mps_environment(const DaemonSettings& s, bool collocated, int ngpus,
-                                                   MiB limit_mib);
-
-// True for NVIDIA's MPS server processes, which hold GPU memory but are not jobs.
-bool is_mps_server(pid_t pid);
+std::map<std::string, std::string> mps_environment(const DaemonSettings& s, std::optional<MiB> limit_mib, int ngpus);
 
 }  // namespace aegis

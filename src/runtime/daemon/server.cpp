@@ -435,7 +435,7 @@ void Server::run() {
       d_.reload_after_store_error(wall_now(), e.what());
     }
   };
-  guarded([&] { d_.sample_and_schedule(wall_now()); });
+  guarded([&] { d_.tick(wall_now()); });
   bool stop = false;
   while (!stop) {
     double now = wall_now();
@@ -480,7 +480,7 @@ void Server::run() {
     }
     bool changed = false;
     serve_requests(now, changed);
-    d_.send_cancel_signals(now);
+    d_.send_stop_signals();
     for (auto& c : clients_)
       if (c.busy()) write_client(c, now);
     expire(now);
@@ -495,7 +495,7 @@ void Server::run() {
         ++it;
       }
     }
-    if (tick) guarded([&] { d_.sample_and_schedule(now); });
+    if (tick) guarded([&] { d_.tick(now); });
     else if (changed) guarded([&] { d_.schedule(now); });
   }
 }

@@ -7,15 +7,11 @@
 #include <vector>
 
 #include "core/job.h"
+#include "core/job_state.h"
 #include "runtime/api/request.h"
 
 namespace aegis {
 
-enum class JobState { Queued, Running, Completed, Failed, Cancelled };
-
-std::string_view to_string(JobState s);
-std::optional<JobState> parse_job_state(std::string_view s);
-inline bool is_final(JobState s) { return s == JobState::Completed || s == JobState::Failed || s == JobState::Cancelled; }
 
 // The attempt that holds (or last held) GPUs.
 struct Attempt {
@@ -31,7 +27,9 @@ struct Attempt {
   pid_t shim_pid = 0;                   // valid while the attempt's lock is held
   MiB peak_mib = 0;                     // largest per-GPU memory of its processes seen (NVML)
   std::optional<Seconds> ended_at;
-  std::string outcome;                  // "", "completed", "oom", "failed", "cancelled", "lost"
+  AttemptOutcome outcome = AttemptOutcome::Running;
+  std::optional<int> exit_code;         // how its first process ended: exit status ...
+  std::optional<int> signal;            // ... or the signal that killed it
   std::string detail;                   // the classifier's line
 };
 

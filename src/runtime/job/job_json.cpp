@@ -1,5 +1,6 @@
 #include "runtime/job/job_json.h"
 
+#include <cstdio>
 #include <new>
 #include <stdexcept>
 
@@ -10,6 +11,7 @@ namespace {
 using nlohmann::json;
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json opt(const std::optional<int>& v) { return v ? json(*v) : json(nullptr); }
 
 std::optional<double> opt_double(const json& j, const char* key) {
   if (!j.contains(key) || j[key].is_null()) return std::nullopt;
@@ -25,7 +27,25 @@ json attempt_json(const Attempt& a) {
           {"pgid", a.pgid},               {"shim_pid", a.shim_pid},
           {"peak_mib", a.peak_mib},
           {"ended_at", opt(a.ended_at)},
-          {"outcome", a.outcome},         {"detail", a.detail}};
+          {"outcome", std::string(to_string(a.outcome))}, {"detail", a.detail},
+          {"exit_code", opt(a.exit_code)}, {"signal", opt(a.signal)}};
+}
+
+// Schema 1 said how an attempt ended in the classifier's words only (classify.cpp):
+// "exit status N" and "killed by signal N (...)" give the fields back; a start that
+// failed ("failed to start: ...") was recorded as 'failed'.
+void derive_exit_fields(Attempt& a) {
+  if (a.outcome == AttemptOutcome::Failed && a.detail.rfind("failed to start: ", 0) == 0)
+    a.outcome = AttemptOutcome::FailedStart;
+  if (a.outcome != AttemptOutcome::Completed && a.outcome != AttemptOutcome::Failed) return;
+  int n = -1, used = 0;
+  if (std::sscanf(a.detail.c_str(), "exit status %d%n", &n, &used) == 1 &&
+      static_cast<std::size_t>(used) == a.detail.size() && n >= 0 && n <= 255) {
+    a.exit_code = n;
+  } else if (std::sscanf(a.detail.c_str(), "killed by signal %d%n", &n, &used) == 1 && n >= 1 && n <= 127 &&
+             (static_cast<std::size_t>(used) == a.detail.size() || a.detail[static_cast<std::size_t>(used)] == ' ')) {
+    a.signal = n;
+  }
 }
 
 Attempt attempt_from(const json& j) {
@@ -42,8 +62,11 @@ Attempt attempt_from(const json& j) {
   a.shim_pid = j.value("shim_pid", 0);
   a.peak_mib = j.value("peak_mib", MiB{0});
   a.ended_at = opt_double(j, "ended_at");
-  a.outcome = j.at("outcome").get<std::string>();
+  const auto outcome = parse_attempt_outcome(j.at("outcome").get<std::string>());
+  if (!outcome) throw std::runtime_error("attempt outcome: unknown");
+  a.outcome = *outcome;
   a.detail = j.at("detail").get<std::string>();
+  derive_exit_fields(a);
   return a;
 }
 
@@ -75,9 +98,17 @@ json to_json(const DaemonJob& job) {
             {"request", nlohmann::json::parse(api::to_json(job.request))},
             {"attempt_log", attempts},
             {"attached_to", job.attached_to ? json{{"pid", job.attached_to->pid}, {"start_ticks", job.attached_to->start_ticks}}
-                                            : json(nullptr)}};
+                                            : json(nullptr)},
+            // How the last attempt's process ended (null while it runs, or when it was
+            // not an exit or not a signal): what `aegis run` ends with.
+            {"exit_code", cur ? opt(cur->exit_code) : json(nullptr)},
+            {"signal", cur ? opt(cur->signal) : json(nullptr)}};
   return j;
 }
+
+// ---------------------------------------------------------------------------------------
+// The schema-1 reader: the store kept this JSON view as each job's record until schema 2
+// (store/schema.h). Used by the store's migration only; the API never reads it back.
 
 DaemonJob job_from_json(const json& j) {
   try {

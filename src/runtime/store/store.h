@@ -1,12 +1,16 @@
 // The daemon's durable state: one SQLite database (WAL) in the state directory. Every
-// job is a row (its full record as JSON, plus indexed columns); every state change is an
-// event row. A change is committed before the daemon acts on it or replies.
+// job is a row of typed columns with child rows for its lists and attempts (the layout,
+// version and migration: store/schema.h); every state change is an event row. A change is
+// committed before the daemon acts on it or replies.
 #pragma once
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/job/job.h"
@@ -35,6 +39,9 @@ class Store {
  public:
   // Opens (creating if needed) the database. `full_sync`: fsync at every commit
   // (survives power loss); otherwise the WAL survives process crashes only.
+  // A database of an older layout is migrated to the current one, in one transaction,
+  // before anything else (store/schema.h); one of a newer layout than this aegisd knows
+  // is refused (StoreError, one line), and so is one whose migration fails.
   // Refuses (StoreError) a database file, -wal or -shm that is not a regular file (a
   // symbolic link, say), is not owned by the effective uid, has more than one hard link or
   // is writable by group or others.
@@ -57,16 +64,22 @@ class Store {
   // per-attempt files live under STATE_DIR/jobs/<id>/). Never lowers it.
   void reserve_ids_above(JobId floor);
 
-  // Gives the job its id and queue position and saves it.
+  // Gives the job its id and queue position and saves it: its row and child rows, in one
+  // transaction (inside the caller's, if one is open).
   void insert(DaemonJob& job);
+  // Rewrites the job's row and attempts (and its request's lists when they changed since
+  // this store last wrote or loaded them), in one transaction. A job that is not in the
+  // table (set aside, say) is left alone.
   void update(const DaemonJob& job);
   void event(JobId id, Seconds t, const std::string& kind, const std::string& detail);
 
   // A quarantined id throws StoreError (its record is damaged and was set aside).
   // get, list and events read what is committed (see rdb_).
   std::optional<DaemonJob> get(JobId id);
-  // Queued and running, by queue order. A row whose record cannot be read is moved to the
-  // table `quarantine` and listed in last_quarantined(); an error reading the table throws.
+  // Queued and running, by queue order. A job whose rows cannot be read (a value of the
+  // wrong type or out of range, a request that no longer validates) is moved to the table
+  // `quarantine` and listed in last_quarantined(); an error reading the tables throws.
+  // The first call also lists the records the migration at open set aside.
   std::vector<DaemonJob> unfinished();
   const std::vector<Quarantined>& last_quarantined() const { return quarantined_; }
   // Newest first when `all`. Rows whose record cannot be parsed are skipped and counted in
@@ -93,13 +106,31 @@ class Store {
   std::map<std::string, MiB> peaks();  // signature -> largest recorded peak
 
  private:
+  enum class Write { Insert, InsertWithId, Update };
+
   void exec(const char* sql, const char* what);
   sqlite3_stmt* prepare(const char* sql) { return prepare(db_, sql); }
   sqlite3_stmt* prepare(sqlite3* db, const char* sql);
+  // A statement prepared once and kept (keyed by `sql`'s address: a literal or a string
+  // that lives as long as the program); the caller resets it when done (store.cpp: Use).
+  sqlite3_stmt* cached(sqlite3* db, const char* sql);
   void check(int rc, const char* what, sqlite3* db = nullptr);  // throws unless rc is SQLITE_OK
+  void step_done(sqlite3_stmt* s, const char* what, sqlite3* db = nullptr);  // throws unless SQLITE_DONE
+  [[noreturn]] void fail(const std::string& what, sqlite3* db = nullptr);
+
+  void open_schema(const std::string& path);
+  void migrate_from_1();
+  void set_id_sequence_at_least(JobId floor);
+  JobId write(const DaemonJob& job, Write how);
+  void write_request_lists(JobId id, const api::JobRequest& request, bool replace);
+  void write_attempts(JobId id, const std::vector<Attempt>& attempts, bool replace);
+  // The job of the current row of `s` (the columns of `jobs`, read on `db`) with its child
+  // rows. nullopt and `error` (one line) when a value is wrong; StoreError when the
+  // database cannot be read.
+  std::optional<DaemonJob> read_job(sqlite3* db, sqlite3_stmt* s, std::string& error);
+  std::string copy_of_rows(JobId id);
   void quarantine(const Quarantined& q);
   std::vector<DaemonJob> listed(sqlite3_stmt* s);
-  [[noreturn]] void fail(const std::string& what, sqlite3* db = nullptr);
 
   sqlite3* db_ = nullptr;
   // The reads of requests (get, list, events) go through a second, read-only connection:
@@ -110,7 +141,14 @@ class Store {
   std::int64_t next_seq_ = 1;
   bool last_error_full_ = false;
   std::vector<Quarantined> quarantined_;
+  std::vector<Quarantined> migration_quarantined_;  // reported by the first unfinished()
   std::int64_t list_skipped_ = 0;
+  std::map<std::pair<sqlite3*, const char*>, sqlite3_stmt*> statements_;
+  // A digest of each job's request lists (argv, environment, tags, layer counts) as last
+  // written or loaded through db_, so that update() rewrites those rows only when they
+  // changed (the daemon updates a job at every state change; its request never changes).
+  // Forgotten on any error or rollback of db_: the next update then rewrites them.
+  std::unordered_map<JobId, std::uint64_t> lists_written_;
 };
 
 }  // namespace aegis

@@ -7,10 +7,13 @@ class ExclusiveGuard final : public Filter {
  public:
   std::string_view name() const override { return "exclusive"; }
   bool admits(const PlacementRequest&, const GpuCandidate& g) const override { return !g.has_exclusive; }
+  // Only whether a job on the GPU runs alone; a job added never clears that: monotone.
+  StageReads reads() const override { return {{}, {GpuFact::Jobs}}; }
+  bool monotone() const override { return true; }
 };
 
 }  // namespace
 
-std::unique_ptr<Filter> make_exclusive_guard() { return std::make_unique<ExclusiveGuard>(); }
+std::unique_ptr<Filter> make_exclusive_guard(const EngineConfig&) { return std::make_unique<ExclusiveGuard>(); }
 
 }  // namespace aegis

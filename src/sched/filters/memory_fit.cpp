@@ -11,10 +11,14 @@ class MemoryFit final : public Filter {
   bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
     return g.free_mib >= r.required_free_mib;
   }
+  // One comparison: a larger requirement or less free memory keeps failing it (more jobs
+  // only book or use more): monotone.
+  StageReads reads() const override { return {{JobField::MemoryNeed}, {GpuFact::Memory}}; }
+  bool monotone() const override { return true; }
 };
 
 }  // namespace
 
-std::unique_ptr<Filter> make_memory_fit() { return std::make_unique<MemoryFit>(); }
+std::unique_ptr<Filter> make_memory_fit(const EngineConfig&) { return std::make_unique<MemoryFit>(); }
 
 }  // namespace aegis

@@ -11,10 +11,13 @@ class MigSingleGpu final : public Filter {
   bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
     return r.job->spec.num_gpus <= 1 || !g.view->mig_instance;
   }
+  // The job's GPU count and a fact of the hardware; no load can change either: monotone.
+  StageReads reads() const override { return {{JobField::GpuCount}, {GpuFact::Mig}}; }
+  bool monotone() const override { return true; }
 };
 
 }  // namespace
 
-std::unique_ptr<Filter> make_mig_single_gpu() { return std::make_unique<MigSingleGpu>(); }
+std::unique_ptr<Filter> make_mig_single_gpu(const EngineConfig&) { return std::make_unique<MigSingleGpu>(); }
 
 }  // namespace aegis

@@ -9,10 +9,15 @@ class ObservationGate final : public Filter {
  public:
   std::string_view name() const override { return "observing"; }
   bool admits(const PlacementRequest&, const GpuCandidate& g) const override { return !g.observing; }
+  // A job added can only close the gate (it starts observed); memory and activity do not
+  // open it. Time and a job's first activity do, which the monotone contract leaves to
+  // wake_at and to drivers asking again at first activity: monotone.
+  StageReads reads() const override { return {{}, {GpuFact::Observation}}; }
+  bool monotone() const override { return true; }
 };
 
 }  // namespace
 
-std::unique_ptr<Filter> make_observation_gate() { return std::make_unique<ObservationGate>(); }
+std::unique_ptr<Filter> make_observation_gate(const EngineConfig&) { return std::make_unique<ObservationGate>(); }
 
 }  // namespace aegis

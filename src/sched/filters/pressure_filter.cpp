@@ -24,6 +24,11 @@ class PressureFilter final : public Filter {
     }
     return true;
   }
+  // Only the window. Mean, median, p95 and EWMA each grow with every sample, the weights
+  // are >= 0 (config.cpp), and both rules only exclude more as scores grow: more activity
+  // never turns an exclusion into an admission: monotone.
+  StageReads reads() const override { return {{}, {GpuFact::Telemetry}}; }
+  bool monotone() const override { return true; }
 
  private:
   RiskWeights w_;

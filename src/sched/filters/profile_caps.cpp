@@ -12,6 +12,9 @@ class JobCountCap final : public Filter {
   bool admits(const PlacementRequest&, const GpuCandidate& g) const override {
     return g.job_count < max_;
   }
+  // Jobs only add to the count: monotone.
+  StageReads reads() const override { return {{}, {GpuFact::Jobs}}; }
+  bool monotone() const override { return true; }
 
  private:
   int max_;
@@ -26,6 +29,10 @@ class UtilCap final : public Filter {
     const double own = r.job->spec.hints.gpu_util.value_or(1.0);
     return g.util_sum + own <= cap_ + 1e-9;
   }
+  // The job's own utilisation (in the request's kind) plus the GPU's sum, which jobs
+  // only add to (utilisation >= 0): monotone.
+  StageReads reads() const override { return {{JobField::GpuUtilHint}, {GpuFact::Jobs}}; }
+  bool monotone() const override { return true; }
 
  private:
   double cap_;
@@ -40,6 +47,10 @@ class SharingScoreCap final : public Filter {
     if (g.job_count == 0) return true;
     return g.score_sum + r.job->spec.hints.sharing_score.value_or(2) <= cap_;
   }
+  // The job's own score plus the GPU's sum; an empty GPU always admits, and jobs only add
+  // to the sum (scores >= 0), so a refused GPU stays refused with more jobs: monotone.
+  StageReads reads() const override { return {{JobField::SharingScoreHint}, {GpuFact::Jobs}}; }
+  bool monotone() const override { return true; }
 
  private:
   int cap_;
@@ -53,13 +64,21 @@ class SameGpuCount final : public Filter {
     const int n = r.job->spec.num_gpus;
     return g.min_gpu_count == n && g.max_gpu_count == n;
   }
+  // A refusal means the GPU holds a job with another GPU count; more jobs keep it there
+  // (the minimum only falls, the maximum only rises): monotone.
+  StageReads reads() const override { return {{JobField::GpuCount}, {GpuFact::Jobs}}; }
+  bool monotone() const override { return true; }
 };
 
 }  // namespace
 
-std::unique_ptr<Filter> make_job_count_cap(int m) { return std::make_unique<JobCountCap>(m); }
-std::unique_ptr<Filter> make_util_cap(double cap) { return std::make_unique<UtilCap>(cap); }
-std::unique_ptr<Filter> make_sharing_score_cap(int cap) { return std::make_unique<SharingScoreCap>(cap); }
-std::unique_ptr<Filter> make_same_gpu_count() { return std::make_unique<SameGpuCount>(); }
+std::unique_ptr<Filter> make_job_count_cap(const EngineConfig& c) {
+  return std::make_unique<JobCountCap>(c.max_jobs_per_gpu);
+}
+std::unique_ptr<Filter> make_util_cap(const EngineConfig& c) { return std::make_unique<UtilCap>(c.util_cap); }
+std::unique_ptr<Filter> make_sharing_score_cap(const EngineConfig& c) {
+  return std::make_unique<SharingScoreCap>(c.sharing_score_cap);
+}
+std::unique_ptr<Filter> make_same_gpu_count(const EngineConfig&) { return std::make_unique<SameGpuCount>(); }
 
 }  // namespace aegis

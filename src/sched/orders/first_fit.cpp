@@ -10,10 +10,13 @@ class FirstFit final : public Order {
   void sort(std::vector<const GpuCandidate*>& g, const PlacementRequest&, const EngineState&) const override {
     sort_by_key(g, [](const GpuCandidate&) { return 0; });
   }
+  // GPU indices only; it ranks and drops nothing: monotone.
+  StageReads reads() const override { return {}; }
+  bool monotone() const override { return true; }
 };
 
 }  // namespace
 
-std::unique_ptr<Order> make_first_fit_order() { return std::make_unique<FirstFit>(); }
+std::unique_ptr<Order> make_first_fit_order(const EngineConfig&) { return std::make_unique<FirstFit>(); }
 
 }  // namespace aegis

@@ -11,10 +11,16 @@ class LeastProjectedUtil final : public Order {
   void sort(std::vector<const GpuCandidate*>& g, const PlacementRequest&, const EngineState&) const override {
     sort_by_key(g, [](const GpuCandidate& c) { return c.util_sum; });
   }
+  // The GPU's jobs' utilisation sum (not the new job's: it adds the same everywhere); it
+  // ranks and drops nothing: monotone.
+  StageReads reads() const override { return {{}, {GpuFact::Jobs}}; }
+  bool monotone() const override { return true; }
 };
 
 }  // namespace
 
-std::unique_ptr<Order> make_least_projected_util_order() { return std::make_unique<LeastProjectedUtil>(); }
+std::unique_ptr<Order> make_least_projected_util_order(const EngineConfig&) {
+  return std::make_unique<LeastProjectedUtil>();
+}
 
 }  // namespace aegis

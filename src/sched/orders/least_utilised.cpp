@@ -19,6 +19,9 @@ class LeastUtilised final : public Order {
       return 0.0;
     });
   }
+  // Telemetry windows only; it ranks and drops nothing: monotone.
+  StageReads reads() const override { return {{}, {GpuFact::Telemetry}}; }
+  bool monotone() const override { return true; }
 
  private:
   RiskWeights w_;

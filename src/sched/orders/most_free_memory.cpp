@@ -10,10 +10,15 @@ class MostFreeMemory final : public Order {
   void sort(std::vector<const GpuCandidate*>& g, const PlacementRequest&, const EngineState&) const override {
     sort_by_key(g, [](const GpuCandidate& c) { return -c.free_mib; });
   }
+  // Effective free memory only; it ranks and drops nothing: monotone.
+  StageReads reads() const override { return {{}, {GpuFact::Memory}}; }
+  bool monotone() const override { return true; }
 };
 
 }  // namespace
 
-std::unique_ptr<Order> make_most_free_memory_order() { return std::make_unique<MostFreeMemory>(); }
+std::unique_ptr<Order> make_most_free_memory_order(const EngineConfig&) {
+  return std::make_unique<MostFreeMemory>();
+}
 
 }  // namespace aegis

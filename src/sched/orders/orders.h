@@ -1,4 +1,5 @@
-// Factories for the GPU orders; each lives in its own file in this folder.
+// Factories for the GPU orders; each lives in its own file in this folder and is named
+// in the registry (sched/stage_registry.cpp), which `order = "..."` looks up.
 #pragma once
 #include <algorithm>
 #include <memory>
@@ -8,15 +9,12 @@
 
 namespace aegis {
 
-std::unique_ptr<Order> make_most_free_memory_order();    // "magm": most free memory first
-std::unique_ptr<Order> make_best_fit_order();            // "bf": least free memory first
-std::unique_ptr<Order> make_least_utilised_order(const EngineConfig& c);  // "lug"
-std::unique_ptr<Order> make_first_fit_order();           // "ff": GPU index order
-std::unique_ptr<Order> make_round_robin_order();         // "rr": after the last GPU chosen
-std::unique_ptr<Order> make_least_projected_util_order();  // "lpu": Horus
-
-// By config name; throws std::invalid_argument for an unknown name.
-std::unique_ptr<Order> make_order(std::string_view name, const EngineConfig& c);
+std::unique_ptr<Order> make_most_free_memory_order(const EngineConfig& c);      // "magm": most free memory first
+std::unique_ptr<Order> make_best_fit_order(const EngineConfig& c);              // "bf": least free memory first
+std::unique_ptr<Order> make_least_utilised_order(const EngineConfig& c);        // "lug": least SM activity
+std::unique_ptr<Order> make_first_fit_order(const EngineConfig& c);             // "ff": GPU index order
+std::unique_ptr<Order> make_round_robin_order(const EngineConfig& c);           // "rr": after the last GPU chosen
+std::unique_ptr<Order> make_least_projected_util_order(const EngineConfig& c);  // "lpu": Horus
 
 // Shared helper: stable sort by key ascending, ties by GPU index.
 template <class Key>

@@ -12,10 +12,13 @@ class RoundRobin final : public Order {
     for (const auto* c : g) n = std::max(n, c->view->index + 1);
     sort_by_key(g, [&](const GpuCandidate& c) { return (c.view->index - s.rr_cursor - 1 + 2 * n) % std::max(n, 1); });
   }
+  // GPU indices and the engine's cursor; it ranks and drops nothing: monotone.
+  StageReads reads() const override { return {}; }
+  bool monotone() const override { return true; }
 };
 
 }  // namespace
 
-std::unique_ptr<Order> make_round_robin_order() { return std::make_unique<RoundRobin>(); }
+std::unique_ptr<Order> make_round_robin_order(const EngineConfig&) { return std::make_unique<RoundRobin>(); }
 
 }  // namespace aegis

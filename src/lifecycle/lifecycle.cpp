@@ -1,0 +1,331 @@
+#include "lifecycle/lifecycle.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <limits>
+#include <stdexcept>
+
+namespace aegis {
+
+void Effects::merge(Effects&& o) {
+  for (auto& c : o.changes) changes.push_back(std::move(c));
+  for (auto& s : o.starts) starts.push_back(std::move(s));
+  signals.insert(signals.end(), o.signals.begin(), o.signals.end());
+  if (o.blocked) blocked = std::move(o.blocked);
+  if (o.wake_at) wake_at = wake_at ? std::min(*wake_at, *o.wake_at) : *o.wake_at;
+}
+
+Lifecycle::Lifecycle(const EngineConfig& config, LifecycleOptions options) : config_(config), opt_(options) {}
+
+void Lifecycle::change(Effects& fx, Effects::Change c) const {
+  if (opt_.report_changes) fx.changes.push_back(std::move(c));
+}
+
+LifeJob& Lifecycle::job(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) throw std::logic_error(fmt::format("lifecycle: no job {}", id));
+  return it->second;
+}
+
+const LifeJob* Lifecycle::find(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void Lifecycle::enqueue(LifeJob& j, QueueName q, bool new_place) {
+  if (new_place) j.queue_seq = next_seq_++;
+  j.queue = q;
+  (q == QueueName::Recovery ? recovery_ : main_)[j.queue_seq] = j.id();
+}
+
+void Lifecycle::dequeue(LifeJob& j) {
+  if (j.queue == QueueName::Main) main_.erase(j.queue_seq);
+  if (j.queue == QueueName::Recovery) recovery_.erase(j.queue_seq);
+  j.queue = QueueName::None;
+}
+
+void Lifecycle::finish(LifeJob& j, JobState s, const std::string& reason, Seconds t, Effects& fx,
+                       const std::string& event) {
+  dequeue(j);
+  j.state = s;
+  j.ended_at = t;
+  j.reason = reason;
+  change(fx, {j.id(), event, reason});
+}
+
+Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Seconds t) {
+  Effects fx;
+  const JobId id = spec.id;
+  if (jobs_.count(id)) throw std::logic_error(fmt::format("lifecycle: job {} submitted twice", id));
+  LifeJob j;
+  j.queued.spec = std::move(spec);
+  j.queued.recovery.exclusive_only = exclusive;
+  j.restartable = restartable;
+  auto& stored = jobs_.emplace(id, std::move(j)).first->second;
+  enqueue(stored, QueueName::Main, true);
+  (void)t;
+  change(fx, {id, "submit", ""});
+  return fx;
+}
+
+void Lifecycle::restore(LifeJob j) {
+  const JobId id = j.id();
+  next_seq_ = std::max(next_seq_, j.queue_seq + 1);
+  auto& stored = jobs_.insert_or_assign(id, std::move(j)).first->second;
+  if (stored.state == JobState::Queued) {
+    enqueue(stored, stored.queue == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
+  } else {
+    stored.queue = QueueName::None;
+    // It ended and was classified, but the recovery rule had not decided yet: ask again.
+    const LifeAttempt* a = stored.current();
+    if (stored.state == JobState::Running && a && a->ended_at &&
+        (a->outcome == AttemptOutcome::Oom || a->outcome == AttemptOutcome::Failed ||
+         a->outcome == AttemptOutcome::FailedStart))
+      pending_failures_.push_back(
+          {id, Failure{running_view(stored, a->placement.parts.empty() ? Placement::Part{} : a->placement.parts.front()),
+                       a->outcome == AttemptOutcome::Oom ? FailureKind::Oom : FailureKind::Other, a->detail}});
+  }
+}
+
+Effects Lifecycle::start_failed(JobId id, bool transient, const std::string& why, Seconds t) {
+  Effects fx;
+  LifeJob& j = job(id);
+  LifeAttempt& a = *j.current();
+  a.ended_at = t;
+  if (transient) {
+    // Nothing ran: back to its place in its queue, for the next pass.
+    a.outcome = AttemptOutcome::Lost;
+    a.detail = "never started";
+    j.state = JobState::Queued;
+    j.reason = "requeued: cannot start it: " + why;
+    enqueue(j, j.placed_from == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
+    change(fx, {id, "requeue", j.reason});
+  } else {
+    a.outcome = AttemptOutcome::FailedStart;
+    a.detail = why;
+    finish(j, JobState::Failed, "cannot start: " + why, t, fx, "failed");
+  }
+  return fx;
+}
+
+Effects Lifecycle::withdraw(JobId id, const std::string& why) {
+  Effects fx;
+  LifeJob& j = job(id);
+  if (!j.holds_gpus()) return fx;
+  j.attempts.pop_back();
+  if (j.attempts.empty()) j.started_at.reset();
+  j.state = JobState::Queued;
+  j.reason = "waiting: " + why;
+  enqueue(j, j.placed_from == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
+  return fx;
+}
+
+void Lifecycle::set_estimates(JobId id, const MemoryEstimates& e) { job(id).queued.spec.estimates = e; }
+
+Effects Lifecycle::first_activity(JobId id, Seconds t) {
+  Effects fx;
+  LifeJob& j = job(id);
+  if (!j.holds_gpus() || j.current()->first_activity) return fx;
+  j.current()->first_activity = t;
+  change(fx, {id, "activity", ""});
+  return fx;
+}
+
+Effects Lifecycle::ended(JobId id, const Ended& e, Seconds t) {
+  Effects fx;
+  LifeJob& j = job(id);
+  if (!j.holds_gpus()) return fx;
+  LifeAttempt& a = *j.current();
+  a.ended_at = t;
+  a.outcome = e.outcome;
+  a.detail = e.detail;
+  switch (e.outcome) {
+    case AttemptOutcome::Running:
+      throw std::logic_error("lifecycle: an attempt ended as running");
+    case AttemptOutcome::Completed:
+      finish(j, JobState::Completed, "", t, fx, "completed");
+      if (!fx.changes.empty()) fx.changes.back().detail = e.detail;
+      break;
+    case AttemptOutcome::Cancelled:
+      finish(j, JobState::Cancelled, j.reason.empty() ? "cancelled" : j.reason, t, fx, "cancelled");
+      break;
+    case AttemptOutcome::Oom:
+    case AttemptOutcome::Failed:
+    case AttemptOutcome::FailedStart: {
+      if (j.cancel_requested) {  // it was asked to stop: it stopped
+        finish(j, JobState::Cancelled, j.reason.empty() ? "cancelled" : j.reason, t, fx, "cancelled");
+        break;
+      }
+      const auto& part = a.placement.parts.empty() ? Placement::Part{} : a.placement.parts.front();
+      pending_failures_.push_back(
+          {id, Failure{running_view(j, part), e.outcome == AttemptOutcome::Oom ? FailureKind::Oom : FailureKind::Other,
+                       e.outcome == AttemptOutcome::FailedStart ? "failed to start: " + e.detail : e.detail}});
+      change(fx, {id, e.outcome == AttemptOutcome::Oom ? "oom" : "exit", e.detail});
+      break;
+    }
+    case AttemptOutcome::Lost: {
+      // It never started: back to its old place, a few times at most.
+      int never = 0;
+      for (auto it = j.attempts.rbegin(); it != j.attempts.rend() && it->outcome == AttemptOutcome::Lost; ++it) ++never;
+      if (never >= opt_.max_unstarted_attempts) {
+        finish(j, JobState::Failed,
+               fmt::format("could not be started: its launch ended before starting it {} times in a row", never), t, fx,
+               "failed");
+        break;
+      }
+      j.state = JobState::Queued;
+      j.reason = "requeued: its launch was interrupted";
+      enqueue(j, j.placed_from == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
+      change(fx, {id, "requeue", j.reason});
+      break;
+    }
+    case AttemptOutcome::Unknown:
+      // It may have run: never again behind its user's back, unless it may run twice.
+      if (j.cancel_requested) {
+        finish(j, JobState::Cancelled, j.reason.empty() ? "cancelled" : j.reason, t, fx, "cancelled");
+      } else if (j.restartable) {
+        j.state = JobState::Queued;
+        j.reason = "requeued (restartable): " + e.detail;
+        enqueue(j, j.placed_from == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
+        change(fx, {id, "requeue", j.reason});
+      } else {
+        finish(j, JobState::Failed,
+               e.detail + "; not run again, as it might have run already (submit with --restartable to allow it)", t,
+               fx, "failed");
+      }
+      break;
+  }
+  return fx;
+}
+
+Effects Lifecycle::cancel(JobId id, const std::string& why, Seconds t) {
+  Effects fx;
+  LifeJob& j = job(id);
+  if (is_final(j.state)) return fx;
+  if (j.state == JobState::Queued) {
+    finish(j, JobState::Cancelled, "cancelled before it started" + (why.empty() ? "" : ": " + why), t, fx,
+           "cancelled");
+    return fx;
+  }
+  // Recorded first (the driver persists the change), signalled after.
+  j.cancel_requested = true;
+  j.reason = why.empty() ? "" : "cancelled: " + why;
+  change(fx, {id, "cancel", why.empty() ? "requested" : why});
+  fx.signals.push_back(id);
+  return fx;
+}
+
+RunningJob Lifecycle::running_view(const LifeJob& j, const Placement::Part& part) const {
+  RunningJob r;
+  const LifeAttempt* a = j.current();
+  r.spec = j.queued.spec;
+  r.recovery = j.queued.recovery;
+  r.gpus = part.launch.gpus;
+  // A job spanning servers is, to each server's engine, a job of the GPUs it has there.
+  r.spec.num_gpus = static_cast<int>(part.launch.gpus.size());
+  if (a) {
+    r.launched_at = a->launched_at;
+    r.first_activity = a->first_activity;
+  }
+  r.exclusive = part.launch.exclusive;
+  r.admitted_mib = part.launch.admitted_mib;
+  r.free_at_placement = part.launch.free_at_placement;
+  r.gpu_total_mib = part.gpu_total_mib;
+  return r;
+}
+
+Effects Lifecycle::schedule(Seconds now, Placer& placer) {
+  Effects fx;
+  // Failures first: the recovery rule decides what becomes of each.
+  auto failures = std::move(pending_failures_);
+  pending_failures_.clear();
+  for (auto& [id, f] : failures) {
+    LifeJob& j = job(id);
+    auto outcome = placer.recover(f);
+    if (auto* r = std::get_if<Requeue>(&outcome)) {
+      j.queued.recovery = r->recovery;
+      j.state = JobState::Queued;
+      j.reason = r->why;
+      enqueue(j, QueueName::Recovery, true);
+      change(fx, {id, "requeue", r->why});
+    } else {
+      finish(j, JobState::Failed, std::get<Stop>(outcome).reason, now, fx, "failed");
+    }
+  }
+  // Then the queues, head first: the recovery queue before the main queue.
+  const bool strict = config_.strict_head_of_line;
+  for (auto* q : {&recovery_, &main_}) {
+    for (auto it = q->begin(); it != q->end();) {
+      LifeJob& j = job(it->second);
+      ++it;  // the job may leave the queue below
+      const QueuedJob& qj = j.queued;
+      if (auto why = placer.never_runs(qj)) {
+        // It can never run here: it leaves the queue instead of blocking everything behind it.
+        finish(j, JobState::Failed, *why, now, fx, "failed");
+        continue;
+      }
+      auto p = placer.place(qj, now);
+      if (!p) {
+        if (auto b = placer.blocked()) fx.blocked = std::move(b);
+        if (auto w = placer.wake_at()) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *w) : *w;
+        if (strict) return fx;
+        continue;
+      }
+      j.placed_from = j.queue;
+      dequeue(j);
+      j.state = JobState::Running;
+      j.reason.clear();
+      if (!j.started_at) j.started_at = now;
+      LifeAttempt a;
+      a.number = static_cast<int>(j.attempts.size()) + 1;
+      a.placement = *p;
+      a.launched_at = now;
+      j.attempts.push_back(a);
+      Effects::Start s;
+      s.job = j.id();
+      s.placement = *p;
+      s.attempt = a.number;
+      if (opt_.mps_limits && !p->alone()) s.mps_limit_mib = p->admitted_mib() + config_.memory_margin_mib;
+      fx.starts.push_back(std::move(s));
+      change(fx, {j.id(), "launch", ""});
+      placer.started(qj, *p, now);
+    }
+  }
+  fx.blocked.reset();  // nothing waits at the head
+  return fx;
+}
+
+std::vector<RunningJob> Lifecycle::running_on(int server) const {
+  std::vector<RunningJob> out;
+  for (const auto& [id, j] : jobs_) {
+    if (!j.holds_gpus()) continue;
+    for (const auto& part : j.current()->placement.parts)
+      if (part.server == server) out.push_back(running_view(j, part));
+  }
+  std::sort(out.begin(), out.end(), [](const RunningJob& a, const RunningJob& b) { return a.spec.id < b.spec.id; });
+  return out;
+}
+
+std::vector<JobId> Lifecycle::queue_order() const {
+  std::vector<JobId> out;
+  for (const auto& [seq, id] : recovery_) out.push_back(id);
+  for (const auto& [seq, id] : main_) out.push_back(id);
+  return out;
+}
+
+std::vector<JobId> Lifecycle::holding_gpus() const {
+  std::vector<JobId> out;
+  for (const auto& [id, j] : jobs_)
+    if (j.holds_gpus()) out.push_back(id);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void Lifecycle::forget(JobId id) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return;
+  dequeue(it->second);
+  jobs_.erase(it);
+}
+
+}  // namespace aegis

@@ -1,0 +1,165 @@
+// Every job's life, the same in the simulator and in aegisd: the state machine with named
+// transitions, the two queues and their order, strict head-of-line, the recovery
+// bookkeeping, "can this job ever run here", and what each launch gets (its MPS memory
+// limit). Pure: it reads no clock and touches no OS. Drivers feed it events (submitted,
+// started or not, first activity, ended with a typed outcome, cancel requested) and apply
+// the effects it returns; it asks the engine through the driver's Placer.
+//
+//   submitted ──► Queued(main) ──place──► Running ──ended(completed)──► Completed
+//                    ▲   │                  │  ├──ended(oom|failed)──► (recovery rule) ─► Queued(recovery) | Failed
+//      never started │   └─never runs─► Failed │  ├──ended(lost: never started)──► Queued (its old place)
+//   or restartable ──┘                         │  ├──ended(unknown)──► Failed | Queued (restartable)
+//                    cancel: Queued ─► Cancelled;  Running ─► (signal) ─► ended(cancelled) ─► Cancelled
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/job_state.h"
+#include "lifecycle/placer.h"
+#include "sched/config.h"
+
+namespace aegis {
+
+// One attempt of a job, as far as scheduling goes (drivers keep their own details).
+struct LifeAttempt {
+  int number = 0;  // 1, 2, ...
+  Placement placement;
+  Seconds launched_at = 0;
+  std::optional<Seconds> first_activity;
+  std::optional<Seconds> ended_at;
+  AttemptOutcome outcome = AttemptOutcome::Running;
+  std::string detail;
+};
+
+enum class QueueName { None, Main, Recovery };
+
+struct LifeJob {
+  QueuedJob queued;  // its spec (estimates and hints included) and recovery state, as the engine takes them
+  JobState state = JobState::Queued;
+  QueueName queue = QueueName::Main;
+  std::int64_t queue_seq = 0;      // order within its queue
+  QueueName placed_from = QueueName::None;  // the queue its current attempt was placed from
+  bool cancel_requested = false;
+  bool restartable = false;        // may run again when an attempt's outcome is unknown
+  std::string reason;              // why it waits, failed or was cancelled
+  std::optional<Seconds> started_at, ended_at;
+  std::vector<LifeAttempt> attempts;
+
+  const JobSpec& spec() const { return queued.spec; }
+  JobId id() const { return queued.spec.id; }
+  LifeAttempt* current() { return attempts.empty() ? nullptr : &attempts.back(); }
+  const LifeAttempt* current() const { return attempts.empty() ? nullptr : &attempts.back(); }
+  // Holds GPUs now: running, and its current attempt not ended.
+  bool holds_gpus() const { return state == JobState::Running && current() && !current()->ended_at; }
+};
+
+// How an attempt ended, as the driver saw it.
+struct Ended {
+  AttemptOutcome outcome = AttemptOutcome::Completed;  // not Running
+  std::string detail;                                  // the log line, the errno, ...
+};
+
+// What the driver must do, in this order: persist each change (with its event), start
+// each launch, signal each job to stop.
+struct Effects {
+  struct Start {
+    JobId job = 0;
+    Placement placement;
+    int attempt = 0;
+    std::optional<MiB> mps_limit_mib;  // the MPS client memory limit, when MPS limits apply
+  };
+  struct Change {
+    JobId job = 0;
+    std::string event;   // "submit", "launch", "requeue", "failed", "completed", ...
+    std::string detail;
+  };
+  std::vector<Change> changes;
+  std::vector<Start> starts;
+  std::vector<JobId> signals;  // running jobs to stop (cancel)
+  std::optional<Blocked> blocked;   // why the head of the queue waits (after schedule)
+  std::optional<Seconds> wake_at;   // ask again then, even if nothing happens
+
+  void merge(Effects&& o);
+};
+
+struct LifecycleOptions {
+  // Report every change (the daemon persists them); a simulator, which keeps no store,
+  // turns it off and saves the strings.
+  bool report_changes = true;
+  // MPS with per-client memory limits: a job placed beside others gets its admitted
+  // memory plus the margin as its limit; a job placed alone gets none.
+  bool mps_limits = false;
+  // An attempt whose shim ended before starting the job goes back to its place; this many
+  // in a row end the job (something is wrong with the host, not the job).
+  int max_unstarted_attempts = 3;
+};
+
+class Lifecycle {
+ public:
+  Lifecycle(const EngineConfig& config, LifecycleOptions options);
+
+  // --- events -------------------------------------------------------------------------
+  // A new job, at the back of the main queue. Its spec carries the estimates the driver
+  // could give it (the estimate chain is the driver's: it knows the sources).
+  Effects submitted(JobSpec spec, bool exclusive, bool restartable, Seconds t);
+  // A job as a driver persisted it (after a restart): queued, or running its last attempt.
+  void restore(LifeJob job);
+  // The driver could not start an attempt the lifecycle placed (no process exists): a
+  // transient failure (full disk, no descriptors) puts it back in its place, another ends it.
+  Effects start_failed(JobId id, bool transient, const std::string& why, Seconds t);
+  // The driver could not even prepare a launch the lifecycle placed (its files: a full
+  // disk): the launch never happened. The job is back in its old place, without the attempt.
+  Effects withdraw(JobId id, const std::string& why);
+  // The job's estimates changed (a peak was recorded for its signature while it waited).
+  void set_estimates(JobId id, const MemoryEstimates& e);
+  // The job's first process was seen on one of its GPUs: its observation window starts.
+  Effects first_activity(JobId id, Seconds t);
+  // Its current attempt ended. Oom and Failed wait for the recovery rule (schedule());
+  // Lost (never started) requeues it in its old place; Unknown ends it unless restartable.
+  Effects ended(JobId id, const Ended& e, Seconds t);
+  // A cancel: a queued job ends now; a running one is signalled and ends when it stops.
+  Effects cancel(JobId id, const std::string& why, Seconds t);
+
+  // --- decisions ----------------------------------------------------------------------
+  // Failures through the recovery rule, then the queues head first (recovery, then main):
+  // each job is started where the placer says, stopped when it can never run, or left
+  // waiting; with strict head-of-line nothing behind a waiting job is tried.
+  Effects schedule(Seconds now, Placer& placer);
+  // Whether schedule() has anything to look at.
+  bool has_work() const { return !pending_failures_.empty() || !main_.empty() || !recovery_.empty(); }
+  std::size_t queued_count() const { return main_.size() + recovery_.size(); }
+
+  // --- views --------------------------------------------------------------------------
+  const LifeJob* find(JobId id) const;
+  // Jobs holding GPUs now, as the engine sees them (RunningJob::gpus: indices of the
+  // part on `server`).
+  std::vector<RunningJob> running_on(int server) const;
+  // Queued jobs in the order they will be served (recovery queue first).
+  std::vector<JobId> queue_order() const;
+  std::vector<JobId> holding_gpus() const;
+  // Drops a finished job (the daemon keeps finished jobs in its store only).
+  void forget(JobId id);
+  const EngineConfig& config() const { return config_; }
+
+ private:
+  LifeJob& job(JobId id);
+  void change(Effects& fx, Effects::Change c) const;
+  void enqueue(LifeJob& j, QueueName q, bool new_place);
+  void dequeue(LifeJob& j);
+  void finish(LifeJob& j, JobState s, const std::string& reason, Seconds t, Effects& fx, const std::string& event);
+  RunningJob running_view(const LifeJob& j, const Placement::Part& part) const;
+
+  EngineConfig config_;
+  LifecycleOptions opt_;
+  std::unordered_map<JobId, LifeJob> jobs_;
+  // Queue position -> job, per queue (ordered: the order jobs are served in).
+  std::map<std::int64_t, JobId> main_, recovery_;
+  std::int64_t next_seq_ = 1;
+  std::vector<std::pair<JobId, Failure>> pending_failures_;  // ended Oom/Failed, for the recovery rule
+};
+
+}  // namespace aegis

@@ -1,0 +1,103 @@
+#include "lifecycle/placer.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace aegis {
+
+bool Placement::alone() const {
+  return !parts.empty() && std::all_of(parts.begin(), parts.end(), [](const Part& p) { return p.launch.alone; });
+}
+
+bool Placement::exclusive() const {
+  return std::any_of(parts.begin(), parts.end(), [](const Part& p) { return p.launch.exclusive; });
+}
+
+MiB Placement::admitted_mib() const { return parts.empty() ? 0 : parts.back().launch.admitted_mib; }
+
+std::optional<std::string> why_never_runs(const Engine& engine, const QueuedJob& job,
+                                          std::span<const DeviceInfo> devices) {
+  const int n = job.spec.num_gpus;
+  if (n > static_cast<int>(devices.size()))
+    return fmt::format("job.gpus: {} GPUs requested; {} can be scheduled here", n, devices.size());
+  // A process sees one MIG instance only: a job on several GPUs needs whole ones.
+  if (n > 1) {
+    const auto whole = std::count_if(devices.begin(), devices.end(), [](const DeviceInfo& d) { return !d.mig_instance; });
+    if (n > whole)
+      return fmt::format("job.gpus: {} GPUs requested; a process can use only one MIG instance and {} whole GPU(s) "
+                         "can be scheduled here", n, whole);
+  }
+  std::vector<MiB> totals;
+  totals.reserve(devices.size());
+  for (const auto& d : devices)
+    if (n == 1 || !d.mig_instance) totals.push_back(d.total_mib);
+  if (engine.could_ever_run(job, totals)) return std::nullopt;
+  MiB largest = 0;
+  for (MiB t : totals) largest = std::max(largest, t);
+  const MiB need = engine.request_shape(job).need_alone;
+  return fmt::format("job.mem: {} MiB per GPU needed; the largest GPU here has {} MiB ({} after the guard)", need,
+                     largest, largest - engine.config().memory_guard(largest));
+}
+
+std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, bool explain) {
+  if (queue_.empty()) queue_.emplace_back();
+  queue_.front() = job;
+  Snapshot snap;
+  snap.now = now;
+  snap.main_queue = &queue_;
+  snap.gpus = views;
+  snap.running = running;
+  snap.state = state;
+  snap.explain = explain;
+  last_ = engine_.tick(snap);
+  if (last_.launches.empty()) return std::nullopt;
+  state = last_.state;
+  return last_.launches.front();
+}
+
+void ServerPlacer::add(const QueuedJob& job, const Launch& l, Seconds now) {
+  RunningJob r;
+  r.spec = job.spec;
+  r.spec.num_gpus = static_cast<int>(l.gpus.size());
+  r.recovery = job.recovery;
+  r.gpus = l.gpus;
+  r.launched_at = now;
+  r.exclusive = l.exclusive;
+  r.admitted_mib = l.admitted_mib;
+  r.free_at_placement = l.free_at_placement;
+  r.gpu_total_mib = 0;
+  for (int g : l.gpus)
+    if (g >= 0 && g < static_cast<int>(views.size()))
+      r.gpu_total_mib = r.gpu_total_mib == 0 ? views[g].total_mib : std::min(r.gpu_total_mib, views[g].total_mib);
+  running.push_back(std::move(r));
+}
+
+}  // namespace aegis
+
+namespace aegis {
+
+std::optional<Placement> OneServerPlacer::place(const QueuedJob& job, Seconds now) {
+  auto l = server.probe(job, now, explain);
+  if (!l) return std::nullopt;
+  Placement p;
+  MiB total = 0;
+  for (int g : l->gpus) total = total == 0 ? server.views[g].total_mib : std::min(total, server.views[g].total_mib);
+  p.parts.push_back({0, std::move(*l), total});
+  return p;
+}
+
+void OneServerPlacer::started(const QueuedJob& job, const Placement& p, Seconds now) {
+  server.add(job, p.parts.front().launch, now);
+}
+
+std::optional<std::string> OneServerPlacer::never_runs(const QueuedJob& job) const {
+  return why_never_runs(engine_, job, devices);
+}
+
+std::variant<Requeue, Stop> OneServerPlacer::recover(const Failure& f) const { return engine_.recover(f); }
+
+std::optional<Blocked> OneServerPlacer::blocked() const { return server.last().blocked; }
+
+std::optional<Seconds> OneServerPlacer::wake_at() const { return server.last().wake_at; }
+
+}  // namespace aegis

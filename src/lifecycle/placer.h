@@ -1,0 +1,107 @@
+// How the job lifecycle asks the engine, and the one-server placer both drivers use.
+// The lifecycle knows jobs, not GPUs: a driver gives it a Placer, which knows the GPUs
+// (one server for aegisd; for the simulator, a dispatcher over many servers that asks a
+// ServerPlacer per server). Every call into the engine goes through a Placer.
+#pragma once
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/decision.h"
+#include "core/gpu.h"
+#include "core/running.h"
+#include "sched/engine.h"
+
+namespace aegis {
+
+// Where a job starts: one engine launch per server it spans (a job larger than any server
+// runs on several whole servers in the simulator; aegisd has one server, index 0).
+struct Placement {
+  struct Part {
+    int server = 0;
+    Launch launch;
+    MiB gpu_total_mib = 0;  // capacity of the smallest of its GPUs (the recovery ladder's)
+  };
+  std::vector<Part> parts;
+
+  // On idle GPUs only: nobody beside it (no MPS memory limit then).
+  bool alone() const;
+  bool exclusive() const;
+  MiB admitted_mib() const;  // per GPU, as the engine booked it
+};
+
+// The size and kind of one device, for "can this job ever run here".
+struct DeviceInfo {
+  MiB total_mib = 0;
+  bool mig_instance = false;
+};
+
+class Placer {
+ public:
+  virtual ~Placer() = default;
+  // Where `job` can start now, or nothing (then blocked() says why).
+  virtual std::optional<Placement> place(const QueuedJob& job, Seconds now) = 0;
+  // Called when the lifecycle starts a job where place() said, before the next place()
+  // of the same pass: the placer's view of its GPUs must include it.
+  virtual void started(const QueuedJob& job, const Placement& p, Seconds now) = 0;
+  // Why `job` can never run here (one line naming the field), or nothing.
+  virtual std::optional<std::string> never_runs(const QueuedJob& job) const = 0;
+  // The recovery rule: what becomes of a job that failed.
+  virtual std::variant<Requeue, Stop> recover(const Failure& f) const = 0;
+  // Why the last place() came back empty, and the earliest time a time gate opens.
+  virtual std::optional<Blocked> blocked() const { return std::nullopt; }
+  virtual std::optional<Seconds> wake_at() const { return std::nullopt; }
+};
+
+// "Can this job ever run on these devices": the engine's rule (GPU count, memory alone
+// after the guard) with the reason in the words of the API. The one feasibility check of
+// aegis: the daemon's submit, its queue and the simulator's dispatcher all use it.
+std::optional<std::string> why_never_runs(const Engine& engine, const QueuedJob& job,
+                                          std::span<const DeviceInfo> devices);
+
+// One server's GPUs as the engine sees them: asks the engine about one job at a time with
+// the server's views, running jobs and engine state, and keeps the running jobs in step
+// as it starts them. The driver refreshes the views (telemetry, free memory) and the
+// running jobs (first activity, ends) between passes.
+class ServerPlacer {
+ public:
+  explicit ServerPlacer(const Engine& engine) : engine_(engine) {}
+
+  std::vector<GpuView> views;
+  std::vector<RunningJob> running;  // RunningJob::gpus are indices into views
+  EngineState state;
+
+  // The engine's answer for `job` now. `explain`: fill Blocked's reason (costs a little).
+  std::optional<Launch> probe(const QueuedJob& job, Seconds now, bool explain = true);
+  // Adds the job to `running`, as launched now.
+  void add(const QueuedJob& job, const Launch& l, Seconds now);
+  const Decisions& last() const { return last_; }
+
+ private:
+  const Engine& engine_;
+  JobQueue queue_;  // the one-job queue handed to the engine (storage reused)
+  Decisions last_;
+};
+
+// A Placer for one server (aegisd): its GPUs, asked about one job at a time.
+class OneServerPlacer : public Placer {
+ public:
+  explicit OneServerPlacer(const Engine& engine) : server(engine), engine_(engine) {}
+  ServerPlacer server;
+  std::vector<DeviceInfo> devices;  // the same GPUs, for never_runs
+  bool explain = true;
+
+  std::optional<Placement> place(const QueuedJob& job, Seconds now) override;
+  void started(const QueuedJob& job, const Placement& p, Seconds now) override;
+  std::optional<std::string> never_runs(const QueuedJob& job) const override;
+  std::variant<Requeue, Stop> recover(const Failure& f) const override;
+  std::optional<Blocked> blocked() const override;
+  std::optional<Seconds> wake_at() const override;
+
+ private:
+  const Engine& engine_;
+};
+
+}  // namespace aegis

@@ -1,0 +1,302 @@
+// aegisd's API: each request of docs/api.md, checked and answered. Changes go through the
+// job lifecycle (src/lifecycle) and are on disk before the reply (the event loop's group
+// commit); long listings are produced as the client reads them.
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <memory>
+#include <unistd.h>
+
+#include "lifecycle/inputs.h"
+#include "runtime/daemon/daemon.h"
+#include "runtime/daemon/daemon_util.h"
+#include "runtime/store/id_floor.h"
+
+namespace aegis {
+
+using nlohmann::json;
+
+Reply Daemon::respond(const api::Request& request, const Caller& caller) {
+  try {
+    if (const auto* l = std::get_if<api::ListRequest>(&request)) return list(*l, caller);
+    if (const auto* h = std::get_if<api::HistoryRequest>(&request)) return history(*h);
+  } catch (const std::exception& e) {
+    return Reply{error_reply(e.what()), nullptr};
+  }
+  Reply r;
+  r.object = handle(request, caller);
+  return r;
+}
+
+namespace {
+
+// A listing sent in parts: `{"ok":true,"jobs":[`, then pages of jobs as the client reads
+// them, then `],` the closing fields `}`. A page that fails to read (a damaged database)
+// ends the listing early with "incomplete": the reason (the reply was already "ok").
+Reply stream_jobs(std::function<std::vector<json>()> next_page, json tail) {
+  struct State {
+    bool started = false, first = true;
+  };
+  auto st = std::make_shared<State>();
+  Reply r;
+  r.more = [st, next_page = std::move(next_page), tail = std::move(tail)](std::string& out) mutable {
+    auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+    if (!st->started) {
+      st->started = true;
+      out += "{\"ok\":true,\"jobs\":[";
+      return true;
+    }
+    std::vector<json> page;
+    try {
+      page = next_page();
+    } catch (const std::exception& e) {
+      tail["incomplete"] = e.what();
+    }
+    if (page.empty()) {
+      out += "]";
+      for (auto it = tail.begin(); it != tail.end(); ++it) out += "," + dump(it.key()) + ":" + dump(it.value());
+      out += "}\n";
+      return false;
+    }
+    for (const auto& j : page) {
+      if (!st->first) out += ",";
+      st->first = false;
+      out += dump(j);
+    }
+    return true;
+  };
+  return r;
+}
+
+}  // namespace
+
+json Daemon::handle(const api::Request& request, const Caller& caller) {
+  try {
+    return std::visit(
+        [&](const auto& r) -> json {
+          using T = std::decay_t<decltype(r)>;
+          if constexpr (std::is_same_v<T, api::SubmitRequest>) return submit(r, caller);
+          else if constexpr (std::is_same_v<T, api::ListRequest>) return error_reply("internal: listings stream");
+          else if constexpr (std::is_same_v<T, api::ShowRequest>) return show(r, caller);
+          else if constexpr (std::is_same_v<T, api::CancelRequest>) return cancel(r, caller);
+          else if constexpr (std::is_same_v<T, api::LogsRequest>) return logs(r, caller);
+          else if constexpr (std::is_same_v<T, api::GpusRequest>) return gpus_reply();
+          else if constexpr (std::is_same_v<T, api::HistoryRequest>) return error_reply("internal: listings stream");
+          else {
+            return {{"ok", true}, {"version", "aegisd 0.1.0"}};
+          }
+        },
+        request);
+  } catch (const StoreError& e) {
+    // A damaged database or a full disk fails this request, not the daemon.
+    return error_reply(e.what());
+  } catch (const std::exception& e) {
+    return error_reply(std::string("internal error: ") + e.what());
+  }
+}
+
+bool Daemon::may_manage(const Caller& c, uid_t owner) const {
+  if (c.uid == 0 || c.uid == owner) return true;
+  return !cfg_.daemon.admin_group.empty() && env_.in_group(c.uid, c.gid, cfg_.daemon.admin_group);
+}
+
+json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
+  const auto& req = r.job;
+  const auto user = env_.user_name(c.uid);
+  if (!user) return error_reply(fmt::format("caller: uid {} has no user account on this server", c.uid));
+  if (geteuid() != 0 && c.uid != geteuid())
+    return error_reply(fmt::format("permission denied: aegisd runs as uid {} and can only run that user's jobs", geteuid()));
+  if (!req.workdir.empty() && !env_.is_directory_for(req.workdir, c.uid, c.gid))
+    return error_reply("job.workdir: " + req.workdir + " is not a directory on this server (that you can reach)");
+  if (cfg_.daemon.max_jobs_per_user > 0) {
+    std::int64_t mine = 0;
+    for (const auto& [id, j] : records_) mine += j.uid == c.uid;
+    if (mine >= cfg_.daemon.max_jobs_per_user)
+      return error_reply(fmt::format("job: {} has {} jobs queued or running, the most one user may have "
+                                     "(max_jobs_per_user); submit more when some have ended",
+                                     *user, mine));
+  }
+  DaemonJob j;
+  j.uid = c.uid;
+  j.gid = c.gid;
+  j.user = *user;
+  j.request = req;
+  j.state = JobState::Queued;
+  j.submitted_at = env_.now();
+  j.recovery.exclusive_only = req.exclusive;
+  // What the policy needs of a job, and whether it can ever run here: the lifecycle's
+  // rules, the same as for the queue and the simulator.
+  const JobSpec spec = spec_of(j);
+  if (auto why = missing_for_job(cfg_.daemon.policy, cfg_.engine, spec)) return error_reply(*why);
+  if (auto why = why_never_runs(engine_, QueuedJob{spec, j.recovery}, devices())) return error_reply(*why);
+  if (r.attach) {
+    const auto start = env_.process_start_ticks(c.pid);
+    if (!start) return error_reply("attach: the calling process cannot be identified (no peer pid)");
+    j.attached_to = ClientProcess{c.pid, *start};
+  }
+  // The watermark first: nothing is inserted when it cannot be written (a full disk).
+  if (const JobId next = store_.next_id(); next > id_floor_recorded_) {
+    record_id_floor(cfg_.daemon.state_dir, next + kIdFloorStep - 1);
+    id_floor_recorded_ = next + kIdFloorStep - 1;
+  }
+  Tx tx(store_);
+  store_.insert(j);
+  const JobId id = j.id;
+  JobSpec with_id = spec;
+  with_id.id = id;
+  Effects fx = life_.submitted(with_id, req.exclusive, req.restartable, j.submitted_at);
+  for (auto& ch : fx.changes) ch.detail = fmt::format("by {} (uid {})", j.user, j.uid);
+  records_.emplace(id, std::move(j));
+  persist(fx, records_.at(id).submitted_at);
+  tx.commit();
+  stats_.submissions++;
+  return {{"ok", true}, {"id", id}};
+}
+
+// `queue`: everyone's queued and running jobs (running first, then the queue in the order
+// it will be served), or with `all` every job, newest first; `mine`: the caller's only.
+Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
+  const std::optional<uid_t> only = r.mine ? std::optional<uid_t>(c.uid) : std::nullopt;
+  if (r.all) return jobs_from_store(kMaxListed, only, json::object());
+  std::vector<std::pair<std::tuple<int, std::int64_t>, JobId>> order;
+  for (const auto& [id, j] : records_)
+    if (!only || j.uid == *only)
+      order.push_back({{j.state == JobState::Running ? 0 : j.in_recovery_queue ? 1 : 2, j.queue_seq}, id});
+  std::sort(order.begin(), order.end());
+  auto ids = std::make_shared<std::vector<JobId>>();
+  for (const auto& o : order) ids->push_back(o.second);
+  auto pos = std::make_shared<std::size_t>(0);
+  // Built as the client reads: a job that ended meanwhile is shown as it is by then.
+  return stream_jobs(
+      [this, ids, pos] {
+        std::vector<json> page;
+        for (; *pos < ids->size() && page.size() < kListPage; ++*pos) {
+          const JobId id = (*ids)[*pos];
+          if (auto it = records_.find(id); it != records_.end()) page.push_back(public_view(it->second, false));
+          else if (auto j = store_.get(id)) page.push_back(public_view(*j, false));
+        }
+        return page;
+      },
+      json{{"waiting_because", blocked_reason_}});
+}
+
+Reply Daemon::history(const api::HistoryRequest& r) { return jobs_from_store(r.limit, std::nullopt, json::object()); }
+
+// The newest `limit` jobs of the store (only `uid`'s when given), a page at a time.
+Reply Daemon::jobs_from_store(std::int64_t limit, std::optional<uid_t> uid, json tail) {
+  auto before = std::make_shared<JobId>(0);
+  auto left = std::make_shared<std::int64_t>(limit);
+  return stream_jobs(
+      [this, before, left, uid] {
+        std::vector<json> page;
+        if (*left <= 0) return page;
+        for (const auto& j : store_.list_page(*before, std::min<std::int64_t>(*left, kListPage), uid)) {
+          page.push_back(public_view(j, false));
+          *before = j.id;
+        }
+        *left = page.empty() ? 0 : *left - static_cast<std::int64_t>(page.size());
+        return page;
+      },
+      std::move(tail));
+}
+
+std::optional<DaemonJob> Daemon::find(JobId id) {
+  auto it = records_.find(id);
+  if (it != records_.end()) return it->second;
+  return store_.get(id);
+}
+
+json Daemon::show(const api::ShowRequest& r, const Caller& c) {
+  const auto j = find(r.id);
+  if (!j) return error_reply(fmt::format("job {}: no such job", r.id));
+  json v = public_view(*j, may_manage(c, j->uid));
+  json events = json::array();
+  for (const auto& e : store_.events(r.id)) events.push_back({{"t", e.t}, {"kind", e.kind}, {"detail", e.detail}});
+  v["events"] = events;
+  return {{"ok", true}, {"job", v}};
+}
+
+json Daemon::cancel(const api::CancelRequest& r, const Caller& c) {
+  // All or nothing: every id must exist and be the caller's to cancel.
+  for (JobId id : r.ids) {
+    auto it = records_.find(id);
+    if (it == records_.end()) {
+      if (auto old = store_.get(id)) return error_reply(fmt::format("job {}: already {}", id, to_string(old->state)));
+      return error_reply(fmt::format("job {}: no such job", id));
+    }
+    if (!may_manage(c, it->second.uid))
+      return error_reply(fmt::format("job {}: permission denied (it belongs to {})", id, it->second.user));
+  }
+  const Seconds now = env_.now();
+  json ids = json::array();
+  Tx tx(store_);
+  for (JobId id : r.ids) {
+    if (!records_.count(id)) continue;  // listed twice
+    apply(life_.cancel(id, "", now), now);
+    ids.push_back(id);
+  }
+  tx.commit();
+  if (!store_.in_transaction()) send_stop_signals();  // else after the group commit
+  return {{"ok", true}, {"cancelled", ids}};
+}
+
+json Daemon::logs(const api::LogsRequest& r, const Caller& c) {
+  const auto j = find(r.id);
+  if (!j) return error_reply(fmt::format("job {}: no such job", r.id));
+  if (!may_manage(c, j->uid)) return error_reply(fmt::format("job {}: permission denied (it belongs to {})", r.id, j->user));
+  if (j->attempts.empty()) return {{"ok", true}, {"data", ""}, {"offset", 0}, {"eof", is_final(j->state)}};
+  const auto chunk = env_.read_log(j->id, j->current()->number, r.stderr_stream, r.offset,
+                                   std::min<std::uint64_t>(r.max_bytes, kMaxLogReply));
+  const std::uint64_t from = std::min(r.offset, chunk.size);
+  const std::uint64_t next = from + chunk.data.size();
+  const bool attempt_over = j->current()->ended_at.has_value() || is_final(j->state);
+  return {{"ok", true},
+          {"data", chunk.data},
+          {"offset", next},
+          {"attempt", j->current()->number},
+          {"eof", attempt_over && next >= chunk.size}};
+}
+
+json Daemon::gpus_reply() const {
+  const std::vector<GpuView> gpu_views = views();
+  std::vector<RunningJob> running;
+  std::map<int, std::vector<JobId>> jobs_on;
+  for (const auto& r : life_.running_on(0)) {
+    running.push_back(r);
+    for (int g : r.gpus) jobs_on[g].push_back(r.spec.id);
+  }
+  Snapshot s;
+  s.now = env_.now();
+  s.gpus = gpu_views;
+  s.running = running;
+  const auto reports = engine_.report(s);
+  json out = json::array();
+  for (std::size_t i = 0; i < gpus_.size(); ++i) {
+    const auto& st = gpus_[i].status;
+    const auto& r = reports[i];
+    auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+    out.push_back({{"index", i},
+                   {"nvml_index", st.index},
+                   {"uuid", st.uuid},
+                   {"name", st.name},
+                   {"memory_total_mib", st.total_mib},
+                   {"memory_used_mib", st.used_mib},
+                   {"memory_free_mib", st.free_mib},
+                   {"utilization", opt(st.util)},
+                   {"smact", opt(st.smact)},
+                   {"smocc", opt(st.smocc)},
+                   {"drama", opt(st.drama)},
+                   {"power_w", opt(st.power_w)},
+                   {"telemetry", st.level() == TelemetryLevel::Full     ? "full"
+                                 : st.level() == TelemetryLevel::Coarse ? "coarse"
+                                                                        : "memory-only"},
+                   {"risk", {{"smact", r.risk_smact}, {"smocc", r.risk_smocc}, {"drama", r.risk_drama}, {"util", r.risk_util}}},
+                   {"observing", r.observing},
+                   {"opens_at", r.opens_at ? json(*r.opens_at) : json(nullptr)},
+                   {"jobs", jobs_on[static_cast<int>(i)]},
+                   {"processes", st.processes.size()}});
+  }
+  return {{"ok", true}, {"gpus", out}, {"source", env_.describe_gpus()}, {"error", gpu_error_}};
+}
+
+}  // namespace aegis

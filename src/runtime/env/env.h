@@ -1,0 +1,101 @@
+// All of aegisd's contact with the operating system, behind one interface (LevelDB's Env
+// is the model): the clock, the GPUs, the processes of job attempts, users and files.
+// The daemon's logic (src/runtime/daemon/daemon.h) runs unchanged on OsEnv (the real
+// one) and on the fake environment of the unit tests (tests/test_daemon_lifecycle.cpp).
+// The database is not here: it is a real SQLite file in both (src/runtime/store).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <sys/types.h>
+#include <utility>
+#include <vector>
+
+#include "core/units.h"
+#include "runtime/gpu/gpu_source.h"
+#include "runtime/launch/launch_file.h"
+
+namespace aegis {
+
+// A failure to prepare or start an attempt, with its errno. Transient ones (a full disk,
+// no descriptors or memory left) leave the job queued; the others end it.
+struct StartError : std::runtime_error {
+  StartError(const std::string& what, bool transient_) : std::runtime_error(what), transient(transient_) {}
+  bool transient;
+};
+
+// What the environment knows of one attempt of a job.
+struct AttemptStatus {
+  enum class State {
+    Running,  // its shim (or, without one, its processes) still runs
+    Ended,    // it recorded how it ended: `exit` below
+    Gone,     // nothing runs and nothing was recorded: never started (!started) or unknown
+    Unknown,  // cannot tell now (no descriptors, an I/O error): conclude nothing
+  };
+  State state = State::Unknown;
+  bool started = false;          // the job's first process was recorded (it may have run)
+  pid_t pgid = 0;                // its process group, once known (shown by `aegis show`)
+  int wait_status = 0;           // Ended: as waitpid gives it
+  Seconds ended_at = 0;          // Ended
+  bool cancelled = false;        // Ended: a cancel reached it
+  std::string start_error;       // Ended: it never ran, and why (with the errno)
+  std::string why_unknown;       // Unknown: what could not be read
+};
+
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  // --- the clock ---------------------------------------------------------------------
+  virtual Seconds now() = 0;  // wall clock, seconds since the epoch
+
+  // --- GPUs --------------------------------------------------------------------------
+  // One sample of every device (GpuSource::sample); throws std::runtime_error when the
+  // driver does not answer (the daemon keeps the last good one and tries again).
+  virtual std::vector<GpuStatus> sample_gpus() = 0;
+  virtual std::string describe_gpus() const = 0;
+  // True for processes that hold GPU memory but are not jobs (NVIDIA's MPS server).
+  virtual bool is_infrastructure(pid_t pid) = 0;
+  // The job attempt each GPU process belongs to (by its cgroup, else ancestry, else
+  // session), among the running attempts; processes of no job are left out.
+  using AttemptKey = std::pair<JobId, int>;
+  virtual std::map<pid_t, AttemptKey> owners(const std::vector<pid_t>& pids, const std::vector<AttemptKey>& running) = 0;
+
+  // --- job attempts --------------------------------------------------------------------
+  // Creates the attempt's files (no process yet): the moment a full disk is met. Throws
+  // StartError.
+  virtual void prepare_attempt(JobId job, int attempt, const LaunchFile& launch) = 0;
+  // Starts the prepared attempt's shim. Throws StartError (no process is left behind).
+  virtual void start_attempt(JobId job, int attempt) = 0;
+  virtual AttemptStatus attempt_status(JobId job, int attempt) = 0;
+  // Asks a running attempt to stop (its shim passes SIGTERM on, SIGKILL after the grace);
+  // false when that cannot be done yet (its shim is still starting): ask again later.
+  virtual bool stop_attempt(JobId job, int attempt) = 0;
+  // An attempt whose shim is gone but whose processes live on: SIGKILL them.
+  virtual void kill_attempt(JobId job, int attempt) = 0;
+  // The last `max_bytes` of an attempt's stdout or stderr ("" if none).
+  virtual std::string log_tail(JobId job, int attempt, bool stderr_stream, std::size_t max_bytes) = 0;
+  struct LogChunk {
+    std::string data;
+    std::uint64_t size = 0;  // the file's size now
+  };
+  virtual LogChunk read_log(JobId job, int attempt, bool stderr_stream, std::uint64_t offset,
+                            std::uint64_t max_bytes) = 0;
+  // How job processes are tracked ("cgroup DIR", "descendants of each job's shim").
+  virtual std::string tracking() const = 0;
+
+  // --- processes, users, files ---------------------------------------------------------
+  // When a process started (clock ticks after boot), empty if it is gone.
+  virtual std::optional<std::uint64_t> process_start_ticks(pid_t pid) = 0;
+  virtual std::optional<std::string> user_name(uid_t uid) = 0;
+  // Whether `uid` (primary group `gid`) belongs to the Unix group `group`.
+  virtual bool in_group(uid_t uid, gid_t gid, const std::string& group) = 0;
+  // Whether `path` is a directory that `uid`/`gid` can reach (looked up as them).
+  virtual bool is_directory_for(const std::string& path, uid_t uid, gid_t gid) = 0;
+  // The environment variables aegisd passes on to every job (the emulated GPUs' state).
+  virtual std::vector<std::pair<std::string, std::string>> passed_on() = 0;
+};
+
+}  // namespace aegis

@@ -1,0 +1,224 @@
+// The layout of aegisd's database (state_dir/aegis.db, SQLite in WAL mode): every table
+// and column, with its meaning. This file is the reference; docs/daemon.md ("The
+// database") summarises it. Only src/runtime/store/store.cpp reads and writes it.
+//
+// Version
+// -------
+// meta('schema') holds the layout's version as text:
+//   1  (aegisd up to issue 12) jobs(id, uid, state, queue_seq, submitted_at, data): each
+//      job was the API's JSON view of it in `data`. Migrated to 2 when the store opens.
+//   2  (this file) typed columns and child tables; no JSON anywhere.
+// A database whose version is larger than kSchemaVersion is refused with one line: it was
+// written by a newer aegisd, whose rows this one could misread or damage.
+//
+// Migration 1 -> 2 (Store's constructor, one transaction, nothing of it lands unless all
+// of it does): `jobs` is renamed `jobs_v1`; the tables below are created; each row of
+// jobs_v1 is read with the schema-1 reader (job_json.h, parse_job_record) and written as
+// below under the same id; a row it cannot read goes to `quarantine` with the reason (its
+// `data` as it was); the id sequence is carried over; jobs_v1 is dropped; meta('schema')
+// becomes '2'. Schema 1 said how an attempt ended only in words: the migration derives
+// attempts.exit_code and attempts.signal from the classifier's "exit status N" and
+// "killed by signal N" (and an attempt's "failed to start: ..." becomes 'failed-start').
+// A table that cannot be read (a damaged page) fails the migration: the database is left
+// as it was, and aegisd says why and stops.
+//
+// Conventions
+// -----------
+// Every table is STRICT (SQLite checks each value's type on write). Times are REAL,
+// seconds since the Unix epoch (wall clock). Memory is INTEGER MiB. Booleans are INTEGER
+// 0 or 1 (CHECKed). NULL means "not known / not given" and only where a column says so.
+// Lists are child tables keyed by (job_id, position), WITHOUT ROWID so that a job's rows
+// lie together; they go with their job (ON DELETE CASCADE; foreign keys are on).
+//
+// jobs: one row per job, from submission on (finished jobs stay: `aegis history`).
+//   id                 job id, never reused on a host (AUTOINCREMENT; also Store::reserve_ids_above)
+//   uid, gid, user     who submitted it (from SO_PEERCRED, never from the request), user name
+//   state              queued | running | completed | failed | cancelled (core/job_state.h)
+//   queue              main | recovery while queued (recovery: after an OOM); '' otherwise
+//   queue_seq          order within its queue (smaller first)
+//   submitted_at       when it was accepted
+//   started_at         first launch; NULL before
+//   ended_at           when it reached a final state; NULL before
+//   cancel_requested   a cancel was asked for (it is carried out even across restarts)
+//   reason             why it failed, was cancelled or waits; '' when nothing to say
+//   attached_pid       `aegis run` (submit with attach) process it belongs to; NULL: none
+//   attached_start_ticks  that process's start time (field 22 of /proc/PID/stat), as the
+//                      bits of the unsigned 64-bit value; NULL exactly when attached_pid is
+//   recovery_floor_mib, recovery_exclusive_only, recovery_oom_count
+//                      the OOM recovery ladder's state (core/job.h RecoveryState)
+//   -- the request (runtime/api/request.h JobRequest), as validated at submission:
+//   name, workdir      job name; absolute working directory ('' = the daemon's choice)
+//   gpus               GPUs wanted (1..64)
+//   mem_mib            declared memory per GPU; NULL: not declared
+//   profiled_mib       a profiling run's solo peak per GPU; NULL: none
+//   faketensor_mib     PyTorch FakeTensor's estimate per GPU; NULL: none
+//   exclusive          runs alone on its GPUs
+//   restartable        may run again when an attempt's outcome is unknown
+//   hint_gpu_util      expected GPU utilisation in [0, 1]; NULL: no hint
+//   hint_sharing_score 0, 1 or 2 (Lucid's sharing score); NULL: no hint
+//   model_depth, model_total_activations, model_total_parameters, model_batch_size,
+//   model_batchnorm_layers, model_dropout_layers, model_activation
+//                      the learned estimator's features (estimate/features.h ModelFeatures);
+//                      all NULL when the job has none, all set when it has
+//   Index jobs_state(state): the unfinished jobs, read at every start.
+//
+// job_args(job_id, pos, arg)        the command's argv: pos 0 is argv[0], then 1, 2, ...
+// job_env(job_id, name, value)      the job's environment, one row per variable (the value
+//                                   as given: it may hold '=' or any UTF-8)
+// job_tags(job_id, pos, tag)        its tags, in the order given (pos 0, 1, ...)
+// job_model_layers(job_id, layer, count)
+//                                   ModelFeatures::layer_counts ("linear", "conv2d", ...)
+//
+// attempts: one row per start of a job (OOM recovery starts it again), numbered 1, 2, ...
+//   job_id, number     the job; 1 for its first attempt
+//   launched_at        when it was recorded, before its shim was started
+//   first_activity     its first GPU process seen; NULL until then
+//   exclusive          it was placed alone on its GPUs
+//   admitted_mib       memory per GPU it was admitted with
+//   free_at_placement_mib, gpu_total_mib   its GPU's free and total memory at placement
+//   pgid               the job's process group (= session); 0 until its shim recorded it
+//   shim_pid           its shim's pid (meaningful while the attempt's lock is held); 0: none
+//   peak_mib           largest per-GPU memory of its processes seen (NVML)
+//   ended_at           when it ended; NULL while it runs
+//   outcome            '' (running) | completed | oom | failed | failed-start | cancelled |
+//                      lost | unknown (core/job_state.h AttemptOutcome)
+//   detail             the classifier's line ("exit status 3", the OOM message, ...)
+//   exit_code          the exit status of the job's first process when it exited; NULL
+//                      when it did not (killed, never started, not ended, not known)
+//   signal             the signal that killed it; NULL when it was not killed by one
+// attempt_gpus(job_id, number, pos, uuid)
+//                                   the attempt's GPUs (UUIDs), in CUDA_VISIBLE_DEVICES order
+//
+// Kept from schema 1, unchanged:
+// events(id, job_id, t, kind, detail)   every state change of a job, in order (aegis show)
+// history(signature, peak_mib, runs, updated_at)
+//                                   peak GPU memory per job signature (the history estimator)
+// quarantine(id, uid, state, data, reason, t)
+//                                   jobs whose rows could not be read at start, set aside
+//                                   (their ids are never given out again): `data` is the
+//                                   schema-1 JSON as it was, or for a schema-2 job a text
+//                                   copy of its rows (table: column=value ...); `reason`
+//                                   says what was wrong; `t` when it was set aside
+// meta(key, value)                  'schema' -> the version above
+#pragma once
+
+namespace aegis::store_schema {
+
+inline constexpr int kSchemaVersion = 2;
+
+// Creates every table of schema 2 that is missing (and meta, without its version row).
+inline constexpr const char* kCreateTables = R"(
+CREATE TABLE IF NOT EXISTS jobs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  uid INTEGER NOT NULL,
+  gid INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('queued', 'running', 'completed', 'failed', 'cancelled')),
+  queue TEXT NOT NULL CHECK (queue IN ('main', 'recovery', '')),
+  queue_seq INTEGER NOT NULL,
+  submitted_at REAL NOT NULL,
+  started_at REAL,
+  ended_at REAL,
+  cancel_requested INTEGER NOT NULL CHECK (cancel_requested IN (0, 1)),
+  reason TEXT NOT NULL,
+  attached_pid INTEGER,
+  attached_start_ticks INTEGER,
+  recovery_floor_mib INTEGER NOT NULL,
+  recovery_exclusive_only INTEGER NOT NULL CHECK (recovery_exclusive_only IN (0, 1)),
+  recovery_oom_count INTEGER NOT NULL,
+  name TEXT NOT NULL,
+  workdir TEXT NOT NULL,
+  gpus INTEGER NOT NULL,
+  mem_mib INTEGER,
+  profiled_mib INTEGER,
+  faketensor_mib INTEGER,
+  exclusive INTEGER NOT NULL CHECK (exclusive IN (0, 1)),
+  restartable INTEGER NOT NULL CHECK (restartable IN (0, 1)),
+  hint_gpu_util REAL,
+  hint_sharing_score INTEGER,
+  model_depth INTEGER,
+  model_total_activations REAL,
+  model_total_parameters REAL,
+  model_batch_size INTEGER,
+  model_batchnorm_layers INTEGER,
+  model_dropout_layers INTEGER,
+  model_activation TEXT,
+  CHECK ((state = 'queued') = (queue <> '')),
+  CHECK ((attached_pid IS NULL) = (attached_start_ticks IS NULL))
+) STRICT;
+CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state);
+CREATE TABLE IF NOT EXISTS job_args (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  pos INTEGER NOT NULL,
+  arg TEXT NOT NULL,
+  PRIMARY KEY (job_id, pos)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS job_env (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  value TEXT NOT NULL,
+  PRIMARY KEY (job_id, name)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS job_tags (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  pos INTEGER NOT NULL,
+  tag TEXT NOT NULL,
+  PRIMARY KEY (job_id, pos)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS job_model_layers (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  layer TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (job_id, layer)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attempts (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  number INTEGER NOT NULL CHECK (number >= 1),
+  launched_at REAL NOT NULL,
+  first_activity REAL,
+  exclusive INTEGER NOT NULL CHECK (exclusive IN (0, 1)),
+  admitted_mib INTEGER NOT NULL,
+  free_at_placement_mib INTEGER NOT NULL,
+  gpu_total_mib INTEGER NOT NULL,
+  pgid INTEGER NOT NULL,
+  shim_pid INTEGER NOT NULL,
+  peak_mib INTEGER NOT NULL,
+  ended_at REAL,
+  outcome TEXT NOT NULL
+    CHECK (outcome IN ('', 'completed', 'oom', 'failed', 'failed-start', 'cancelled', 'lost', 'unknown')),
+  detail TEXT NOT NULL,
+  exit_code INTEGER,
+  signal INTEGER,
+  PRIMARY KEY (job_id, number)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attempt_gpus (
+  job_id INTEGER NOT NULL,
+  number INTEGER NOT NULL,
+  pos INTEGER NOT NULL,
+  uuid TEXT NOT NULL,
+  PRIMARY KEY (job_id, number, pos),
+  FOREIGN KEY (job_id, number) REFERENCES attempts(job_id, number) ON DELETE CASCADE
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  job_id INTEGER NOT NULL,
+  t REAL NOT NULL,
+  kind TEXT NOT NULL,
+  detail TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_job ON events(job_id);
+CREATE TABLE IF NOT EXISTS history (
+  signature TEXT PRIMARY KEY,
+  peak_mib INTEGER NOT NULL,
+  runs INTEGER NOT NULL,
+  updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS quarantine (id INTEGER PRIMARY KEY, uid, state, data, reason TEXT, t REAL);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+)";
+
+// The tables that hold a job (the quarantine copies their rows, in this order).
+inline constexpr const char* kJobTables[] = {"jobs", "job_args", "job_env", "job_tags", "job_model_layers",
+                                             "attempts", "attempt_gpus"};
+
+}  // namespace aegis::store_schema

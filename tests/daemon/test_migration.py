@@ -1,0 +1,201 @@
+"""An existing state directory of schema 1 (each job a JSON record in jobs.data, as aegisd
+wrote it up to issue 12) keeps working under this aegisd, which migrates it to schema 2
+(typed columns, src/runtime/store/schema.h) at start:
+  - a job that was running when the old aegisd stopped, whose attempt has since ended
+    (its shim gone, its exit.json written), ends completed with exit_code 0;
+  - a queued job runs to completion; one whose record cannot be read is set aside;
+  - ids, events and the history estimator's peaks are kept;
+  - `aegis show --json` has exit_code and signal, per attempt and for the job, and
+    `aegis run` ends with them (128 + signal for a killed job);
+  - a database of a newer schema is refused with one line.
+Usage: test_migration.py BUILD_DIR
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+from harness import Daemon, fail
+
+RECORD_BYTES = 512  # src/runtime/launch/attempt_dir.h kRecordBytes
+
+SCHEMA_1 = """
+CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, state TEXT NOT NULL,
+  queue_seq INTEGER NOT NULL, submitted_at REAL NOT NULL, data TEXT NOT NULL);
+CREATE INDEX jobs_state ON jobs(state);
+CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, t REAL NOT NULL,
+  kind TEXT NOT NULL, detail TEXT NOT NULL);
+CREATE INDEX events_job ON events(job_id);
+CREATE TABLE history (signature TEXT PRIMARY KEY, peak_mib INTEGER NOT NULL, runs INTEGER NOT NULL,
+  updated_at REAL NOT NULL);
+CREATE TABLE quarantine (id INTEGER PRIMARY KEY, uid, state, data, reason TEXT, t REAL);
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta VALUES ('schema', '1');
+"""
+
+
+def record(path, obj):
+    """A fixed-size record as the shim writes it: JSON padded with spaces, then a newline."""
+    text = json.dumps(obj)
+    with open(path, "w") as f:
+        f.write(text.ljust(RECORD_BYTES - 1) + "\n")
+    os.chmod(path, 0o600)
+
+
+def old_job(job_id, name, command, workdir, state, seq, t, attempts=(), gpu_uuids=(), started_at=None):
+    """A job record the way schema 1's to_json wrote it (runtime/job/job_json.cpp then)."""
+    return {
+        "id": job_id, "name": name, "user": "root", "uid": 0, "gid": 0, "state": state, "gpus": 1,
+        "gpu_uuids": list(gpu_uuids), "attempts": len(attempts), "submitted_at": t, "started_at": started_at,
+        "ended_at": None, "reason": "", "queue": "main" if state == "queued" else "", "queue_seq": seq,
+        "cancel_requested": False, "recovery": {"floor_mib": 0, "exclusive_only": False, "oom_count": 0},
+        "request": {"command": command, "gpus": 1, "exclusive": False, "name": name, "workdir": workdir,
+                    "env": {"PATH": "/usr/bin:/bin", "OPTS": "a=b ü"}, "tags": ["migrated"]},
+        "attempt_log": list(attempts), "attached_to": None,
+    }
+
+
+def finished_pid():
+    """A pid (and so a process group) with no process left in it."""
+    p = subprocess.Popen(["/bin/true"])
+    p.wait()
+    return p.pid
+
+
+def build_schema1_state(d, gpu_uuid):
+    os.makedirs(d.state, mode=0o700, exist_ok=True)
+    t = time.time() - 60
+    pgid = finished_pid()
+    # Job 1 ran under the old aegisd; its job ended (exit status 0) while no aegisd ran:
+    # the lock is free, child.json and exit.json are written.
+    attempt_dir = os.path.join(d.state, "jobs", "1", "1")
+    os.makedirs(attempt_dir, mode=0o700)
+    os.chmod(os.path.join(d.state, "jobs"), 0o700)
+    os.chmod(os.path.join(d.state, "jobs", "1"), 0o700)
+    open(os.path.join(attempt_dir, "lock"), "w").close()
+    open(os.path.join(attempt_dir, "launch"), "w").close()
+    for log in ("stdout", "stderr"):
+        with open(os.path.join(attempt_dir, log), "w") as f:
+            f.write("old output\n" if log == "stdout" else "")
+        os.chmod(os.path.join(attempt_dir, log), 0o600)
+    record(os.path.join(attempt_dir, "child.json"),
+           {"pgid": pgid, "shim_pid": 0, "shim_start_ticks": 0, "cgroup_mount": "", "cgroup": ""})
+    record(os.path.join(attempt_dir, "exit.json"),
+           {"wait_status": 0, "ended_at": t + 30, "cancelled": False, "log_dropped_bytes": 0})
+    attempt = {"number": 1, "gpus": [gpu_uuid], "launched_at": t + 1, "first_activity": None, "exclusive": False,
+               "admitted_mib": 5120, "free_at_placement_mib": 40960, "gpu_total_mib": 40960, "pgid": pgid,
+               "shim_pid": 0, "peak_mib": 0, "ended_at": None, "outcome": "", "detail": ""}
+    running = old_job(1, "was-running", ["/bin/true"], d.dir, "running", 1, t, [attempt], [gpu_uuid], t + 1)
+    queued = old_job(2, "was-queued", ["/bin/sh", "-c", 'echo "migrated $OPTS"'], d.dir, "queued", 2, t + 2)
+    db = os.path.join(d.state, "aegis.db")
+    con = sqlite3.connect(db)
+    con.executescript(SCHEMA_1)
+    rows = [(1, 0, "running", 1, t, json.dumps(running)), (2, 0, "queued", 2, t + 2, json.dumps(queued)),
+            (3, 0, "queued", 3, t + 3, '{"id": 3, "user": garbage')]
+    con.executemany("INSERT INTO jobs(id, uid, state, queue_seq, submitted_at, data) VALUES(?, ?, ?, ?, ?, ?)", rows)
+    con.execute("UPDATE sqlite_sequence SET seq = 10 WHERE name = 'jobs'")
+    con.execute("INSERT INTO events(job_id, t, kind, detail) VALUES(1, ?, 'launch', 'attempt 1')", (t + 1,))
+    con.execute("INSERT INTO history VALUES('some signature', 1234, 1, ?)", (t,))
+    con.commit()
+    con.close()
+    os.chmod(db, 0o600)
+
+
+def wait_final(d, job_id, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        j = d.show(job_id)
+        if j["state"] in ("completed", "failed", "cancelled"):
+            return j
+        time.sleep(0.3)
+    fail(f"job {job_id} did not finish: {d.show(job_id)}")
+
+
+def main(build):
+    d = Daemon(build, settings={"observation_window_s": 1.0})
+    try:
+        # The emulated GPUs' ids, from a daemon that is then stopped and its state removed.
+        d.start()
+        gpu_uuid = d.call("gpus", "--json")[0]["uuid"]
+        d.stop()
+        subprocess.run(["rm", "-rf", d.state], check=True)
+        build_schema1_state(d, gpu_uuid)
+
+        d.start()
+        db = os.path.join(d.state, "aegis.db")
+        con = sqlite3.connect(db)
+        schema = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0]
+        data_columns = con.execute("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'data'").fetchone()[0]
+        con.close()
+        if schema != "2" or data_columns:
+            fail(f"not migrated: schema {schema}, data column {data_columns}")
+
+        ran = wait_final(d, 1)
+        if ran["state"] != "completed" or ran["exit_code"] != 0 or ran["signal"] is not None:
+            fail(f"the job that was running: {json.dumps(ran)[:1500]}")
+        a = ran["attempt_log"][0]
+        if a["exit_code"] != 0 or a["signal"] is not None or a["outcome"] != "completed" or a["gpus"] != [gpu_uuid]:
+            fail(f"its attempt: {a}")
+        queued = wait_final(d, 2)
+        if queued["state"] != "completed" or queued["exit_code"] != 0 or queued["attempt_log"][0]["exit_code"] != 0:
+            fail(f"the queued job: {json.dumps(queued)[:1500]}")
+        out = d.run_cli("logs", "2").stdout
+        if out != "migrated a=b ü\n":
+            fail(f"the queued job's output (its environment migrated): {out!r}")
+        if queued["request"]["tags"] != ["migrated"]:
+            fail(f"the queued job's tags: {queued['request']}")
+        print(f"OK: schema 1 migrated; the running job ended {ran['state']} (exit_code {ran['exit_code']}), "
+              f"the queued one ran ({out.strip()!r})")
+
+        r = d.run_cli("show", "3", "--json", check=False)
+        if r.returncode == 0 or "set aside" not in r.stderr:
+            fail(f"the unreadable record: rc {r.returncode} {r.stderr.strip()}")
+        warning = "aegisd: warning: job 3: unreadable record set aside (table quarantine): job record: "
+        if warning not in open(d.log).read():
+            fail("no quarantine warning for job 3 in the log: " + open(d.log).read()[-2000:])
+        events = d.show(1)["events"]
+        if not any(e["kind"] == "launch" for e in events):
+            fail(f"job 1's old events are gone: {events}")
+
+        # New jobs: ids above the old sequence; exit status and signal as fields.
+        failing = d.submit("--", "/bin/sh", "-c", "exit 5")
+        killed = d.submit("--", "/bin/sh", "-c", "kill -KILL $$")
+        if failing != 11:
+            fail(f"a new job got id {failing}, expected 11 (the old id sequence was 10)")
+        f, k = wait_final(d, failing), wait_final(d, killed)
+        if f["state"] != "failed" or f["exit_code"] != 5 or f["signal"] is not None:
+            fail(f"exit 5: state {f['state']} exit_code {f['exit_code']} signal {f['signal']}")
+        if k["state"] != "failed" or k["exit_code"] is not None or k["signal"] != 9:
+            fail(f"kill -9: state {k['state']} exit_code {k['exit_code']} signal {k['signal']}")
+        env = dict(os.environ, AEGIS_SOCKET=d.socket)
+        r = subprocess.run([d.aegis, "run", "--", "/bin/sh", "-c", "kill -KILL $$"], capture_output=True,
+                           text=True, env=env, cwd=d.dir, timeout=60)
+        if r.returncode != 137:
+            fail(f"aegis run of a job killed by SIGKILL ended with {r.returncode}, not 137: {r.stderr}")
+        print("OK: exit_code and signal shown per attempt and per job; aegis run ends with 128 + signal")
+
+        # A database written by a newer aegisd: refused, in one line, and left alone.
+        d.stop()
+        con = sqlite3.connect(db)
+        con.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+        con.commit()
+        con.close()
+        log_size = os.path.getsize(d.log)
+        try:
+            d.start()
+            fail("aegisd started on a database of schema 3")
+        except RuntimeError:
+            pass
+        said = open(d.log, errors="replace").read()[log_size:]
+        if "database schema 3 is newer than this aegisd knows (2)" not in said:
+            fail(f"no one-line refusal: {said!r}")
+        line = [l for l in said.splitlines() if "newer than this aegisd" in l]
+        print(f"OK: a newer schema refused: {line[0]}")
+    finally:
+        d.cleanup()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

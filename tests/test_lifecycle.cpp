@@ -1,0 +1,280 @@
+// The job lifecycle on its own (src/lifecycle): its transitions, queue order, strict
+// head-of-line, the recovery bookkeeping, feasibility, MPS limits and the inputs a policy
+// needs, with a scripted placer standing in for the GPUs.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <set>
+
+#include "lifecycle/inputs.h"
+#include "lifecycle/lifecycle.h"
+#include "sched/policies.h"
+
+namespace aegis {
+namespace {
+
+// A placer that places the jobs a test lets through, on GPU 0, alone or not.
+class ScriptedPlacer : public Placer {
+ public:
+  std::set<JobId> placeable;     // these start when asked
+  std::set<JobId> never;         // these can never run here
+  bool alone = false;
+  MiB admitted = 1000;
+  std::vector<JobId> asked;      // in the order place() was called
+  std::variant<Requeue, Stop> (*rule)(const Failure&) = nullptr;
+
+  std::optional<Placement> place(const QueuedJob& job, Seconds) override {
+    asked.push_back(job.spec.id);
+    if (!placeable.count(job.spec.id)) return std::nullopt;
+    Launch l;
+    l.job = job.spec.id;
+    l.gpus = {0};
+    l.alone = alone;
+    l.admitted_mib = admitted;
+    Placement p;
+    p.parts.push_back({0, l, 40960});
+    return p;
+  }
+  void started(const QueuedJob&, const Placement&, Seconds) override {}
+  std::optional<std::string> never_runs(const QueuedJob& job) const override {
+    if (never.count(job.spec.id)) return std::string("job.gpus: too many");
+    return std::nullopt;
+  }
+  std::variant<Requeue, Stop> recover(const Failure& f) const override {
+    if (rule) return rule(f);
+    if (f.kind != FailureKind::Oom) return Stop{f.job.spec.id, f.detail};
+    RecoveryState r = f.job.recovery;
+    r.oom_count++;
+    r.floor_mib = 20000;
+    return Requeue{f.job.spec.id, r, "after OOM"};
+  }
+};
+
+JobSpec spec(JobId id) {
+  JobSpec s;
+  s.id = id;
+  s.name = "job" + std::to_string(id);
+  return s;
+}
+
+Lifecycle make(bool strict = true, bool mps = false) {
+  EngineConfig c;
+  c.strict_head_of_line = strict;
+  LifecycleOptions o;
+  o.mps_limits = mps;
+  return Lifecycle(c, o);
+}
+
+TEST(Lifecycle, SubmitPlaceCompleteWithEveryChangeReported) {
+  auto life = make();
+  auto fx = life.submitted(spec(1), false, false, 10);
+  ASSERT_EQ(fx.changes.size(), 1u);
+  EXPECT_EQ(fx.changes[0].event, "submit");
+  EXPECT_EQ(life.find(1)->state, JobState::Queued);
+  ScriptedPlacer p;
+  p.placeable = {1};
+  fx = life.schedule(11, p);
+  ASSERT_EQ(fx.starts.size(), 1u);
+  EXPECT_EQ(fx.starts[0].attempt, 1);
+  EXPECT_EQ(fx.changes.back().event, "launch");
+  EXPECT_EQ(life.find(1)->state, JobState::Running);
+  EXPECT_EQ(life.find(1)->started_at, 11);
+  EXPECT_TRUE(life.first_activity(1, 12).changes.size() == 1);
+  EXPECT_TRUE(life.first_activity(1, 13).changes.empty());  // once
+  EXPECT_EQ(life.running_on(0).front().first_activity, 12);
+  fx = life.ended(1, {AttemptOutcome::Completed, "exit status 0"}, 20);
+  EXPECT_EQ(life.find(1)->state, JobState::Completed);
+  EXPECT_EQ(life.find(1)->ended_at, 20);
+  EXPECT_EQ(fx.changes.back().event, "completed");
+  EXPECT_FALSE(life.has_work());
+}
+
+TEST(Lifecycle, StrictHeadOfLineTriesNothingBehindAWaitingJob) {
+  for (bool strict : {true, false}) {
+    auto life = make(strict);
+    for (JobId i = 1; i <= 3; ++i) life.submitted(spec(i), false, false, 0);
+    ScriptedPlacer p;
+    p.placeable = {2, 3};
+    auto fx = life.schedule(10, p);
+    if (strict) {
+      EXPECT_EQ(p.asked, std::vector<JobId>({1}));
+      EXPECT_TRUE(fx.starts.empty());
+    } else {
+      EXPECT_EQ(p.asked, std::vector<JobId>({1, 2, 3}));
+      EXPECT_EQ(fx.starts.size(), 2u);
+    }
+    EXPECT_EQ(life.queue_order().front(), 1);
+  }
+}
+
+TEST(Lifecycle, AJobThatCanNeverRunLeavesTheQueue) {
+  auto life = make();
+  life.submitted(spec(1), false, false, 0);
+  life.submitted(spec(2), false, false, 0);
+  ScriptedPlacer p;
+  p.never = {1};
+  p.placeable = {2};
+  auto fx = life.schedule(1, p);
+  EXPECT_EQ(life.find(1)->state, JobState::Failed);
+  EXPECT_EQ(life.find(1)->reason, "job.gpus: too many");
+  EXPECT_EQ(fx.starts.size(), 1u);  // it blocked nothing behind it
+}
+
+TEST(Lifecycle, OomGoesThroughTheRecoveryRuleToTheRecoveryQueueFirst) {
+  auto life = make(false);
+  ScriptedPlacer p;
+  for (JobId i = 1; i <= 2; ++i) life.submitted(spec(i), false, false, 0);
+  p.placeable = {1};
+  life.schedule(1, p);
+  auto fx = life.ended(1, {AttemptOutcome::Oom, "CUDA out of memory"}, 5);
+  EXPECT_EQ(fx.changes.back().event, "oom");
+  EXPECT_TRUE(life.has_work());
+  p.asked.clear();
+  p.placeable = {};
+  fx = life.schedule(6, p);
+  const LifeJob& j = *life.find(1);
+  EXPECT_EQ(j.state, JobState::Queued);
+  EXPECT_EQ(j.queue, QueueName::Recovery);
+  EXPECT_EQ(j.queued.recovery.floor_mib, 20000);
+  EXPECT_EQ(j.queued.recovery.oom_count, 1);
+  EXPECT_EQ(p.asked.front(), 1);  // the recovery queue is served before the main queue
+  EXPECT_EQ(life.queue_order(), std::vector<JobId>({1, 2}));
+  // Another failure stops it, with the reason.
+  p.placeable = {1};
+  life.schedule(7, p);
+  life.ended(1, {AttemptOutcome::Failed, "exit status 3"}, 8);
+  life.schedule(9, p);
+  EXPECT_EQ(life.find(1)->state, JobState::Failed);
+  EXPECT_EQ(life.find(1)->reason, "exit status 3");
+  EXPECT_EQ(life.find(1)->attempts.size(), 2u);
+}
+
+TEST(Lifecycle, NeverStartedKeepsItsPlaceAFewTimes) {
+  auto life = make(false);
+  ScriptedPlacer p;
+  life.submitted(spec(1), false, false, 0);
+  life.submitted(spec(2), false, false, 0);
+  for (int i = 0; i < 3; ++i) {
+    p.placeable = {1};
+    life.schedule(i, p);
+    life.ended(1, {AttemptOutcome::Lost, "never started"}, i + 0.5);
+    if (i < 2) {
+      EXPECT_EQ(life.queue_order().front(), 1) << "its old place, ahead of job 2";
+    }
+  }
+  EXPECT_EQ(life.find(1)->state, JobState::Failed);
+  EXPECT_NE(life.find(1)->reason.find("3 times in a row"), std::string::npos);
+}
+
+TEST(Lifecycle, UnknownOutcomesRunAgainOnlyWhenRestartable) {
+  auto life = make(false);
+  ScriptedPlacer p;
+  life.submitted(spec(1), false, false, 0);
+  life.submitted(spec(2), false, true, 0);
+  p.placeable = {1, 2};
+  life.schedule(1, p);
+  life.ended(1, {AttemptOutcome::Unknown, "outcome unknown: attempt 1"}, 2);
+  life.ended(2, {AttemptOutcome::Unknown, "outcome unknown: attempt 1"}, 2);
+  EXPECT_EQ(life.find(1)->state, JobState::Failed);
+  EXPECT_NE(life.find(1)->reason.find("--restartable"), std::string::npos);
+  EXPECT_EQ(life.find(2)->state, JobState::Queued);
+}
+
+TEST(Lifecycle, CancelQueuedNowRunningBySignal) {
+  auto life = make(false);
+  ScriptedPlacer p;
+  life.submitted(spec(1), false, false, 0);
+  life.submitted(spec(2), false, false, 0);
+  p.placeable = {1};
+  life.schedule(1, p);
+  auto fx = life.cancel(2, "", 2);
+  EXPECT_EQ(life.find(2)->state, JobState::Cancelled);
+  EXPECT_TRUE(fx.signals.empty());
+  fx = life.cancel(1, "its client is gone", 2);
+  EXPECT_EQ(fx.signals, std::vector<JobId>({1}));
+  EXPECT_EQ(life.find(1)->state, JobState::Running);
+  // It died of OOM while stopping: it was asked to stop, so it is cancelled, not retried.
+  life.ended(1, {AttemptOutcome::Oom, "CUDA out of memory"}, 3);
+  EXPECT_EQ(life.find(1)->state, JobState::Cancelled);
+  EXPECT_EQ(life.find(1)->reason, "cancelled: its client is gone");
+}
+
+TEST(Lifecycle, MpsLimitOnlyBesideOthers) {
+  for (bool alone : {true, false}) {
+    auto life = make(true, true);
+    ScriptedPlacer p;
+    p.alone = alone;
+    p.admitted = 6000;
+    life.submitted(spec(1), false, false, 0);
+    p.placeable = {1};
+    auto fx = life.schedule(1, p);
+    ASSERT_EQ(fx.starts.size(), 1u);
+    if (alone) {
+      EXPECT_FALSE(fx.starts[0].mps_limit_mib);
+    } else {
+      EXPECT_EQ(fx.starts[0].mps_limit_mib, 6000 + EngineConfig{}.memory_margin_mib);
+    }
+  }
+  auto plain = make(true, false);
+  ScriptedPlacer p;
+  plain.submitted(spec(1), false, false, 0);
+  p.placeable = {1};
+  EXPECT_FALSE(plain.schedule(1, p).starts[0].mps_limit_mib);
+}
+
+TEST(Lifecycle, AWithdrawnLaunchNeverHappened) {
+  auto life = make(false);
+  ScriptedPlacer p;
+  life.submitted(spec(1), false, false, 0);
+  life.submitted(spec(2), false, false, 0);
+  p.placeable = {1};
+  life.schedule(1, p);
+  life.withdraw(1, "disk full");
+  EXPECT_EQ(life.find(1)->state, JobState::Queued);
+  EXPECT_TRUE(life.find(1)->attempts.empty());
+  EXPECT_FALSE(life.find(1)->started_at);
+  EXPECT_EQ(life.queue_order(), std::vector<JobId>({1, 2}));
+}
+
+TEST(Lifecycle, RestoredRunningJobWhoseFailureWasNotDecidedIsDecidedNext) {
+  auto life = make();
+  LifeJob j;
+  j.queued.spec = spec(7);
+  j.state = JobState::Running;
+  LifeAttempt a;
+  a.number = 1;
+  a.ended_at = 5;
+  a.outcome = AttemptOutcome::Oom;
+  a.placement.parts.push_back({0, Launch{7, {0}, false, false, 4000, 30000}, 40960});
+  j.attempts.push_back(a);
+  life.restore(j);
+  EXPECT_TRUE(life.has_work());
+  ScriptedPlacer p;
+  life.schedule(6, p);
+  EXPECT_EQ(life.find(7)->queue, QueueName::Recovery);
+}
+
+TEST(PolicyInputs, EachPolicyNeedsWhatItsStagesRead) {
+  EXPECT_EQ(required_inputs(policy_config("aegis")), JobInputs{});
+  EXPECT_EQ(required_inputs(policy_config("aegis-auto")), JobInputs{});
+  EXPECT_EQ(required_inputs(policy_config("aegis-peak")), inputs({JobInput::Profiled}));
+  EXPECT_EQ(required_inputs(policy_config("aegis-horus")), inputs({JobInput::Analytical}));
+  EXPECT_EQ(required_inputs(policy_config("aegis-learned")), inputs({JobInput::Learned}));
+  EXPECT_EQ(required_inputs(policy_config("lucid")), inputs({JobInput::Profiled, JobInput::SharingScoreHint}));
+  EXPECT_EQ(required_inputs(policy_config("horus")), inputs({JobInput::Analytical, JobInput::GpuUtilHint}));
+  // A driver that cannot give an input: one line naming it; a job that lacks it: the field.
+  const auto why = missing_for_policy("lucid", policy_config("lucid"), inputs({JobInput::Declared}));
+  ASSERT_TRUE(why);
+  EXPECT_EQ(*why, "policy lucid needs a profiled memory peak and the sharing score hint of every job, which this "
+                  "driver cannot provide (it provides the declared memory)");
+  JobSpec s;
+  s.estimates.profiled = 4000;
+  const auto lacking = missing_for_job("lucid", policy_config("lucid"), s);
+  ASSERT_TRUE(lacking);
+  EXPECT_NE(lacking->find("--hint-sharing-score"), std::string::npos) << *lacking;
+  s.hints.sharing_score = 1;
+  EXPECT_FALSE(missing_for_job("lucid", policy_config("lucid"), s));
+}
+
+}  // namespace
+}  // namespace aegis

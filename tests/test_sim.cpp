@@ -162,7 +162,7 @@ TEST(Sim, JobThatNeverFitsStopsInsteadOfHanging) {
   EXPECT_EQ(r.jobs[0].attempts.back().outcome, SimOutcome::Oom);
   // The one feasibility rule of aegis (lifecycle/placer.h), in the words of the API.
   EXPECT_EQ(r.jobs[0].stop_reason,
-            "job.mem: 40449 MiB per GPU needed; the largest GPU here has 40960 MiB (40448 after the guard)");
+            "job.mem: 40449 MiB per GPU needed; the largest GPU here offers 40448 MiB after the guard");
   EXPECT_EQ(summarize(r).stopped, 1);
 }
 

@@ -5,6 +5,7 @@
 #include "apps/aegis/commands.h"
 #include "sched/config_params.h"
 #include "sched/engine.h"
+#include "lifecycle/inputs.h"
 #include "sched/policies.h"
 #include "sim/json_report.h"
 #include "sim/sim_config.h"
@@ -49,7 +50,9 @@ void add_policies(CLI::App& app) {
   cmd->callback([] {
     for (const auto& p : all_policies()) {
       Engine e(policy_config(p.name));
-      fmt::print("{:<12} {}\n{:<12} stages: {}\n", p.name, p.summary, "", e.describe());
+      const JobInputs needs = required_inputs(e.config());
+      fmt::print("{:<12} {}\n{:<12} stages: {}\n{:<12} needs of every job: {}\n", p.name, p.summary, "", e.describe(), "",
+                 needs.none() ? std::string("nothing (no estimate, or the chain with the floor last)") : describe(needs));
     }
   });
 }

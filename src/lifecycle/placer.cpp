@@ -15,28 +15,29 @@ bool Placement::exclusive() const {
 
 MiB Placement::admitted_mib() const { return parts.empty() ? 0 : parts.back().launch.admitted_mib; }
 
-std::optional<std::string> why_never_runs(const Engine& engine, const QueuedJob& job,
-                                          std::span<const DeviceInfo> devices) {
-  const int n = job.spec.num_gpus;
-  if (n > static_cast<int>(devices.size()))
-    return fmt::format("job.gpus: {} GPUs requested; {} can be scheduled here", n, devices.size());
-  // A process sees one MIG instance only: a job on several GPUs needs whole ones.
-  if (n > 1) {
-    const auto whole = std::count_if(devices.begin(), devices.end(), [](const DeviceInfo& d) { return !d.mig_instance; });
-    if (n > whole)
-      return fmt::format("job.gpus: {} GPUs requested; a process can use only one MIG instance and {} whole GPU(s) "
-                         "can be scheduled here", n, whole);
+Feasibility::Feasibility(const Engine& engine, std::span<const DeviceInfo> devices) : engine_(engine) {
+  std::vector<MiB> all, whole;
+  for (const auto& d : devices) {
+    all.push_back(d.total_mib);
+    if (!d.mig_instance) whole.push_back(d.total_mib);
   }
-  std::vector<MiB> totals;
-  totals.reserve(devices.size());
-  for (const auto& d : devices)
-    if (n == 1 || !d.mig_instance) totals.push_back(d.total_mib);
-  if (engine.could_ever_run(job, totals)) return std::nullopt;
-  MiB largest = 0;
-  for (MiB t : totals) largest = std::max(largest, t);
-  const MiB need = engine.request_shape(job).need_alone;
-  return fmt::format("job.mem: {} MiB per GPU needed; the largest GPU here has {} MiB ({} after the guard)", need,
-                     largest, largest - engine.config().memory_guard(largest));
+  all_ = engine.usable_alone(all);
+  whole_ = engine.usable_alone(whole);
+}
+
+std::optional<std::string> Feasibility::why_never_runs(const QueuedJob& job) const {
+  const int n = job.spec.num_gpus;
+  if (n > static_cast<int>(all_.size()))
+    return fmt::format("job.gpus: {} GPUs requested; {} can be scheduled here", n, all_.size());
+  // A process sees one MIG instance only: a job on several GPUs needs whole ones.
+  if (n > 1 && n > static_cast<int>(whole_.size()))
+    return fmt::format("job.gpus: {} GPUs requested; a process can use only one MIG instance and {} whole GPU(s) "
+                       "can be scheduled here", n, whole_.size());
+  const auto& usable = n == 1 ? all_ : whole_;
+  if (engine_.could_ever_run(job, usable)) return std::nullopt;
+  const MiB best = usable.empty() ? 0 : usable.front();
+  return fmt::format("job.mem: {} MiB per GPU needed; the largest GPU here offers {} MiB after the guard",
+                     engine_.request_shape(job).need_alone, best);
 }
 
 std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, bool explain) {
@@ -91,7 +92,7 @@ void OneServerPlacer::started(const QueuedJob& job, const Placement& p, Seconds 
 }
 
 std::optional<std::string> OneServerPlacer::never_runs(const QueuedJob& job) const {
-  return why_never_runs(engine_, job, devices);
+  return feasibility ? feasibility->why_never_runs(job) : std::nullopt;
 }
 
 std::variant<Requeue, Stop> OneServerPlacer::recover(const Failure& f) const { return engine_.recover(f); }

@@ -56,10 +56,19 @@ class Placer {
 };
 
 // "Can this job ever run on these devices": the engine's rule (GPU count, memory alone
-// after the guard) with the reason in the words of the API. The one feasibility check of
-// aegis: the daemon's submit, its queue and the simulator's dispatcher all use it.
-std::optional<std::string> why_never_runs(const Engine& engine, const QueuedJob& job,
-                                          std::span<const DeviceInfo> devices);
+// after the guard, whole GPUs for a job on several) with the reason in the words of the
+// API. The one feasibility check of aegis: the daemon's submit, its queue and the
+// simulator's dispatcher all use it. Built once per set of devices (drivers ask it for
+// every job they try to place).
+class Feasibility {
+ public:
+  Feasibility(const Engine& engine, std::span<const DeviceInfo> devices);
+  std::optional<std::string> why_never_runs(const QueuedJob& job) const;
+
+ private:
+  const Engine& engine_;
+  std::vector<MiB> all_, whole_;  // what every device, and every whole GPU, offers alone, largest first
+};
 
 // One server's GPUs as the engine sees them: asks the engine about one job at a time with
 // the server's views, running jobs and engine state, and keeps the running jobs in step
@@ -90,7 +99,7 @@ class OneServerPlacer : public Placer {
  public:
   explicit OneServerPlacer(const Engine& engine) : server(engine), engine_(engine) {}
   ServerPlacer server;
-  std::vector<DeviceInfo> devices;  // the same GPUs, for never_runs
+  std::optional<Feasibility> feasibility;  // of the same GPUs, for never_runs
   bool explain = true;
 
   std::optional<Placement> place(const QueuedJob& job, Seconds now) override;

@@ -138,13 +138,18 @@ Engine::RequestShape Engine::request_shape(const QueuedJob& job) const {
   return {h, req.required_free_mib, std::max(req.estimate.value_or(0), job.recovery.floor_mib)};
 }
 
-bool Engine::could_ever_run(const QueuedJob& job, std::span<const MiB> gpu_totals) const {
-  if (job.spec.num_gpus < 1 || job.spec.num_gpus > static_cast<int>(gpu_totals.size())) return false;
-  const RequestShape shape = request_shape(job);
-  int big_enough = 0;
-  for (MiB total : gpu_totals)
-    if (total - config_.memory_guard(total) >= shape.need_alone) ++big_enough;
-  return big_enough >= job.spec.num_gpus;
+std::vector<MiB> Engine::usable_alone(std::span<const MiB> gpu_totals) const {
+  std::vector<MiB> out;
+  for (MiB total : gpu_totals) out.push_back(total - config_.memory_guard(total));
+  std::sort(out.begin(), out.end(), std::greater<>());
+  return out;
+}
+
+bool Engine::could_ever_run(const QueuedJob& job, std::span<const MiB> usable) const {
+  const int n = job.spec.num_gpus;
+  if (n < 1 || n > static_cast<int>(usable.size())) return false;
+  // The n-th largest must hold what the job needs alone: then n GPUs can.
+  return usable[static_cast<std::size_t>(n - 1)] >= request_shape(job).need_alone;
 }
 
 std::variant<Requeue, Stop> Engine::recover(const Failure& f) const {
@@ -226,9 +231,10 @@ Decisions Engine::tick(const Snapshot& snap) const {
   bool any_waiting = false;
   std::vector<MiB> totals;
   for (const auto& g : snap.gpus) totals.push_back(g.total_mib);
+  const std::vector<MiB> usable = usable_alone(totals);
   while (const QueuedJob* job = next_job()) {
     const int n = job->spec.num_gpus;
-    if (n <= static_cast<int>(totals.size()) && !could_ever_run(*job, totals)) {
+    if (n <= static_cast<int>(usable.size()) && !could_ever_run(*job, usable)) {
       // It needs more memory alone than any GPU here has: waiting would block the queue forever.
       d.stops.push_back({job->spec.id, fmt::format("needs {} MiB on a GPU alone; no GPU here has that much",
                                                    request_shape(*job).need_alone)});

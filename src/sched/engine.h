@@ -26,10 +26,13 @@ class Engine {
 
   Decisions tick(const Snapshot& s) const;
 
-  // False when no GPU of these sizes could ever take `job`: it needs more GPUs than there
-  // are, or more memory alone than the largest holds. Drivers stop such jobs instead of
-  // letting them wait forever.
-  bool could_ever_run(const QueuedJob& job, std::span<const MiB> gpu_totals) const;
+  // What GPUs of these sizes offer a job alone (after the guard), largest first: computed
+  // once per set of devices, for could_ever_run.
+  std::vector<MiB> usable_alone(std::span<const MiB> gpu_totals) const;
+  // False when no `num_gpus` of these GPUs (usable_alone) could ever take `job`: it needs
+  // more GPUs than there are, or more memory alone than they hold. Drivers stop such jobs
+  // instead of letting them wait forever. O(1): drivers ask it for every job they try.
+  bool could_ever_run(const QueuedJob& job, std::span<const MiB> usable_largest_first) const;
 
   // How each GPU looks to the stages right now, for status displays and metrics.
   struct GpuReport {

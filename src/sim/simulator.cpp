@@ -186,7 +186,9 @@ class Run {
       }
     }
     if (o.record_timeline) timeline_.resize(total);
-    for (const auto& gpu : gpus_) devices_.push_back({gpu.total, false});
+    std::vector<DeviceInfo> devices;
+    for (const auto& gpu : gpus_) devices.push_back({gpu.total, false});
+    feasibility_.emplace(engine_, devices);
   }
 
   SimResult run() {
@@ -390,19 +392,8 @@ class Run {
     a.floor_mib = j.recovery.floor_mib;
     for (const auto& [s, l] : parts) {
       Server& srv = servers_[s];
-      RunningJob r;
-      r.spec = j.spec;
-      r.spec.num_gpus = static_cast<int>(l.gpus.size());
-      r.recovery = j.recovery;
-      r.gpus = l.gpus;
-      r.launched_at = t;
-      r.exclusive = l.exclusive;
-      r.admitted_mib = l.admitted_mib;
-      r.free_at_placement = l.free_at_placement;
-      r.gpu_total_mib = std::numeric_limits<MiB>::max();
       for (int local : l.gpus) {
         const int g = srv.first_gpu + local;
-        r.gpu_total_mib = std::min(r.gpu_total_mib, gpus_[g].total);
         if (gpus_[g].running.empty()) srv.idle_gpus--;
         gpus_[g].running.push_back(id);
         gpus_[g].last_launched = id;
@@ -412,7 +403,7 @@ class Run {
       a.exclusive = a.exclusive || l.exclusive;
       a.admitted_mib = l.admitted_mib;
       j.parts.push_back({s, static_cast<int>(srv.placer.running.size())});
-      srv.placer.running.push_back(std::move(r));
+      srv.placer.add(QueuedJob{j.spec, j.recovery}, l, t);
       // A new job only adds load: the server's refusals stand, but the next request must
       // ask it again (it accepted this one).
       changed_.push_back(s);
@@ -560,7 +551,8 @@ class Run {
   void note(int g, Seconds t) {
     if (!opt_.record_timeline) return;
     const Gpu& gpu = gpus_[g];
-    GpuPoint p{t, gpu.used, gpu.sample.smact, static_cast<int>(gpu.running.size())};
+    GpuPoint p{t, gpu.used, gpu.sample.smact, static_cast<int>(gpu.running.size()), gpu.sample.smocc,
+               gpu.sample.drama, gpu.sample.util, static_cast<int>(gpu.active.size())};
     auto& tl = timeline_[g];
     if (!tl.empty() && tl.back().t == t) tl.back() = p;
     else tl.push_back(p);
@@ -795,7 +787,7 @@ class Run {
     std::optional<std::string> never_runs(const QueuedJob& job) const override {
       // No device of this cluster could hold it (e.g. a MIG instance too small for it): it
       // leaves the queue as stopped instead of blocking everything behind it.
-      return why_never_runs(run_.engine_, job, run_.devices_);
+      return run_.feasibility_->why_never_runs(job);
     }
     std::variant<Requeue, Stop> recover(const Failure& f) const override { return run_.engine_.recover(f); }
 
@@ -900,7 +892,7 @@ class Run {
   int max_per_server_ = 0;
   bool mps_ = false;
   bool cache_ = true;  // refusal caches on (sim.refusal_cache and monotone stages)
-  std::vector<DeviceInfo> devices_;
+  std::optional<Feasibility> feasibility_;  // of the cluster's devices
   Seconds start_ = 0;
   std::uint64_t seq_ = 0, n_events_ = 0, n_ticks_ = 0;
   std::size_t n_finished_ = 0;

@@ -86,6 +86,10 @@ struct GpuPoint {
   MiB used_mib = 0;
   double smact = 0;
   int jobs = 0;
+  // The rest of what the engine sees of the GPU (for replaying a run elsewhere, e.g.
+  // through aegisd's logic in the driver-equivalence test).
+  double smocc = 0, drama = 0, util = 0;
+  int active = 0;  // jobs that have shown activity (the GPU's processes)
 };
 
 struct SimResult {

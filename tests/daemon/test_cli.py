@@ -34,7 +34,7 @@ def main(build):
         expect_error(d.run_cli("submit", "--gpus", "4", "--", "true", check=False),
                      "job.gpus: 4 GPUs requested; 3 can be scheduled here")
         expect_error(d.run_cli("submit", "--mem", "50G", "--", "true", check=False),
-                     "job.mem: 51200 MiB per GPU needed; the largest GPU here has 40960 MiB (40448 after the guard)")
+                     "job.mem: 51200 MiB per GPU needed; the largest GPU here offers 40448 MiB after the guard")
         expect_error(d.run_cli("show", "9999", check=False), "job 9999: no such job")
         expect_error(d.run_cli("cancel", "abc", check=False), "'abc' is not a job id")
         expect_error(d.run_cli("submit", "--", check=False), "no command")

@@ -249,20 +249,19 @@ void Daemon::sync(DaemonJob& rec) {
 // Events in: samples, first activity, ended attempts, gone clients.
 
 void Daemon::tick(Seconds now, bool sample) {
-  if (sample) {
-    try {
-      const auto all = env_.sample_gpus();
-      for (auto& g : gpus_) {
-        auto it = std::find_if(all.begin(), all.end(), [&](const GpuStatus& s) { return s.uuid == g.uuid; });
-        if (it == all.end()) continue;
-        g.status = *it;
-        g.window.push(it->sample());
-        g.window.copy_to(g.window_copy);
-      }
-      gpu_error_.clear();
-    } catch (const std::exception& e) {
-      gpu_error_ = e.what();  // keep the last good telemetry; try again next tick
+  try {
+    const auto all = env_.sample_gpus();
+    for (auto& g : gpus_) {
+      auto it = std::find_if(all.begin(), all.end(), [&](const GpuStatus& s) { return s.uuid == g.uuid; });
+      if (it == all.end()) continue;
+      g.status = *it;
+      if (!sample) continue;
+      g.window.push(it->sample());
+      g.window.copy_to(g.window_copy);
     }
+    gpu_error_.clear();
+  } catch (const std::exception& e) {
+    gpu_error_ = e.what();  // keep the last good telemetry; try again next tick
   }
   {
     Tx tx(store_);
@@ -428,7 +427,7 @@ void Daemon::schedule(Seconds now) {
   placer.server.views = views();
   placer.server.running = life_.running_on(0);
   placer.server.state = engine_state_;
-  placer.devices = devices();
+  placer.feasibility.emplace(engine_, devices());
   Effects fx = life_.schedule(now, placer);
   engine_state_ = placer.server.state;
   const double decide = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -64,8 +64,9 @@ class Daemon {
   // them, so that no reply holds more than a page of jobs at once.
   Reply respond(const api::Request& request, const Caller& caller);
 
-  // Samples telemetry (when `sample`), notices first GPU activity, ended attempts and gone
-  // clients, then schedules. The event loop calls it at the telemetry rate.
+  // Reads the GPUs (and, when `sample`, adds their activity to the telemetry windows),
+  // notices first GPU activity, ended attempts and gone clients, then schedules. The event
+  // loop calls it at the telemetry rate; a replay may call it between samples too.
   void tick(Seconds now, bool sample = true);
   // Schedules with what it knows (after submissions and cancellations).
   void schedule(Seconds now);

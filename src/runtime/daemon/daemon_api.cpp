@@ -128,7 +128,7 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
   // rules, the same as for the queue and the simulator.
   const JobSpec spec = spec_of(j);
   if (auto why = missing_for_job(cfg_.daemon.policy, cfg_.engine, spec)) return error_reply(*why);
-  if (auto why = why_never_runs(engine_, QueuedJob{spec, j.recovery}, devices())) return error_reply(*why);
+  if (auto why = Feasibility(engine_, devices()).why_never_runs(QueuedJob{spec, j.recovery})) return error_reply(*why);
   if (r.attach) {
     const auto start = env_.process_start_ticks(c.pid);
     if (!start) return error_reply("attach: the calling process cannot be identified (no peer pid)");

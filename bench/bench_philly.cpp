@@ -1,12 +1,18 @@
-// The whole Philly trace (82,247 jobs) on 64 servers x 8 GPUs, every policy, one core.
-// Targets (issue 3): each policy under 1 s (>= 100,000 simulated jobs per second) and
-// peak memory under 500 MB. Then the cost curve: 10k, 100k, 1M jobs (the trace repeated
-// with shifted times) for one policy, which should grow about linearly.
-//   build/bench/bench_philly [philly.csv] [policy-for-scaling] [max-jobs-for-scaling]
+// The whole Philly trace (82,247 jobs) on 64 servers x 8 GPUs, in process, one core:
+// seconds of simulate() only (the trace is loaded once, before timing), as min / median /
+// max of --runs runs, with the events and engine asks of a run and the process's peak RSS.
+// bench/bench_speed.py runs it once per policy (so each RSS is that policy's) and adds the
+// whole-process figures (10k jobs, 1M jobs, the published traces).
+//   build/bench/bench_philly [--trace philly.csv] [--policies a,b|all] [--runs N]
+//                            [--repeat K] [--max-jobs N]
+// --repeat K replays the trace K times back to back (times shifted), as `aegis sim --repeat`.
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <fmt/format.h>
 #include <string>
 #include <sys/resource.h>
+#include <vector>
 
 #include "sched/policies.h"
 #include "sim/simulator.h"
@@ -23,7 +29,7 @@ double peak_rss_mb() {
 
 struct Timed {
   double seconds;
-  SimResult result;
+  std::uint64_t events, asks;
 };
 
 Timed run(const WorkloadCatalog& c, const Trace& t, const std::string& policy) {
@@ -32,53 +38,67 @@ Timed run(const WorkloadCatalog& c, const Trace& t, const std::string& policy) {
   o.engine = policy_config(policy);
   o.cluster = ClusterSpec::uniform(64, 8, 40960);
   const auto t0 = std::chrono::steady_clock::now();
-  auto r = simulate(c, t, o);
-  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), std::move(r)};
+  const auto r = simulate(c, t, o);
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), r.events, r.ticks};
 }
 
-// The trace repeated `copies` times, each copy shifted by the trace's span.
-Trace repeated(const Trace& t, std::size_t jobs) {
-  Trace out = t;
-  out.jobs.clear();
-  const Seconds span = t.jobs.back().submit_time + 1;
-  for (std::size_t k = 0; out.jobs.size() < jobs; ++k)
-    for (const auto& j : t.jobs) {
-      if (out.jobs.size() >= jobs) break;
-      TraceJob c = j;
-      c.index = static_cast<std::int64_t>(out.jobs.size());
-      c.submit_time += static_cast<double>(k) * span;
-      out.jobs.push_back(std::move(c));
-    }
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos <= s.size()) {
+    const std::size_t comma = std::min(s.find(',', pos), s.size());
+    if (comma > pos) out.push_back(s.substr(pos, comma - pos));
+    pos = comma + 1;
+  }
   return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string path = argc > 1 ? argv[1] : "data/traces/philly/philly_jobs.csv";
-  const std::string scaling_policy = argc > 2 ? argv[2] : "aegis";
-  const std::size_t max_scale = argc > 3 ? std::stoul(argv[3]) : 1000000;
-  try {
-    const auto catalog = WorkloadCatalog::load("data/aegis/workloads.csv");
-    auto t0 = std::chrono::steady_clock::now();
-    const Trace trace = load_trace(path, catalog);
-    const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    fmt::print("Philly: {} jobs loaded and mapped in {:.2f} s; 64 x 8 x 40960 MiB; one core\n\n", trace.jobs.size(), load_s);
-    fmt::print("{:<12} {:>8} {:>12} {:>10} {:>12} {:>10} {:>9}\n", "policy", "seconds", "jobs/s", "events", "events/s",
-               "probes", "peak_MB");
-    for (const auto& p : all_policies()) {
-      const auto r = run(catalog, trace, std::string(p.name));
-      fmt::print("{:<12} {:>8.3f} {:>12.0f} {:>10} {:>12.0f} {:>10} {:>9.0f}{}\n", p.name, r.seconds,
-                 static_cast<double>(trace.jobs.size()) / r.seconds, r.result.events,
-                 static_cast<double>(r.result.events) / r.seconds, r.result.ticks, peak_rss_mb(),
-                 r.seconds < 1.0 ? "" : "   (over the 1 s target)");
+  std::string path = "data/traces/philly/philly_jobs.csv";
+  std::string policies = "all";
+  int runs = 3;
+  TraceOptions topt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "--trace" && v) path = argv[++i];
+    else if (a == "--policies" && v) policies = argv[++i];
+    else if (a == "--runs" && v) runs = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--repeat" && v) topt.repeat = static_cast<std::size_t>(std::max(1, std::atoi(argv[++i])));
+    else if (a == "--max-jobs" && v) topt.max_jobs = static_cast<std::size_t>(std::atoll(argv[++i]));
+    else {
+      fmt::print(stderr, "usage: bench_philly [--trace CSV] [--policies a,b|all] [--runs N] [--repeat K] [--max-jobs N]\n");
+      return 2;
     }
-    fmt::print("\ncost growth, policy {} (trace repeated with shifted times)\n", scaling_policy);
-    fmt::print("{:>9} {:>9} {:>12} {:>14} {:>9}\n", "jobs", "seconds", "jobs/s", "s per 10k jobs", "peak_MB");
-    for (std::size_t n = 10000; n <= max_scale; n *= 10) {
-      const auto r = run(catalog, repeated(trace, n), scaling_policy);
-      fmt::print("{:>9} {:>9.2f} {:>12.0f} {:>14.3f} {:>9.0f}\n", n, r.seconds, static_cast<double>(n) / r.seconds,
-                 r.seconds / static_cast<double>(n) * 1e4, peak_rss_mb());
+  }
+  try {
+    std::vector<std::string> names;
+    if (policies == "all") {
+      for (const auto& p : all_policies()) names.emplace_back(p.name);
+    } else {
+      names = split(policies);
+    }
+    const auto catalog = WorkloadCatalog::load("data/aegis/workloads.csv");
+    const auto t0 = std::chrono::steady_clock::now();
+    const Trace trace = load_trace(path, catalog, topt);
+    const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print("{}: {} jobs loaded and mapped in {:.3f} s; 64 x 8 x 40960 MiB; one core; {} run(s) each\n\n", path,
+               trace.jobs.size(), load_s, runs);
+    fmt::print("{:<14} {:>8} {:>8} {:>8} {:>11} {:>10} {:>10} {:>8}\n", "policy", "min_s", "median_s", "max_s",
+               "jobs/s", "events", "asks", "rss_MB");
+    for (const auto& p : names) {
+      std::vector<double> secs;
+      Timed last{};
+      for (int k = 0; k < runs; ++k) {
+        last = run(catalog, trace, p);
+        secs.push_back(last.seconds);
+      }
+      std::sort(secs.begin(), secs.end());
+      fmt::print("{:<14} {:>8.3f} {:>8.3f} {:>8.3f} {:>11.0f} {:>10} {:>10} {:>8.0f}\n", p, secs.front(),
+                 secs[secs.size() / 2], secs.back(), static_cast<double>(trace.jobs.size()) / secs.front(),
+                 last.events, last.asks, peak_rss_mb());
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "bench_philly: error: {}\n", e.what());

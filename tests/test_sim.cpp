@@ -36,7 +36,8 @@ struct Case {
     j.submit_time = submit;
     j.workload = name;
     j.num_gpus = catalog.find(name)->num_gpus;
-    j.where = "test:" + std::to_string(index);
+    j.line = static_cast<std::size_t>(index) + 2;  // as if row `index` of a CSV file "test"
+    trace.path = "test";
     trace.jobs.push_back(j);
   }
   SimResult run(const std::string& policy, int gpus, MiB memory, std::uint64_t seed = 1) {
@@ -148,7 +149,7 @@ TEST(Sim, RejectsJobsLargerThanTheServer) {
     c.run("aegis", 1, 40960);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "test:0: field 'num_gpus': job 0 needs 2 GPUs; the simulated cluster has 1");
+    EXPECT_STREQ(e.what(), "test:2: field 'num_gpus': job 0 needs 2 GPUs; the simulated cluster has 1");
   }
 }
 

@@ -60,7 +60,7 @@ TraceJob job(std::int64_t index, int gpus, Seconds duration, double fraction = 1
   j.num_gpus = gpus;
   j.duration_s = duration;
   j.gpu_fraction = fraction;
-  j.where = "test:" + std::to_string(index);
+  j.line = static_cast<std::size_t>(index) + 1;
   return j;
 }
 
@@ -137,13 +137,13 @@ TEST(TraceFormats, PhillyParsesAndSortsByArrival) {
   EXPECT_EQ(t.jobs[0].num_gpus, 4);
   EXPECT_EQ(t.jobs[0].duration_s, 2951.5);
   EXPECT_EQ(t.jobs[0].source_id, "6214e9");
-  EXPECT_EQ(t.jobs[0].where, f.path() + ":3");
+  EXPECT_EQ(t.where(t.jobs[0]), f.path() + ":3");
   EXPECT_EQ(t.jobs[1].index, 0);
   EXPECT_EQ(t.jobs[1].submit_time, 48 * 60 + 52);
-  EXPECT_EQ(t.jobs[1].where, f.path() + ":2");
+  EXPECT_EQ(t.where(t.jobs[1]), f.path() + ":2");
   EXPECT_EQ(t.jobs[2].index, 2);
   EXPECT_EQ(t.jobs[2].submit_time, 48 * 60 + 52);
-  EXPECT_EQ(t.jobs[2].where, f.path() + ":5");  // the blank line still counts
+  EXPECT_EQ(t.where(t.jobs[2]), f.path() + ":5");  // the blank line still counts
   for (const auto& j : t.jobs) {
     EXPECT_FALSE(j.workload.empty());
     EXPECT_EQ(j.gpu_fraction, 1.0);
@@ -223,7 +223,7 @@ TEST(TraceFormats, AlibabaSkipsPodsWithAReasonAndKeepsFractions) {
   EXPECT_EQ(t.jobs[0].duration_s, 400);
   EXPECT_EQ(t.jobs[0].gpu_fraction, 1.0);
   EXPECT_EQ(t.jobs[0].index, 6);
-  EXPECT_EQ(t.jobs[0].where, f.path() + ":8");
+  EXPECT_EQ(t.where(t.jobs[0]), f.path() + ":8");
   EXPECT_EQ(t.jobs[1].source_id, "multi");
   EXPECT_EQ(t.jobs[1].submit_time, 30);
   EXPECT_EQ(t.jobs[1].num_gpus, 4);
@@ -441,7 +441,7 @@ TEST(Mapping, NeedsDurationsAndAProfiledWorkload) {
   std::vector<TraceJob> jobs = {job(0, 1, 10), job(1, 1, 10)};
   jobs[1].duration_s.reset();
   EXPECT_EQ(error_of([&] { map_workloads(jobs, small_catalog(), 42, false); }),
-            "test:1: job 1 has no duration, which the workload mapping ranks by");
+            "job 1 (line 2) has no duration, which the workload mapping ranks by");
 
   TempFile cat("name,num_gpus,peak_memory_mib,avg_smact,avg_smocc,avg_drama,solo_runtime_s\n"
               "unprofiled,1,1000,0.2,0.1,0.1,\n");
@@ -465,14 +465,14 @@ TEST(TraceFormats, BundledPhillyLoadsEveryJob) {
   EXPECT_EQ(t.jobs.front().submit_time, 0);
   for (std::size_t i = 1; i < t.jobs.size(); ++i) {
     const TraceJob &a = t.jobs[i - 1], &b = t.jobs[i];
-    ASSERT_TRUE(a.submit_time < b.submit_time || (a.submit_time == b.submit_time && a.index < b.index)) << b.where;
+    ASSERT_TRUE(a.submit_time < b.submit_time || (a.submit_time == b.submit_time && a.index < b.index)) << t.where(b);
   }
   for (const auto& j : t.jobs) {
     const WorkloadProfile* w = catalog.find(j.workload);
-    ASSERT_NE(w, nullptr) << j.where;
-    ASSERT_TRUE(w->problem.empty()) << j.where;
-    ASSERT_EQ(w->num_gpus, std::min(j.num_gpus, 2)) << j.where;  // the catalog has 1- and 2-GPU workloads
-    ASSERT_TRUE(j.duration_s && *j.duration_s > 0) << j.where;
+    ASSERT_NE(w, nullptr) << t.where(j);
+    ASSERT_TRUE(w->problem.empty()) << t.where(j);
+    ASSERT_EQ(w->num_gpus, std::min(j.num_gpus, 2)) << t.where(j);  // the catalog has 1- and 2-GPU workloads
+    ASSERT_TRUE(j.duration_s && *j.duration_s > 0) << t.where(j);
   }
 }
 

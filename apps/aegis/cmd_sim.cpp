@@ -30,6 +30,7 @@ struct SimArgs {
   std::string trace_format;
   std::string trace_runtime = "trace";
   std::size_t max_jobs = 0;
+  std::size_t repeat = 1;
   double load = 1.0;
   std::uint64_t mapping_seed = 42;
   int gpus = 3;
@@ -185,6 +186,7 @@ void run_sim(const SimArgs& a) {
   topt.seed = a.mapping_seed;
   topt.workload_runtime = a.trace_runtime == "workload";
   topt.max_jobs = a.max_jobs;
+  topt.repeat = a.repeat;
   topt.load = a.load;
   std::vector<Trace> traces;
   for (const auto& path : a.traces) traces.push_back(load_trace(path, catalog, topt));
@@ -229,6 +231,7 @@ void run_sim(const SimArgs& a) {
   cfg["traces"] = Json::array();
   for (const auto& t : traces) cfg["traces"].push_back(trace_record(t));
   cfg["trace_options"] = {{"runtime", a.trace_runtime}, {"mapping_seed", a.mapping_seed}, {"max_jobs", a.max_jobs}, {"load", a.load}};
+  if (a.repeat != 1) cfg["trace_options"]["repeat"] = a.repeat;
   cfg["sharing"] = a.sharing;
   cfg["overrides"] = a.sets;
   if (!a.sweep.empty()) cfg["sweep"] = a.sweep;
@@ -313,6 +316,11 @@ void add_sim(CLI::App& app) {
                   "(workload, as the published evaluation did)")
       ->capture_default_str();
   cmd->add_option("--max-jobs", a.max_jobs, "Keep only the first N jobs of each trace by submit time (0 = all)");
+  cmd->add_option("--repeat", a.repeat,
+                  "Replay each trace N times back to back (after --max-jobs and the mapping; each copy shifted by "
+                  "the trace's span): scaling studies, e.g. --repeat 13 makes Philly 1.07M jobs")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--load", a.load, "Divide inter-arrival times by this factor (1.5 = 50 % more demand)")
       ->capture_default_str();
   cmd->add_option("--mapping-seed", a.mapping_seed, "Seed of the job-to-workload mapping of production traces")

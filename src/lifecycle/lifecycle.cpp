@@ -271,24 +271,24 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
         if (strict) return fx;
         continue;
       }
+      // The placer's view of its GPUs includes the job before anything else is placed.
+      placer.started(qj, *p, now);
       j.placed_from = j.queue;
       dequeue(j);
       j.state = JobState::Running;
       j.reason.clear();
       if (!j.started_at) j.started_at = now;
-      LifeAttempt a;
-      a.number = static_cast<int>(j.attempts.size()) + 1;
-      a.placement = *p;
-      a.launched_at = now;
-      j.attempts.push_back(a);
       Effects::Start s;
       s.job = j.id();
       s.placement = *p;
-      s.attempt = a.number;
+      s.attempt = static_cast<int>(j.attempts.size()) + 1;
       if (opt_.mps_limits && !p->alone()) s.mps_limit_mib = p->admitted_mib() + config_.memory_margin_mib;
+      LifeAttempt& a = j.attempts.emplace_back();
+      a.number = s.attempt;
+      a.placement = std::move(*p);
+      a.launched_at = now;
       fx.starts.push_back(std::move(s));
       change(fx, {j.id(), "launch", ""});
-      placer.started(qj, *p, now);
     }
   }
   fx.blocked.reset();  // nothing waits at the head

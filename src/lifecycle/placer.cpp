@@ -41,11 +41,10 @@ std::optional<std::string> Feasibility::why_never_runs(const QueuedJob& job) con
 }
 
 std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, bool explain) {
-  if (queue_.empty()) queue_.emplace_back();
-  queue_.front() = job;
   Snapshot snap;
   snap.now = now;
-  snap.main_queue = &queue_;
+  snap.only_job = &job;
+  snap.window_stats = window_stats;
   snap.gpus = views;
   snap.running = running;
   snap.state = state;

@@ -81,6 +81,7 @@ class ServerPlacer {
   std::vector<GpuView> views;
   std::vector<RunningJob> running;  // RunningJob::gpus are indices into views
   EngineState state;
+  WindowStatsSource* window_stats = nullptr;  // Snapshot::window_stats (the simulator's lazy windows)
 
   // The engine's answer for `job` now. `explain`: fill Blocked's reason (costs a little).
   std::optional<Launch> probe(const QueuedJob& job, Seconds now, bool explain = true);
@@ -90,7 +91,6 @@ class ServerPlacer {
 
  private:
   const Engine& engine_;
-  JobQueue queue_;  // the one-job queue handed to the engine (storage reused)
   Decisions last_;
 };
 

@@ -1,6 +1,7 @@
 #include <array>
 #include <vector>
 
+#include "sched/snapshot.h"
 #include "sched/stage.h"
 #include "telemetry/risk.h"
 
@@ -9,6 +10,10 @@ namespace aegis {
 double GpuCandidate::risk(Metric m, const RiskWeights& w) const {
   double& cached = risk_[static_cast<std::size_t>(m)];
   if (cached >= 0) return cached;
+  if (stats_source) {
+    cached = risk_score(stats_source->stats(view->index, static_cast<int>(m)), w);
+    return cached;
+  }
   const auto& win = view->window;
   const std::size_t n = win.size();
   std::array<double, 64> small{};  // windows are 30 samples by default

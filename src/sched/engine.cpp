@@ -138,6 +138,11 @@ Engine::RequestShape Engine::request_shape(const QueuedJob& job) const {
   return {h, req.required_free_mib, std::max(req.estimate.value_or(0), job.recovery.floor_mib)};
 }
 
+MiB Engine::need_alone(const QueuedJob& job) const {
+  const auto estimate = select_estimate(job.spec.estimates, estimate_source_);
+  return std::max(estimate.value_or(0), job.recovery.floor_mib);
+}
+
 std::vector<MiB> Engine::usable_alone(std::span<const MiB> gpu_totals) const {
   std::vector<MiB> out;
   for (MiB total : gpu_totals) out.push_back(total - config_.memory_guard(total));
@@ -149,7 +154,7 @@ bool Engine::could_ever_run(const QueuedJob& job, std::span<const MiB> usable) c
   const int n = job.spec.num_gpus;
   if (n < 1 || n > static_cast<int>(usable.size())) return false;
   // The n-th largest must hold what the job needs alone: then n GPUs can.
-  return usable[static_cast<std::size_t>(n - 1)] >= request_shape(job).need_alone;
+  return usable[static_cast<std::size_t>(n - 1)] >= need_alone(job);
 }
 
 std::variant<Requeue, Stop> Engine::recover(const Failure& f) const {
@@ -205,6 +210,7 @@ Decisions Engine::tick(const Snapshot& snap) const {
   t.gpus.resize(snap.gpus.size());
   for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
     t.gpus[i].view = &snap.gpus[i];
+    t.gpus[i].stats_source = snap.window_stats;
     t.gpus[i].guard_mib = cfg.memory_guard(snap.gpus[i].total_mib);
   }
   for (const auto& r : snap.running)
@@ -217,7 +223,13 @@ Decisions Engine::tick(const Snapshot& snap) const {
   const std::size_t rec_size = snap.recovery_queue ? snap.recovery_queue->size() : 0;
   const std::size_t main_size = snap.main_queue ? snap.main_queue->size() : 0;
   std::size_t req_pos = 0;
+  bool only_taken = false;
   auto next_job = [&]() -> const QueuedJob* {
+    if (snap.only_job) {
+      if (only_taken) return nullptr;
+      only_taken = true;
+      return snap.only_job;
+    }
     if (rec_pos < rec_size) return &(*snap.recovery_queue)[rec_pos++];
     if (req_pos < requeued.size()) return &requeued[req_pos++];
     if (main_pos < main_size) return &(*snap.main_queue)[main_pos++];
@@ -229,16 +241,19 @@ Decisions Engine::tick(const Snapshot& snap) const {
   std::string why;
   bool by_pressure = false;
   bool any_waiting = false;
-  std::vector<MiB> totals;
-  for (const auto& g : snap.gpus) totals.push_back(g.total_mib);
-  const std::vector<MiB> usable = usable_alone(totals);
   while (const QueuedJob* job = next_job()) {
     const int n = job->spec.num_gpus;
-    if (n <= static_cast<int>(usable.size()) && !could_ever_run(*job, usable)) {
-      // It needs more memory alone than any GPU here has: waiting would block the queue forever.
-      d.stops.push_back({job->spec.id, fmt::format("needs {} MiB on a GPU alone; no GPU here has that much",
-                                                   request_shape(*job).need_alone)});
-      continue;
+    if (n <= static_cast<int>(t.gpus.size())) {
+      // could_ever_run on this server's GPUs, counted without sorting: at least n of them
+      // must hold what the job needs alone after the guard.
+      const MiB need = need_alone(*job);
+      int hold = 0;
+      for (const auto& g : t.gpus) hold += g.view->total_mib - g.guard_mib >= need ? 1 : 0;
+      if (n < 1 || hold < n) {
+        // It needs more memory alone than any GPU here has: waiting would block the queue forever.
+        d.stops.push_back({job->spec.id, fmt::format("needs {} MiB on a GPU alone; no GPU here has that much", need)});
+        continue;
+      }
     }
     PlacementRequest req;
     fill_requirement(*job, req);
@@ -304,7 +319,7 @@ Decisions Engine::tick(const Snapshot& snap) const {
 
     if (pick.empty()) {
       any_waiting = true;
-      if (!d.blocked) d.blocked = Blocked{job->spec.id, why, by_pressure, pressure_gpus};
+      if (!d.blocked) d.blocked = Blocked{job->spec.id, why, by_pressure, std::move(pressure_gpus)};
       if (cfg.strict_head_of_line) break;
       continue;
     }

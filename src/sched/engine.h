@@ -64,6 +64,8 @@ class Engine {
     }
   };
   RequestShape request_shape(const QueuedJob& job) const;
+  // RequestShape::need_alone without the digest (cheap; asked for every job tried).
+  MiB need_alone(const QueuedJob& job) const;
 
   const EngineConfig& config() const { return config_; }
   // What the engine and its composed stages read (their declarations, stage.h).

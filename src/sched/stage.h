@@ -19,8 +19,11 @@ namespace aegis {
 
 // Everything the stages may know about one GPU during one tick. Built once per tick by
 // the engine and updated as the tick places jobs.
+class WindowStatsSource;
+
 struct GpuCandidate {
   const GpuView* view = nullptr;
+  WindowStatsSource* stats_source = nullptr;  // Snapshot::window_stats
   MiB guard_mib = 0;
   MiB free_mib = 0;          // effective free memory under the policy's accounting
   MiB booked_mib = 0;        // sum of admitted memory of the jobs on it

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fmt/format.h>
 #include <limits>
+#include <memory>
 #include <queue>
 #include <set>
 
@@ -44,8 +45,7 @@ struct Job {
   const TraceJob* tj = nullptr;
   const WorkloadProfile* w = nullptr;
   Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
-  JobSpec spec;
-  RecoveryState recovery;
+  // (Its spec and recovery state live in the lifecycle, from its arrival on.)
   Engine::RequestShape request;    // what its current queued request asks of a server
   Phase phase = Phase::Pending;
   // The current attempt.
@@ -82,6 +82,8 @@ struct Gpu {
   std::vector<GpuSample> window;                        // buffer handed to the engine
   std::int64_t window_k = -1;                           // newest sample index in `window`
   std::uint64_t window_history = kNoJob;                // history_version it was built from
+  std::array<WindowStats, 4> stats{};                   // of `window`, per metric, once asked
+  unsigned stats_known = 0;                             // bit m: stats[m] is of `window`
   Seconds last_t = 0;
   double energy_j = 0, mem_integral = 0, sm_integral = 0;
 };
@@ -96,12 +98,10 @@ struct Server {
   // indices, engine state), asked one job at a time (lifecycle/placer.h).
   ServerPlacer placer;
   int idle_gpus = 0;                // GPUs with no job
+  MiB free_mib = 0;                 // sum of its GPUs' free memory (the dispatcher's order)
   std::uint64_t version = 0;
   std::vector<Engine::RequestShape> refused;  // requests refused at refused_version
   std::uint64_t refused_version = kNoJob;
-  std::uint64_t telemetry_version = 0;  // bumps when a GPU's activity changes
-  Seconds views_built_at = -1;
-  std::uint64_t views_version = kNoJob;
 };
 
 void erase_value(std::vector<int>& v, int x) {
@@ -134,21 +134,15 @@ class Run {
     for (const auto& tj : trace.jobs) {
       if (tj.num_gpus > total)
         throw InputError(fmt::format("{}: field 'num_gpus': job {} needs {} GPUs; the simulated cluster has {}",
-                                     tj.where, tj.index, tj.num_gpus, total));
+                                     trace.where(tj), tj.index, tj.num_gpus, total));
       Job j;
       j.tj = &tj;
       j.w = cat.find(tj.workload);
-      if (!j.w) throw InputError(fmt::format("{}: field 'workload_name': unknown workload '{}'", tj.where, tj.workload));
+      if (!j.w) throw InputError(fmt::format("{}: field 'workload_name': unknown workload '{}'", trace.where(tj), tj.workload));
       if (!j.w->problem.empty())
-        throw InputError(fmt::format("{}: field 'workload_name': workload '{}' cannot be simulated: {}", tj.where,
+        throw InputError(fmt::format("{}: field 'workload_name': workload '{}' cannot be simulated: {}", trace.where(tj),
                                      tj.workload, j.w->problem));
       j.work = tj.duration_s.value_or(j.w->solo_runtime_s);
-      j.spec.id = static_cast<JobId>(jobs_.size());
-      j.spec.name = tj.workload;
-      j.spec.num_gpus = tj.num_gpus;
-      j.spec.submit_time = tj.submit_time;
-      j.spec.estimates = j.w->estimates;
-      j.spec.hints = j.w->hints;
       j.rec.trace_index = tj.index;
       j.rec.workload = tj.workload;
       j.rec.num_gpus = tj.num_gpus;
@@ -182,9 +176,15 @@ class Run {
         v.uuid = fmt::format("SIM-{}-{}", s, g);
         v.total_mib = gpu.total;
         v.free_mib = gpu.total;
+        srv.free_mib += gpu.total;
         v.level = TelemetryLevel::Full;
       }
     }
+    if (engine_.uses_telemetry())
+      for (std::size_t s = 0; s < servers_.size(); ++s) {
+        lazy_.push_back(std::make_unique<LazyWindows>(*this, static_cast<int>(s)));
+        servers_[s].placer.window_stats = lazy_.back().get();
+      }
     if (o.record_timeline) timeline_.resize(total);
     std::vector<DeviceInfo> devices;
     for (const auto& gpu : gpus_) devices.push_back({gpu.total, false});
@@ -226,7 +226,14 @@ class Run {
       case EvKind::Arrival: {
         Job& j = jobs_[e.id];
         j.phase = Phase::Queued;
-        life_.submitted(j.spec, false, false, e.t);
+        // (spec.name stays empty: no stage reads it, and the record keeps the workload.)
+        JobSpec spec;
+        spec.id = e.id;
+        spec.num_gpus = j.tj->num_gpus;
+        spec.submit_time = j.tj->submit_time;
+        spec.estimates = j.w->estimates;
+        spec.hints = j.w->hints;
+        life_.submitted(std::move(spec), false, false, e.t);
         break;
       }
       case EvKind::FirstActivity: {
@@ -273,6 +280,7 @@ class Run {
         }
         finish_attempt(e.id, e.t, SimOutcome::Completed);
         life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, e.t);
+        life_.forget(e.id);  // its record is the simulator's; the lifecycle keeps live jobs only
         j.phase = Phase::Done;
         j.rec.completed = true;
         j.rec.end = e.t;
@@ -300,7 +308,7 @@ class Run {
   // Allocates `mib` more on every GPU of the job; the job dies of OOM if one cannot hold it.
   bool allocate(Job& j, MiB mib, Seconds t) {
     if (mib <= 0) return true;
-    const int id = static_cast<int>(j.spec.id);
+    const int id = static_cast<int>(&j - jobs_.data());
     // Under MPS with limits (the limit is the lifecycle's: admitted + margin beside
     // others, none alone), a job that outgrows it fails at its own limit, whatever the GPU
     // has left.
@@ -324,6 +332,7 @@ class Run {
       integrate(g, t);
       gpus_[g].used += mib;
       servers_[gpus_[g].server].placer.views[gpus_[g].local].free_mib = gpus_[g].total - gpus_[g].used;
+      servers_[gpus_[g].server].free_mib -= mib;
       note(g, t);
     }
     j.held_mib += mib;
@@ -346,6 +355,7 @@ class Run {
       sum_activity(g);
       Server& srv = servers_[gpu.server];
       GpuView& v = srv.placer.views[gpu.local];
+      srv.free_mib += (gpu.total - gpu.used) - v.free_mib;
       v.free_mib = gpu.total - gpu.used;
       v.process_count = static_cast<int>(gpu.active.size());
       if (gpu.running.empty()) srv.idle_gpus++;
@@ -373,7 +383,8 @@ class Run {
   }
 
   // Starts an attempt whose parts (server, launch with local GPU indices) were all accepted.
-  void launch(int id, const std::vector<std::pair<int, Launch>>& parts, Seconds t) {
+  void launch(const QueuedJob& job, const Placement& placement, Seconds t) {
+    const int id = static_cast<int>(job.spec.id);
     Job& j = jobs_[id];
     j.phase = Phase::Running;
     j.attempt += 1;
@@ -389,8 +400,10 @@ class Run {
     if (j.rec.first_launch < 0) j.rec.first_launch = t;
     AttemptRecord a;
     a.launch = t;
-    a.floor_mib = j.recovery.floor_mib;
-    for (const auto& [s, l] : parts) {
+    a.floor_mib = job.recovery.floor_mib;
+    for (const auto& part : placement.parts) {
+      const int s = part.server;
+      const Launch& l = part.launch;
       Server& srv = servers_[s];
       for (int local : l.gpus) {
         const int g = srv.first_gpu + local;
@@ -403,7 +416,7 @@ class Run {
       a.exclusive = a.exclusive || l.exclusive;
       a.admitted_mib = l.admitted_mib;
       j.parts.push_back({s, static_cast<int>(srv.placer.running.size())});
-      srv.placer.add(QueuedJob{j.spec, j.recovery}, l, t);
+      srv.placer.add(job, l, t);
       // A new job only adds load: the server's refusals stand, but the next request must
       // ask it again (it accepted this one).
       changed_.push_back(s);
@@ -485,8 +498,9 @@ class Run {
       for (int id : gpus_[g].running) {
         Job& j = jobs_[id];
         const double s = speed_of(id);
-        for (int h : j.gpus) touch(h);
+        // Its other GPUs' activity changes only with its speed (these are touched above).
         if (s == j.speed) continue;
+        for (int h : j.gpus) touch(h);
         advance(j, t);
         j.speed = s;
         const double ends = t + std::max(0.0, j.work - j.work_done) / s;
@@ -523,7 +537,6 @@ class Run {
     const bool eased = s.smact < gpu.sample.smact || s.smocc < gpu.sample.smocc || s.drama < gpu.sample.drama ||
                        s.util < gpu.sample.util;
     gpu.sample = s;
-    servers_[gpu.server].telemetry_version++;
     if (eased) bump(gpu.server);
     if (!gpu.history.empty() && gpu.history.back().first == t) gpu.history.back().second = s;
     else gpu.history.push_back({t, s});
@@ -559,35 +572,59 @@ class Run {
   }
 
   // --- telemetry windows ------------------------------------------------------------
-  // Synthesises each GPU's window at the sample instants up to t (only when the engine
-  // reads telemetry, and once per server state and instant).
-  void build_views(Server& srv, Seconds t) {
-    if (!engine_.uses_telemetry()) return;
-    if (srv.views_built_at == t && srv.views_version == srv.telemetry_version) return;
-    srv.views_built_at = t;
-    srv.views_version = srv.telemetry_version;
+  // A server's windows as the engine reads them (WindowStatsSource): a GPU's window is
+  // synthesised at the sample instants up to `now` only when a stage first reads it, and
+  // its statistics are remembered until it changes. Most GPUs asked about are refused by
+  // memory or the observation gate before any stage looks at their telemetry.
+  class LazyWindows final : public WindowStatsSource {
+   public:
+    LazyWindows(Run& run, int server) : run_(run), server_(server) {}
+    Seconds now = 0;
+    const WindowStats& stats(int local, int metric) override { return run_.window_stats_of(server_, local, metric, now); }
+
+   private:
+    Run& run_;
+    int server_;
+  };
+
+  const WindowStats& window_stats_of(int s, int local, int metric, Seconds t) {
+    Server& srv = servers_[s];
+    Gpu& gpu = gpus_[srv.first_gpu + local];
+    ensure_window(srv, local, t);
+    const unsigned bit = 1u << metric;
+    if (!(gpu.stats_known & bit)) {
+      metric_buf_.clear();
+      for (const auto& x : gpu.window)
+        metric_buf_.push_back(metric == 0 ? x.smact : metric == 1 ? x.smocc : metric == 2 ? x.drama : x.util);
+      gpu.stats[static_cast<std::size_t>(metric)] = window_stats(metric_buf_);
+      gpu.stats_known |= bit;
+    }
+    return gpu.stats[static_cast<std::size_t>(metric)];
+  }
+
+  // Builds GPU `local` of server `srv`'s window at time t unless the one it has still holds.
+  void ensure_window(Server& srv, int local, Seconds t) {
     const double hz = opt_.engine.telemetry_sample_hz;
     const int n = opt_.engine.telemetry_window_samples;
     const auto k_now = static_cast<std::int64_t>(std::floor(t * hz + 1e-9));
     const auto k_first = static_cast<std::int64_t>(std::ceil(start_ * hz - 1e-9));
     const std::int64_t k_lo = std::max(k_now - n + 1, k_first);
-    for (int local = 0; local < srv.ngpus; ++local) {
-      const int g = srv.first_gpu + local;
-      Gpu& gpu = gpus_[g];
-      if (window_still_valid(gpu, k_now, k_lo, n, hz)) continue;
-      gpu.window_k = k_now;
-      gpu.window_history = gpu.history_version;
-      gpu.window.clear();
-      std::size_t h = 0;
-      for (std::int64_t k = k_lo; k <= k_now; ++k) {
-        const Seconds ts = static_cast<double>(k) / hz;
-        while (h + 1 < gpu.history.size() && gpu.history[h + 1].first <= ts) ++h;
-        GpuSample s = gpu.history[h].first <= ts ? gpu.history[h].second : GpuSample{};
-        if (opt_.sim.telemetry_noise > 0) s = noisy(s, g, k);
-        gpu.window.push_back(s);
-      }
-      srv.placer.views[local].window = gpu.window;
+    const int g = srv.first_gpu + local;
+    Gpu& gpu = gpus_[g];
+    if (window_still_valid(gpu, k_now, k_lo, n, hz)) return;
+    gpu.window_k = k_now;
+    gpu.window_history = gpu.history_version;
+    gpu.stats_known = 0;
+    gpu.window.clear();
+    std::size_t h = 0;
+    for (std::int64_t k = k_lo; k <= k_now; ++k) {
+      const Seconds ts = static_cast<double>(k) / hz;
+      while (h + 1 < gpu.history.size() && gpu.history[h + 1].first <= ts) ++h;
+      GpuSample x = gpu.history[h].first <= ts ? gpu.history[h].second : GpuSample{};
+      if (opt_.sim.telemetry_noise > 0) x = noisy(x, g, k);
+      gpu.window.push_back(x);
     }
+    srv.placer.views[local].window = gpu.window;
   }
 
   // A window built earlier still holds if nothing changed since, and either no sample
@@ -627,7 +664,7 @@ class Run {
   // and schedules the wake-ups the engine asked for.
   std::optional<Launch> probe(int s, const QueuedJob& job, const Engine::RequestShape& key, Seconds t) {
     Server& srv = servers_[s];
-    build_views(srv, t);
+    if (!lazy_.empty()) lazy_[static_cast<std::size_t>(s)]->now = t;
     ++n_ticks_;
     if (auto l = srv.placer.probe(job, t, false)) return l;
     const Decisions& d = srv.placer.last();
@@ -656,6 +693,23 @@ class Run {
   // minimum of those values, no later window of this quiet period can pass. Asked only
   // when every stage declares its refusals monotone (cache_).
   bool refused_at_floor(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
+    // The other GPUs keep their windows as of t (built on demand); these read the floor.
+    class FloorWindows final : public WindowStatsSource {
+     public:
+      FloorWindows(WindowStatsSource* rest, const std::vector<int>& locals) : rest_(rest), locals_(locals) {}
+      std::vector<std::array<WindowStats, 4>> floor;  // per entry of locals
+      const WindowStats& stats(int local, int metric) override {
+        for (std::size_t i = 0; i < locals_.size(); ++i)
+          if (locals_[i] == local) return floor[i][static_cast<std::size_t>(metric)];
+        return rest_->stats(local, metric);
+      }
+
+     private:
+      WindowStatsSource* rest_;
+      const std::vector<int>& locals_;
+    };
+    FloorWindows windows(srv.placer.window_stats, locals);
+    windows.floor.resize(locals.size());
     floor_samples_.assign(locals.size(), GpuSample{});
     for (std::size_t i = 0; i < locals.size(); ++i) {
       const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
@@ -667,18 +721,20 @@ class Run {
         m.util = std::min(m.util, x.util);
       }
       floor_samples_[i] = m;
+      // A window of that one sample, as the engine would summarise it.
+      const double one[4] = {m.smact, m.smocc, m.drama, m.util};
+      for (std::size_t k = 0; k < 4; ++k) windows.floor[i][k] = window_stats(std::span<const double>(&one[k], 1));
       srv.placer.views[locals[i]].window = std::span<const GpuSample>(&floor_samples_[i], 1);
     }
     // The engine asked directly: a what-if, not a placement (the server's state stays).
-    if (probe_queue_.empty()) probe_queue_.emplace_back();
-    probe_queue_.front() = job;
     Snapshot snap;
     snap.now = t;
-    snap.main_queue = &probe_queue_;
+    snap.only_job = &job;
     snap.gpus = srv.placer.views;
     snap.running = srv.placer.running;
     snap.state = srv.placer.state;
     snap.explain = false;
+    snap.window_stats = srv.placer.window_stats ? &windows : nullptr;
     ++n_ticks_;
     const bool refused = engine_.tick(snap).launches.empty();
     for (int local : locals) srv.placer.views[local].window = gpus_[srv.first_gpu + local].window;
@@ -721,17 +777,19 @@ class Run {
       if (srv.idle_gpus >= n) {
         order_.push_back({0, srv.idle_gpus, 0, s});
       } else if (shares) {
-        MiB free = 0;
-        for (const auto& v : srv.placer.views) free += v.free_mib;
-        order_.push_back({1, 0, -free, s});
+        order_.push_back({1, 0, -srv.free_mib, s});
       }
     }
-    std::sort(order_.begin(), order_.end());
-    for (std::size_t k = 0; k < order_.size(); ++k) {
-      const int s = order_[k].server;
+    // Taken in order from a heap: the first server or two usually accept, so most of the
+    // order is never needed.
+    const auto later = [](const Candidate& a, const Candidate& b) { return b < a; };
+    std::make_heap(order_.begin(), order_.end(), later);
+    for (auto end = order_.end(); end != order_.begin(); --end) {
+      std::pop_heap(order_.begin(), end, later);
+      const int s = (end - 1)->server;
       if (auto l = probe(s, job, key, t)) {
         // Servers not asked yet stay candidates for the next request with this key.
-        for (std::size_t m = k + 1; m < order_.size(); ++m) changed_.push_back(order_[m].server);
+        for (auto it = order_.begin(); it != end - 1; ++it) changed_.push_back(it->server);
         Placement p;
         p.parts.push_back({s, std::move(*l), 0});
         return p;
@@ -768,7 +826,6 @@ class Run {
     explicit Dispatcher(Run& run) : run_(run) {}
     std::optional<Placement> place(const QueuedJob& job, Seconds t) override {
       const int id = static_cast<int>(job.spec.id);
-      run_.jobs_[id].recovery = job.recovery;
       run_.jobs_[id].request = run_.engine_.request_shape(job);
       auto p = job.spec.num_gpus > run_.max_per_server_ ? run_.place_gang(job, t) : run_.place_single(id, job, t);
       if (p)
@@ -780,9 +837,7 @@ class Run {
       return p;
     }
     void started(const QueuedJob& job, const Placement& p, Seconds t) override {
-      std::vector<std::pair<int, Launch>> parts;
-      for (const auto& part : p.parts) parts.push_back({part.server, part.launch});
-      run_.launch(static_cast<int>(job.spec.id), parts, t);
+      run_.launch(job, p, t);
     }
     std::optional<std::string> never_runs(const QueuedJob& job) const override {
       // No device of this cluster could hold it (e.g. a MIG instance too small for it): it
@@ -816,6 +871,7 @@ class Run {
           j.phase = Phase::Stopped;
           j.rec.end = t;
           j.rec.stop_reason = life_.find(c.job)->reason;
+          life_.forget(c.job);
           ++n_finished_;
         }
       }
@@ -865,7 +921,10 @@ class Run {
     MiB neg_free;   // more free memory first among rank 1
     int server;
     bool operator<(const Candidate& o) const {
-      return std::tie(rank, idle, neg_free, server) < std::tie(o.rank, o.idle, o.neg_free, o.server);
+      if (rank != o.rank) return rank < o.rank;
+      if (idle != o.idle) return idle < o.idle;
+      if (neg_free != o.neg_free) return neg_free < o.neg_free;
+      return server < o.server;
     }
   };
 
@@ -877,11 +936,12 @@ class Run {
   std::vector<Job> jobs_;
   std::vector<Gpu> gpus_;
   std::vector<Server> servers_;
-  JobQueue probe_queue_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::set<std::pair<Seconds, int>> wakes_;
   std::vector<int> touched_;
   std::vector<GpuSample> floor_samples_;
+  std::vector<std::unique_ptr<LazyWindows>> lazy_;  // per server (its placer's window source)
+  std::vector<double> metric_buf_;
   std::uint64_t stamp_ = 0;
   std::vector<Candidate> order_;
   std::vector<int> changed_, candidates_;  // servers changed since the last full pass

@@ -37,8 +37,29 @@ void shape_trace(Trace& t, const TraceOptions& o) {
   for (auto& j : t.jobs) j.submit_time = (j.submit_time - first) / o.load;
 }
 
+std::string Trace::where(const TraceJob& j) const {
+  return j.line > 0 ? fmt::format("{}:{}", path.empty() ? name : path, j.line) : fmt::format("trace job {}", j.index);
+}
+
+void repeat_trace(Trace& t, std::size_t copies) {
+  if (copies <= 1 || t.jobs.empty()) return;
+  const std::size_t n = t.jobs.size();
+  const Seconds span = t.jobs.back().submit_time + 1;
+  std::int64_t stride = 0;
+  for (const auto& j : t.jobs) stride = std::max(stride, j.index + 1);
+  t.jobs.reserve(n * copies);
+  for (std::size_t k = 1; k < copies; ++k)
+    for (std::size_t i = 0; i < n; ++i) {
+      TraceJob c = t.jobs[i];
+      c.index += static_cast<std::int64_t>(k) * stride;
+      c.submit_time += static_cast<double>(k) * span;
+      t.jobs.push_back(std::move(c));
+    }
+}
+
 Trace load_trace(const std::string& path, const WorkloadCatalog& catalog, const TraceOptions& o) {
   if (!(o.load > 0)) throw InputError("--load: must be positive");
+  if (o.repeat < 1) throw InputError("--repeat: must be at least 1");
   TraceFormat f;
   if (o.format) {
     f = *o.format;
@@ -60,6 +81,7 @@ Trace load_trace(const std::string& path, const WorkloadCatalog& catalog, const 
     case TraceFormat::Alibaba: t = load_alibaba_trace(path, catalog, o); break;
   }
   t.format = f;
+  repeat_trace(t, o.repeat);
   return t;
 }
 
@@ -74,7 +96,7 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   std::set<std::int64_t> seen;
   while (r.next()) {
     TraceJob j;
-    j.where = fmt::format("{}:{}", path, r.line());
+    j.line = r.line();
     j.index = r.get_int("job_index");
     if (!seen.insert(j.index).second) r.fail("job_index", fmt::format("duplicate job index {}", j.index));
     j.submit_time = r.get_double("submit_time_s");

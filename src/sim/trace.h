@@ -27,7 +27,7 @@ struct TraceJob {
   std::optional<Seconds> duration_s;     // its own runtime alone; absent = the workload's
   double gpu_fraction = 1.0;             // Alibaba gpu_milli / 1000 for fractional requests
   std::string source_id;                 // id in the source trace (pod name, ...), may be empty
-  std::string where;                     // "file:line", for error messages
+  std::size_t line = 0;                  // line of the source file it came from (0: not from a file)
 };
 
 enum class TraceFormat { Aegis, Philly, Alibaba };
@@ -39,6 +39,10 @@ struct TraceOptions {
   bool workload_runtime = false;      // true: run for the workload's solo runtime instead
   std::size_t max_jobs = 0;           // keep only the first N jobs by submit time (0 = all)
   double load = 1.0;                  // divide inter-arrival times by this (1.5 = 50 % more demand)
+  // Replay the (cut, mapped, loaded) trace this many times back to back, each copy shifted
+  // by the trace's span plus one second, for scaling studies (1 = once). Copies keep their
+  // workloads and durations; their indices continue after the original's largest.
+  std::size_t repeat = 1;
 };
 
 struct Trace {
@@ -49,6 +53,9 @@ struct Trace {
   // What was left out and why (CPU-only pods, pods never scheduled, ...): reason -> count.
   std::map<std::string, std::int64_t> skipped;
   std::string mapping_method;  // how workloads were assigned, for the record
+
+  // "file:line" of a job, for error messages ("trace" when it came from no file).
+  std::string where(const TraceJob& j) const;
 };
 
 std::optional<TraceFormat> parse_trace_format(const std::string& name);  // "aegis", "philly", "alibaba"
@@ -63,5 +70,7 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog);
 
 // Applies TraceOptions::max_jobs and ::load to a loaded trace (shared by every format).
 void shape_trace(Trace& t, const TraceOptions& options);
+// Applies TraceOptions::repeat (after the workload mapping: copies behave alike).
+void repeat_trace(Trace& t, std::size_t copies);
 
 }  // namespace aegis

@@ -100,7 +100,7 @@ void finish(Trace& t, const WorkloadCatalog& catalog, const TraceOptions& option
 TraceJob job_at(const CsvReader& r, std::int64_t index) {
   TraceJob j;
   j.index = index;
-  j.where = fmt::format("{}:{}", r.file(), r.line());
+  j.line = r.line();
   return j;
 }
 

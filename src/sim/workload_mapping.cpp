@@ -98,7 +98,7 @@ std::string map_workloads(std::vector<TraceJob>& jobs, const WorkloadCatalog& ca
   for (auto& j : jobs) {
     if (!j.duration_s)
       throw InputError(
-          fmt::format("{}: job {} has no duration, which the workload mapping ranks by", j.where, j.index));
+          fmt::format("job {} (line {}) has no duration, which the workload mapping ranks by", j.index, j.line));
     const bool fractional = j.gpu_fraction < 1.0;
     any_fractional = any_fractional || fractional;
     groups[{nearest_count(by_count, fractional ? 1 : j.num_gpus), fractional}].push_back(&j);

@@ -31,15 +31,51 @@ WindowStats window_stats(std::span<const double> samples) {
     return s;
   }
 
+  // One pass: the sum and EWMA in sample order (the results depend on it), and the
+  // window as runs of equal consecutive values while there are few: simulated telemetry
+  // changes in steps, so its quantiles come from sorting a few runs.
+  constexpr std::size_t kMaxRuns = 8;
+  std::array<std::pair<double, std::size_t>, kMaxRuns> runs{};
+  std::size_t nruns = 0;
+  bool few = true;
   double sum = 0;
   const double alpha = 2.0 / (static_cast<double>(n) + 1.0);
   double ewma = samples[0];
   for (std::size_t i = 0; i < n; ++i) {
-    sum += samples[i];
-    if (i > 0) ewma = alpha * samples[i] + (1 - alpha) * ewma;
+    const double x = samples[i];
+    sum += x;
+    if (i > 0) ewma = alpha * x + (1 - alpha) * ewma;
+    if (!few) continue;
+    if (nruns > 0 && runs[nruns - 1].first == x) ++runs[nruns - 1].second;
+    else if (nruns < kMaxRuns) runs[nruns++] = {x, 1};
+    else few = false;
   }
   s.mean = sum / static_cast<double>(n);
   s.ewma = ewma;
+
+  if (few) {
+    for (std::size_t i = 1; i < nruns; ++i)  // insertion sort: at most kMaxRuns runs
+      for (std::size_t k = i; k > 0 && runs[k].first < runs[k - 1].first; --k) std::swap(runs[k], runs[k - 1]);
+    // The value at rank r of the sorted window.
+    auto at = [&](std::size_t r) {
+      for (std::size_t k = 0; k < nruns; ++k) {
+        if (r < runs[k].second) return runs[k].first;
+        r -= runs[k].second;
+      }
+      return runs[nruns - 1].first;
+    };
+    auto quantile = [&](double q) {
+      const double pos = q * static_cast<double>(n - 1);
+      const auto lo = static_cast<std::size_t>(std::floor(pos));
+      const auto hi = std::min(lo + 1, n - 1);
+      const double frac = pos - static_cast<double>(lo);
+      const double a = at(lo);
+      return a + (at(hi) - a) * frac;
+    };
+    s.median = quantile(0.5);
+    s.p95 = quantile(0.95);
+    return s;
+  }
 
   // Windows are small (30 samples by default): sort a stack copy when it fits.
   std::array<double, 128> small{};

@@ -11,6 +11,7 @@ void Effects::merge(Effects&& o) {
   for (auto& c : o.changes) changes.push_back(std::move(c));
   for (auto& s : o.starts) starts.push_back(std::move(s));
   signals.insert(signals.end(), o.signals.begin(), o.signals.end());
+  finished.insert(finished.end(), o.finished.begin(), o.finished.end());
   if (o.blocked) blocked = std::move(o.blocked);
   if (o.wake_at) wake_at = wake_at ? std::min(*wake_at, *o.wake_at) : *o.wake_at;
 }
@@ -50,6 +51,7 @@ void Lifecycle::finish(LifeJob& j, JobState s, const std::string& reason, Second
   j.state = s;
   j.ended_at = t;
   j.reason = reason;
+  fx.finished.push_back(j.id());
   change(fx, {j.id(), event, reason});
 }
 

@@ -80,6 +80,7 @@ struct Effects {
   std::vector<Change> changes;
   std::vector<Start> starts;
   std::vector<JobId> signals;  // running jobs to stop (cancel)
+  std::vector<JobId> finished;  // jobs that reached a final state (reported with or without changes)
   std::optional<Blocked> blocked;   // why the head of the queue waits (after schedule)
   std::optional<Seconds> wake_at;   // ask again then, even if nothing happens
 

@@ -53,6 +53,16 @@ bool CsvReader::read_record(std::vector<std::string>& out) {
       out.push_back(std::move(cur));
       return true;
     }
+    if (!quoted) {
+      // A run of plain characters goes in at once.
+      std::size_t j = i;
+      while (j < line.size() && line[j] != ',' && line[j] != '"') ++j;
+      if (j > i) {
+        cur.append(line, i, j - i);
+        i = j;
+        continue;
+      }
+    }
     const char c = line[i++];
     if (quoted) {
       if (c == '"') {
@@ -78,6 +88,14 @@ bool CsvReader::next() {
     throw InputError(fmt::format("{}:{}: expected {} fields as in the header, found {}", file_, line_,
                                  header_.size(), row_.size()));
   return true;
+}
+
+void CsvReader::set_record(std::vector<std::string>&& fields, std::size_t line) {
+  row_ = std::move(fields);
+  line_ = line;
+  if (row_.size() != header_.size())
+    throw InputError(fmt::format("{}:{}: expected {} fields as in the header, found {}", file_, line_,
+                                 header_.size(), row_.size()));
 }
 
 bool CsvReader::has_column(std::string_view name) const {

@@ -29,6 +29,12 @@ class CsvReader {
   // record (unterminated quote, wrong number of fields).
   bool next();
 
+  // Makes `fields` the current record, found at `line` by a caller that split the text
+  // itself (a fast path that reads only the rows it needs). Throws InputError on a wrong
+  // number of fields, as next() does.
+  void set_record(std::vector<std::string>&& fields, std::size_t line);
+  std::vector<std::string>& record_storage() { return row_; }  // reuse its strings
+
   bool has_column(std::string_view name) const;
   const std::vector<std::string>& header() const { return header_; }
 

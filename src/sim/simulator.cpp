@@ -60,7 +60,7 @@ struct Job {
   std::optional<MiB> mps_limit;    // its MPS client memory limit, as the lifecycle set it
   std::vector<int> gpus;           // cluster-wide ids
   std::vector<Part> parts;
-  JobRecord rec;
+  JobRecord* rec = nullptr;        // its result, in Run::records_
 };
 
 struct Gpu {
@@ -131,6 +131,7 @@ class Run {
     const int total = o.cluster.total_gpus();
     max_per_server_ = o.cluster.max_gpus_per_server();
     jobs_.reserve(trace.jobs.size());
+    records_.resize(trace.jobs.size());
     for (const auto& tj : trace.jobs) {
       if (tj.num_gpus > total)
         throw InputError(fmt::format("{}: field 'num_gpus': job {} needs {} GPUs; the simulated cluster has {}",
@@ -143,11 +144,12 @@ class Run {
         throw InputError(fmt::format("{}: field 'workload_name': workload '{}' cannot be simulated: {}", trace.where(tj),
                                      tj.workload, j.w->problem));
       j.work = tj.duration_s.value_or(j.w->solo_runtime_s);
-      j.rec.trace_index = tj.index;
-      j.rec.workload = tj.workload;
-      j.rec.num_gpus = tj.num_gpus;
-      j.rec.submit = tj.submit_time;
-      j.rec.solo_runtime = j.work;
+      j.rec = &records_[jobs_.size()];
+      j.rec->trace_index = tj.index;
+      j.rec->workload = tj.workload;
+      j.rec->num_gpus = tj.num_gpus;
+      j.rec->submit = tj.submit_time;
+      j.rec->solo_runtime = j.work;
       jobs_.push_back(std::move(j));
     }
     start_ = trace.jobs.empty() ? 0 : trace.jobs.front().submit_time;
@@ -192,9 +194,21 @@ class Run {
   }
 
   SimResult run() {
-    for (int i = 0; i < static_cast<int>(jobs_.size()); ++i) push(jobs_[i].tj->submit_time, EvKind::Arrival, i, 0);
-    while (!events_.empty()) {
-      const Seconds t = events_.top().t;
+    // Arrivals are taken from the jobs in submit order instead of the event heap (which
+    // stays small): at equal times they come first, as if pushed before every other event.
+    std::vector<std::uint32_t> arrivals(jobs_.size());
+    for (std::uint32_t i = 0; i < arrivals.size(); ++i) arrivals[i] = i;
+    std::stable_sort(arrivals.begin(), arrivals.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return jobs_[a].tj->submit_time < jobs_[b].tj->submit_time;
+    });
+    std::size_t next_arrival = 0;
+    while (next_arrival < arrivals.size() || !events_.empty()) {
+      Seconds t = events_.empty() ? std::numeric_limits<Seconds>::infinity() : events_.top().t;
+      if (next_arrival < arrivals.size()) t = std::min(t, jobs_[arrivals[next_arrival]].tj->submit_time);
+      while (next_arrival < arrivals.size() && jobs_[arrivals[next_arrival]].tj->submit_time == t) {
+        ++n_events_;
+        handle(Event{t, 0, EvKind::Arrival, static_cast<int>(arrivals[next_arrival++]), 0});
+      }
       while (!events_.empty() && events_.top().t == t) {
         Event e = events_.top();
         events_.pop();
@@ -207,8 +221,8 @@ class Run {
     }
     for (const auto& j : jobs_) {
       if (j.phase != Phase::Done && j.phase != Phase::Stopped)
-        throw SimError(fmt::format("simulation stalled: job {} ({}) can never be placed{}", j.rec.trace_index,
-                                   j.rec.workload, last_blocked_.empty() ? "" : ": " + last_blocked_));
+        throw SimError(fmt::format("simulation stalled: job {} ({}) can never be placed{}", j.rec->trace_index,
+                                   j.rec->workload, last_blocked_.empty() ? "" : ": " + last_blocked_));
     }
     return finish();
   }
@@ -240,7 +254,7 @@ class Run {
         Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.attempt != e.version) break;
         for (const auto& p : j.parts) servers_[p.server].placer.running[p.running_pos].first_activity = e.t;
-        j.rec.attempts.back().first_activity = e.t;
+        j.rec->attempts.back().first_activity = e.t;
         life_.first_activity(e.id, e.t);
         const bool ramp = opt_.sim.memory_ramp_s > 0 && opt_.sim.memory_initial_fraction < 1;
         const MiB first = ramp ? static_cast<MiB>(std::ceil(static_cast<double>(j.w->peak_mib) *
@@ -282,8 +296,8 @@ class Run {
         life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, e.t);
         life_.forget(e.id);  // its record is the simulator's; the lifecycle keeps live jobs only
         j.phase = Phase::Done;
-        j.rec.completed = true;
-        j.rec.end = e.t;
+        j.rec->completed = true;
+        j.rec->end = e.t;
         ++n_finished_;
         break;
       }
@@ -319,7 +333,7 @@ class Run {
             over_limit ? fmt::format("CUDA out of memory: MPS limit of {} MiB reached", *j.mps_limit)
                        : fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free", mib,
                                      gpus_[g].total - gpus_[g].used);
-        auto& a = j.rec.attempts.back();
+        auto& a = j.rec->attempts.back();
         a.mps_limit = over_limit;
         a.neighbour_oom = !over_limit && gpus_[g].last_launched != id;
         finish_attempt(id, t, SimOutcome::Oom);
@@ -343,7 +357,7 @@ class Run {
   void finish_attempt(int id, Seconds t, SimOutcome outcome) {
     Job& j = jobs_[id];
     advance(j, t);
-    auto& a = j.rec.attempts.back();
+    auto& a = j.rec->attempts.back();
     a.end = t;
     a.outcome = outcome;
     for (int g : j.gpus) {
@@ -397,7 +411,7 @@ class Run {
     j.gpus.clear();
     j.parts.clear();
     j.mps_limit.reset();  // set by tick() from the lifecycle's start
-    if (j.rec.first_launch < 0) j.rec.first_launch = t;
+    if (j.rec->first_launch < 0) j.rec->first_launch = t;
     AttemptRecord a;
     a.launch = t;
     a.floor_mib = job.recovery.floor_mib;
@@ -422,11 +436,11 @@ class Run {
       changed_.push_back(s);
     }
     a.gpus = j.gpus;
-    j.rec.attempts.push_back(a);
+    j.rec->attempts.push_back(a);
 
     j.ends_at = t + j.work;
     push(j.ends_at, EvKind::Complete, id, j.version);
-    const Seconds delay = first_activity_delay(opt_.sim, opt_.seed, static_cast<std::uint64_t>(j.rec.trace_index), j.attempt);
+    const Seconds delay = first_activity_delay(opt_.sim, opt_.seed, static_cast<std::uint64_t>(j.rec->trace_index), j.attempt);
     if (delay < j.work) push(t + delay, EvKind::FirstActivity, id, j.attempt);
   }
 
@@ -852,6 +866,7 @@ class Run {
 
   static LifecycleOptions lifecycle_options(const SimOptions& o) {
     LifecycleOptions l;
+    l.report_changes = false;  // no store: the jobs that finished are all it needs
     l.mps_limits = o.sim.sharing == "mps" && o.sim.mps_memory_limits;
     return l;
   }
@@ -862,18 +877,16 @@ class Run {
     if (life_.has_work()) {
       Effects fx = life_.schedule(t, placer_);
       for (const auto& st : fx.starts) jobs_[st.job].mps_limit = st.mps_limit_mib;
-      for (const auto& c : fx.changes) {
-        // A requeued job may have been placed again in the same pass: launch() set it running.
-        if (c.event == "requeue" && life_.find(c.job)->state == JobState::Queued) {
-          jobs_[c.job].phase = Phase::Queued;
-        } else if (c.event == "failed") {
-          Job& j = jobs_[c.job];
-          j.phase = Phase::Stopped;
-          j.rec.end = t;
-          j.rec.stop_reason = life_.find(c.job)->reason;
-          life_.forget(c.job);
-          ++n_finished_;
-        }
+      // A job requeued after an OOM keeps its phase until launch() sets it running again.
+      for (JobId id : fx.finished) {
+        const LifeJob* lj = life_.find(id);
+        if (lj->state != JobState::Failed) continue;  // completions are recorded as they happen
+        Job& j = jobs_[id];
+        j.phase = Phase::Stopped;
+        j.rec->end = t;
+        j.rec->stop_reason = lj->reason;
+        life_.forget(id);
+        ++n_finished_;
       }
     }
     if (opt_.record_timeline) {
@@ -891,7 +904,7 @@ class Run {
     r.engine = engine_.describe();
     r.start = start_;
     r.end = start_;
-    for (const auto& j : jobs_) r.end = std::max(r.end, j.rec.end);
+    for (const auto& rec : records_) r.end = std::max(r.end, rec.end);
     double mem = 0, sm = 0;
     for (int g = 0; g < static_cast<int>(gpus_.size()); ++g) {
       integrate(g, r.end);
@@ -904,10 +917,30 @@ class Run {
     const double span = (r.end - r.start) * static_cast<double>(gpus_.size());
     r.gpu_mem_util_mean = span > 0 ? mem / span : 0;
     r.sm_util_mean = span > 0 ? sm / span : 0;
-    r.jobs.reserve(jobs_.size());
-    for (auto& j : jobs_) r.jobs.push_back(std::move(j.rec));
-    std::stable_sort(r.jobs.begin(), r.jobs.end(),
-                     [](const JobRecord& a, const JobRecord& b) { return a.trace_index < b.trace_index; });
+    // In trace-index order: a stable sort of positions, applied in place cycle by cycle
+    // (no second copy of a million records).
+    std::vector<std::uint32_t> order(records_.size());
+    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return records_[a].trace_index < records_[b].trace_index;
+    });
+    for (std::size_t k = 0; k < order.size(); ++k) {
+      if (order[k] == k) continue;
+      JobRecord held = std::move(records_[k]);
+      std::size_t at = k;
+      while (true) {
+        const std::size_t from = order[at];
+        order[at] = static_cast<std::uint32_t>(at);
+        if (from == k) {
+          records_[at] = std::move(held);
+          break;
+        }
+        records_[at] = std::move(records_[from]);
+        at = from;
+      }
+    }
+    for (auto& j : jobs_) j.rec = nullptr;
+    r.jobs = std::move(records_);
     r.gpu_timeline = std::move(timeline_);
     r.queue_timeline = std::move(queue_timeline_);
     r.events = n_events_;
@@ -934,6 +967,7 @@ class Run {
   Dispatcher placer_;
   InterferenceModel model_;
   std::vector<Job> jobs_;
+  std::vector<JobRecord> records_;  // per job, in trace order until finish()
   std::vector<Gpu> gpus_;
   std::vector<Server> servers_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <fmt/format.h>
 #include <span>
 #include <string_view>
@@ -116,24 +119,115 @@ std::optional<TraceFormat> detect_trace_format(const std::vector<std::string>& h
   return found;
 }
 
+namespace {
+
+// One Philly row, validated (the same checks on every path).
+TraceJob philly_job(const CsvReader& r, std::int64_t row, bool has_cluster) {
+  TraceJob j = job_at(r, row);
+  const auto submit = parse_utc(r.field("timestamp"));
+  if (!submit)
+    r.fail("timestamp", fmt::format("expected a UTC time 'YYYY-MM-DD HH:MM:SS', got '{}'", r.field("timestamp")));
+  j.submit_time = *submit;
+  const double d = r.get_double("duration");
+  if (d <= 0) r.fail("duration", fmt::format("{} is not positive", d));
+  j.duration_s = d;
+  j.num_gpus = gpu_count(r, "num_gpus", 1);
+  if (has_cluster) j.source_id = r.field("cluster");
+  return j;
+}
+
+// --max-jobs N of a file without quotes: every row's timestamp is read (the first N by
+// submit time can be anywhere), but only the N rows kept are split into fields and
+// validated. Gives what the full read gives, except that errors in rows left out go
+// unreported. Empty when the file has quotes (then the full reader handles it).
+std::optional<Trace> load_philly_first(const std::string& path, const TraceOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(fmt::format("{}: cannot open file", path));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.find('"') != std::string::npos) return std::nullopt;
+  const std::size_t header_end = std::min(text.find('\n'), text.size());
+  std::istringstream header_in(text.substr(0, header_end));
+  CsvReader r(header_in, path);
+  require_columns(r, kPhillyColumns);
+  const auto& header = r.header();
+  const auto column = [&](std::string_view name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const std::size_t ts_col = column("timestamp");
+  const bool has_cluster = r.has_column("cluster");
+
+  struct Row {
+    Seconds submit;
+    std::int64_t index;
+    std::size_t line, begin, end;
+  };
+  std::vector<Row> rows;
+  std::size_t line = 1, pos = header_end + 1;
+  for (std::int64_t index = 0; pos < text.size(); ++line) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::size_t stop = end;
+    if (stop > pos && text[stop - 1] == '\r') --stop;
+    const std::size_t begin = pos;
+    pos = end + 1;
+    if (stop == begin) continue;  // blank lines are skipped, as the full reader does
+    // The timestamp field of this line.
+    std::size_t field = 0, f_begin = begin;
+    while (field < ts_col) {
+      const std::size_t comma = text.find(',', f_begin);
+      if (comma == std::string::npos || comma >= stop) break;
+      f_begin = comma + 1;
+      ++field;
+    }
+    std::size_t f_end = text.find(',', f_begin);
+    if (f_end == std::string::npos || f_end > stop) f_end = stop;
+    const auto submit = field == ts_col ? parse_utc(std::string_view(text).substr(f_begin, f_end - f_begin))
+                                        : std::nullopt;
+    if (!submit) return std::nullopt;  // let the full reader name the problem
+    rows.push_back({*submit, index++, line + 1, begin, stop});
+  }
+  const std::size_t all = rows.size();
+  const std::size_t keep = std::min(options.max_jobs, all);
+  auto earlier = [](const Row& a, const Row& b) { return a.submit != b.submit ? a.submit < b.submit : a.index < b.index; };
+  std::nth_element(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(keep), rows.end(), earlier);
+  rows.resize(keep);
+  std::sort(rows.begin(), rows.end(), earlier);
+
+  Trace t = start_trace(path, TraceFormat::Philly);
+  t.jobs.reserve(keep);
+  std::vector<std::string> fields;
+  for (const Row& row : rows) {
+    fields = std::move(r.record_storage());
+    fields.clear();
+    std::size_t b = row.begin;
+    while (true) {
+      std::size_t e = text.find(',', b);
+      if (e == std::string::npos || e > row.end) e = row.end;
+      fields.emplace_back(text, b, e - b);
+      if (e == row.end) break;
+      b = e + 1;
+    }
+    r.set_record(std::move(fields), row.line);
+    t.jobs.push_back(philly_job(r, row.index, has_cluster));
+  }
+  if (all > keep) t.skipped["beyond --max-jobs"] += static_cast<std::int64_t>(all - keep);
+  return t;
+}
+
+}  // namespace
+
 Trace load_philly_trace(const std::string& path, const WorkloadCatalog& catalog, const TraceOptions& options) {
+  if (options.max_jobs > 0) {
+    if (auto t = load_philly_first(path, options)) {
+      finish(*t, catalog, options);
+      return std::move(*t);
+    }
+  }
   Trace t = start_trace(path, TraceFormat::Philly);
   CsvReader r = CsvReader::open(path);
   require_columns(r, kPhillyColumns);
   const bool has_cluster = r.has_column("cluster");
-  for (std::int64_t row = 0; r.next(); ++row) {
-    TraceJob j = job_at(r, row);
-    const auto submit = parse_utc(r.field("timestamp"));
-    if (!submit)
-      r.fail("timestamp", fmt::format("expected a UTC time 'YYYY-MM-DD HH:MM:SS', got '{}'", r.field("timestamp")));
-    j.submit_time = *submit;
-    const double d = r.get_double("duration");
-    if (d <= 0) r.fail("duration", fmt::format("{} is not positive", d));
-    j.duration_s = d;
-    j.num_gpus = gpu_count(r, "num_gpus", 1);
-    if (has_cluster) j.source_id = r.field("cluster");
-    t.jobs.push_back(std::move(j));
-  }
+  for (std::int64_t row = 0; r.next(); ++row) t.jobs.push_back(philly_job(r, row, has_cluster));
   finish(t, catalog, options);
   return t;
 }

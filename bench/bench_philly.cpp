@@ -29,7 +29,7 @@ double peak_rss_mb() {
 
 struct Timed {
   double seconds;
-  std::uint64_t events, asks;
+  std::uint64_t events, asks, visits;
 };
 
 Timed run(const WorkloadCatalog& c, const Trace& t, const std::string& policy) {
@@ -39,7 +39,7 @@ Timed run(const WorkloadCatalog& c, const Trace& t, const std::string& policy) {
   o.cluster = ClusterSpec::uniform(64, 8, 40960);
   const auto t0 = std::chrono::steady_clock::now();
   const auto r = simulate(c, t, o);
-  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), r.events, r.ticks};
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), r.events, r.ticks, r.visits};
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -86,8 +86,8 @@ int main(int argc, char** argv) {
     const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     fmt::print("{}: {} jobs loaded and mapped in {:.3f} s; 64 x 8 x 40960 MiB; one core; {} run(s) each\n\n", path,
                trace.jobs.size(), load_s, runs);
-    fmt::print("{:<14} {:>8} {:>8} {:>8} {:>11} {:>10} {:>10} {:>8}\n", "policy", "min_s", "median_s", "max_s",
-               "jobs/s", "events", "asks", "rss_MB");
+    fmt::print("{:<14} {:>8} {:>8} {:>8} {:>11} {:>10} {:>10} {:>11} {:>8}\n", "policy", "min_s", "median_s", "max_s",
+               "jobs/s", "events", "asks", "visits", "rss_MB");
     for (const auto& p : names) {
       std::vector<double> secs;
       Timed last{};
@@ -96,9 +96,9 @@ int main(int argc, char** argv) {
         secs.push_back(last.seconds);
       }
       std::sort(secs.begin(), secs.end());
-      fmt::print("{:<14} {:>8.3f} {:>8.3f} {:>8.3f} {:>11.0f} {:>10} {:>10} {:>8.0f}\n", p, secs.front(),
+      fmt::print("{:<14} {:>8.3f} {:>8.3f} {:>8.3f} {:>11.0f} {:>10} {:>10} {:>11} {:>8.0f}\n", p, secs.front(),
                  secs[secs.size() / 2], secs.back(), static_cast<double>(trace.jobs.size()) / secs.front(),
-                 last.events, last.asks, peak_rss_mb());
+                 last.events, last.asks, last.visits, peak_rss_mb());
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "bench_philly: error: {}\n", e.what());

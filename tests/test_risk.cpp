@@ -1,6 +1,11 @@
 // Window statistics and the risk score, pinned on a hand-computed window.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <random>
+
 #include "telemetry/risk.h"
 #include "telemetry/rolling_window.h"
 
@@ -15,6 +20,57 @@ TEST(Risk, StatsOfKnownWindow) {
   EXPECT_NEAR(s.median, 0.55, 1e-6);
   EXPECT_NEAR(s.p95, 0.955, 1e-6);   // linear between the 9th and 10th ranks
   EXPECT_NEAR(s.ewma, 0.54991218, 1e-6);  // alpha = 2/11, seeded with the oldest sample
+}
+
+// The textbook definition, computed the slow way: sort the whole window.
+WindowStats reference_stats(std::vector<double> x) {
+  WindowStats s;
+  const std::size_t n = x.size();
+  double sum = 0, ewma = x[0];
+  const double alpha = 2.0 / (static_cast<double>(n) + 1.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    sum += x[i];
+    if (i > 0) ewma = alpha * x[i] + (1 - alpha) * ewma;
+  }
+  if (std::all_of(x.begin(), x.end(), [&](double v) { return v == x[0]; })) return {x[0], x[0], x[0], x[0]};
+  s.mean = sum / static_cast<double>(n);
+  s.ewma = ewma;
+  std::sort(x.begin(), x.end());
+  auto q = [&](double p) {
+    const double pos = p * static_cast<double>(n - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const auto hi = std::min(lo + 1, n - 1);
+    return x[lo] + (x[hi] - x[lo]) * (pos - static_cast<double>(lo));
+  };
+  s.median = q(0.5);
+  s.p95 = q(0.95);
+  return s;
+}
+
+// Stepwise windows (a few runs of equal values, as simulated telemetry gives) take a
+// shortcut through the runs; it must agree with the full sort bit for bit, and so must
+// windows of many distinct values, which take the sort.
+TEST(Risk, StepwiseWindowsGiveTheSameStatsAsTheFullSort) {
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int> runs_of(1, 12), len_of(1, 10);
+  std::uniform_real_distribution<double> value(0.0, 1.0);
+  int stepwise = 0;
+  for (int trial = 0; trial < 5000; ++trial) {
+    std::vector<double> w;
+    const int runs = runs_of(rng);
+    for (int r = 0; r < runs; ++r) {
+      const double v = trial % 3 == 0 ? std::round(value(rng) * 4) / 4 : value(rng);  // repeats across runs too
+      for (int k = len_of(rng); k > 0; --k) w.push_back(v);
+    }
+    stepwise += runs <= 8;
+    const WindowStats a = window_stats(w), b = reference_stats(w);
+    ASSERT_EQ(std::bit_cast<std::uint64_t>(a.mean), std::bit_cast<std::uint64_t>(b.mean)) << trial;
+    ASSERT_EQ(std::bit_cast<std::uint64_t>(a.median), std::bit_cast<std::uint64_t>(b.median)) << trial;
+    ASSERT_EQ(std::bit_cast<std::uint64_t>(a.p95), std::bit_cast<std::uint64_t>(b.p95)) << trial;
+    ASSERT_EQ(std::bit_cast<std::uint64_t>(a.ewma), std::bit_cast<std::uint64_t>(b.ewma)) << trial;
+  }
+  EXPECT_GT(stepwise, 1000);  // both paths were exercised
+  EXPECT_LT(stepwise, 5000);
 }
 
 TEST(Risk, PublishedWeightsGiveQuarterOfEach) {

@@ -283,6 +283,80 @@ TEST(TraceFormats, MaxJobsKeepsTheFirstBySubmitTime) {
   for (const auto& j : t.jobs) EXPECT_FALSE(j.workload.empty());
 }
 
+// --max-jobs reads only the rows it keeps when the file has no quotes; a file with quotes
+// goes through the full reader. Both must give the same trace, blank lines, CRLF line
+// ends and ties in submit time included, on a slice of the bundled Philly trace.
+TEST(TraceFormats, MaxJobsFastPathGivesWhatTheFullReaderGives) {
+  std::ifstream in(kData + "traces/philly/philly_jobs.csv");
+  std::string header, line, plain, quoted;
+  std::getline(in, header);
+  plain = quoted = header + "\r\n";
+  for (int i = 0; i < 3000 && std::getline(in, line); ++i) {
+    if (i == 10) plain += "\r\n", quoted += "\n";  // a blank line counts as a line
+    plain += line + "\r\n";
+    // The same row with its last field quoted: read as the same value.
+    const auto comma = line.rfind(',');
+    quoted += line.substr(0, comma + 1) + '"' + line.substr(comma + 1) + "\"\n";
+  }
+  plain += "2017-10-03 14:00:00,60.0,1,60.0,dup\n2017-10-03 14:00:00,60.0,2,120.0,dup\n";  // a tie
+  quoted += "2017-10-03 14:00:00,60.0,1,60.0,dup\n2017-10-03 14:00:00,60.0,2,120.0,dup\n";
+  TempFile fast(plain), full(quoted);
+  const auto catalog = WorkloadCatalog::load(kData + "aegis/workloads.csv");
+  for (std::size_t keep : {1u, 500u, 2999u, 5000u}) {
+    TraceOptions o;
+    o.max_jobs = keep;
+    const Trace a = load_trace(fast.path(), catalog, o), b = load_trace(full.path(), catalog, o);
+    ASSERT_EQ(a.jobs.size(), b.jobs.size()) << keep;
+    EXPECT_EQ(a.skipped, b.skipped) << keep;
+    EXPECT_EQ(a.mapping_method, b.mapping_method);
+    for (std::size_t i = 0; i < a.jobs.size(); ++i) {
+      const TraceJob &x = a.jobs[i], &y = b.jobs[i];
+      ASSERT_EQ(x.index, y.index) << keep << " " << i;
+      EXPECT_EQ(x.line, y.line) << i;
+      EXPECT_EQ(x.submit_time, y.submit_time) << i;
+      EXPECT_EQ(x.workload, y.workload) << i;
+      EXPECT_EQ(x.num_gpus, y.num_gpus) << i;
+      EXPECT_EQ(x.duration_s, y.duration_s) << i;
+      EXPECT_EQ(x.source_id, y.source_id) << i;
+    }
+  }
+}
+
+TEST(TraceFormats, MaxJobsFastPathStillValidatesTheRowsItKeeps) {
+  TempFile f(kPhillyHeader +
+            "2017-10-09 00:00:40,1,1,1,a\n"
+            "2017-10-09 00:00:10,-5,1,1,a\n"
+            "2017-10-09 00:00:30,1,1,1,a\n");
+  TraceOptions o;
+  o.max_jobs = 2;
+  EXPECT_EQ(error_of([&] { load_trace(f.path(), small_catalog(), o); }),
+            f.path() + ":3: field 'duration': -5 is not positive");
+  TempFile bad_time(kPhillyHeader + "2017-10-09 00:00:40,1,1,1,a\nyesterday,1,1,1,a\n");
+  EXPECT_EQ(error_of([&] { load_trace(bad_time.path(), small_catalog(), o); }),
+            bad_time.path() + ":3: field 'timestamp': expected a UTC time 'YYYY-MM-DD HH:MM:SS', got 'yesterday'");
+}
+
+TEST(TraceFormats, RepeatReplaysTheTraceShiftedByItsSpan) {
+  TempFile f(kPhillyHeader +
+            "2017-10-09 00:01:00,5,1,5,a\n"
+            "2017-10-09 00:00:20,7,1,7,a\n");
+  TraceOptions o;
+  o.repeat = 3;
+  const Trace t = load_trace(f.path(), small_catalog(), o);
+  ASSERT_EQ(t.jobs.size(), 6u);
+  const Seconds span = 40 + 1;  // last arrival after the rebase, plus one second
+  for (std::size_t k = 0; k < 3; ++k)
+    for (std::size_t i = 0; i < 2; ++i) {
+      const TraceJob &c = t.jobs[k * 2 + i], &o0 = t.jobs[i];
+      EXPECT_EQ(c.submit_time, o0.submit_time + static_cast<double>(k) * span);
+      EXPECT_EQ(c.index, o0.index + static_cast<std::int64_t>(k) * 2);
+      EXPECT_EQ(c.workload, o0.workload);
+      EXPECT_EQ(c.duration_s, o0.duration_s);
+    }
+  o.repeat = 0;
+  EXPECT_EQ(error_of([&] { load_trace(f.path(), small_catalog(), o); }), "--repeat: must be at least 1");
+}
+
 TEST(TraceFormats, LoadCompressesInterArrivalTimes) {
   TempFile f(kPhillyHeader +
             "2017-10-09 00:01:00,1,1,1,a\n"

@@ -526,6 +526,7 @@ class Run {
       }
     }
     std::sort(touched_.begin(), touched_.end());  // resample in GPU order: deterministic
+    n_visits_ += touched_.size();
     for (int g : touched_) resample(g, t);
   }
 
@@ -680,6 +681,7 @@ class Run {
     Server& srv = servers_[s];
     if (!lazy_.empty()) lazy_[static_cast<std::size_t>(s)]->now = t;
     ++n_ticks_;
+    n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
     if (auto l = srv.placer.probe(job, t, false)) return l;
     const Decisions& d = srv.placer.last();
     if (cache_) {
@@ -750,6 +752,7 @@ class Run {
     snap.explain = false;
     snap.window_stats = srv.placer.window_stats ? &windows : nullptr;
     ++n_ticks_;
+    n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
     const bool refused = engine_.tick(snap).launches.empty();
     for (int local : locals) srv.placer.views[local].window = gpus_[srv.first_gpu + local].window;
     return refused;
@@ -784,6 +787,7 @@ class Run {
     changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
     candidates_.swap(changed_);
     changed_.clear();
+    n_visits_ += candidates_.size();
     for (int s : candidates_) {
       const Server& srv = servers_[s];
       if (srv.ngpus < n) continue;
@@ -817,6 +821,7 @@ class Run {
     int remaining = job.spec.num_gpus;
     Placement p;
     for (int s = 0; s < static_cast<int>(servers_.size()) && remaining > 0; ++s) {
+      ++n_visits_;
       const Server& srv = servers_[s];
       if (srv.idle_gpus < srv.ngpus) continue;
       QueuedJob part = job;
@@ -945,6 +950,7 @@ class Run {
     r.queue_timeline = std::move(queue_timeline_);
     r.events = n_events_;
     r.ticks = n_ticks_;
+    r.visits = n_visits_;
     return r;
   }
 
@@ -988,7 +994,7 @@ class Run {
   bool cache_ = true;  // refusal caches on (sim.refusal_cache and monotone stages)
   std::optional<Feasibility> feasibility_;  // of the cluster's devices
   Seconds start_ = 0;
-  std::uint64_t seq_ = 0, n_events_ = 0, n_ticks_ = 0;
+  std::uint64_t seq_ = 0, n_events_ = 0, n_ticks_ = 0, n_visits_ = 0;
   std::size_t n_finished_ = 0;
 };
 

@@ -106,8 +106,12 @@ struct SimResult {
   std::vector<int> gpu_server;      // server of each GPU id
   std::vector<std::vector<GpuPoint>> gpu_timeline;         // per GPU, when recorded
   std::vector<std::pair<Seconds, int>> queue_timeline;     // jobs waiting, when recorded
+  // Work counts (deterministic, for tests that guard speed without a clock): events
+  // handled, engine asks, and visits: servers the dispatcher considered, GPUs each engine
+  // ask was shown, GPUs whose activity was recomputed.
   std::uint64_t events = 0;
   std::uint64_t ticks = 0;
+  std::uint64_t visits = 0;
 };
 
 struct SimError : std::runtime_error {

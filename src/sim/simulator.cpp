@@ -47,6 +47,9 @@ struct Job {
   Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
   // (Its spec and recovery state live in the lifecycle, from its arrival on.)
   Engine::RequestShape request;    // what its current queued request asks of a server
+  // The recovery state `request` was computed for (the only part of a job that changes).
+  MiB request_floor = -1;
+  bool request_exclusive = false;
   Phase phase = Phase::Pending;
   // The current attempt.
   std::uint64_t attempt = 0;       // launches so far; identifies activity events
@@ -608,9 +611,16 @@ class Run {
     ensure_window(srv, local, t);
     const unsigned bit = 1u << metric;
     if (!(gpu.stats_known & bit)) {
-      metric_buf_.clear();
-      for (const auto& x : gpu.window)
-        metric_buf_.push_back(metric == 0 ? x.smact : metric == 1 ? x.smocc : metric == 2 ? x.drama : x.util);
+      const std::size_t n = gpu.window.size();
+      metric_buf_.resize(n);
+      double* out = metric_buf_.data();
+      const GpuSample* in = gpu.window.data();
+      switch (metric) {
+        case 0: for (std::size_t i = 0; i < n; ++i) out[i] = in[i].smact; break;
+        case 1: for (std::size_t i = 0; i < n; ++i) out[i] = in[i].smocc; break;
+        case 2: for (std::size_t i = 0; i < n; ++i) out[i] = in[i].drama; break;
+        default: for (std::size_t i = 0; i < n; ++i) out[i] = in[i].util; break;
+      }
       gpu.stats[static_cast<std::size_t>(metric)] = window_stats(metric_buf_);
       gpu.stats_known |= bit;
     }
@@ -630,14 +640,22 @@ class Run {
     gpu.window_k = k_now;
     gpu.window_history = gpu.history_version;
     gpu.stats_known = 0;
-    gpu.window.clear();
+    gpu.window.resize(static_cast<std::size_t>(std::max<std::int64_t>(0, k_now - k_lo + 1)));
+    GpuSample* out = gpu.window.data();
+    const auto& hist = gpu.history;
     std::size_t h = 0;
+    // The next change point's time: the sample instants before it read change point h.
+    Seconds next = hist.size() > 1 ? hist[1].first : std::numeric_limits<Seconds>::infinity();
+    const bool noise = opt_.sim.telemetry_noise > 0;
     for (std::int64_t k = k_lo; k <= k_now; ++k) {
       const Seconds ts = static_cast<double>(k) / hz;
-      while (h + 1 < gpu.history.size() && gpu.history[h + 1].first <= ts) ++h;
-      GpuSample x = gpu.history[h].first <= ts ? gpu.history[h].second : GpuSample{};
-      if (opt_.sim.telemetry_noise > 0) x = noisy(x, g, k);
-      gpu.window.push_back(x);
+      while (next <= ts) {
+        ++h;
+        next = h + 1 < hist.size() ? hist[h + 1].first : std::numeric_limits<Seconds>::infinity();
+      }
+      GpuSample x = hist[h].first <= ts ? hist[h].second : GpuSample{};
+      if (noise) x = noisy(x, g, k);
+      *out++ = x;
     }
     srv.placer.views[local].window = gpu.window;
   }
@@ -845,7 +863,12 @@ class Run {
     explicit Dispatcher(Run& run) : run_(run) {}
     std::optional<Placement> place(const QueuedJob& job, Seconds t) override {
       const int id = static_cast<int>(job.spec.id);
-      run_.jobs_[id].request = run_.engine_.request_shape(job);
+      Job& j = run_.jobs_[id];
+      if (j.request_floor != job.recovery.floor_mib || j.request_exclusive != job.recovery.exclusive_only) {
+        j.request = run_.engine_.request_shape(job);
+        j.request_floor = job.recovery.floor_mib;
+        j.request_exclusive = job.recovery.exclusive_only;
+      }
       auto p = job.spec.num_gpus > run_.max_per_server_ ? run_.place_gang(job, t) : run_.place_single(id, job, t);
       if (p)
         for (auto& part : p->parts) {

@@ -282,7 +282,7 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
       if (!j.started_at) j.started_at = now;
       Effects::Start s;
       s.job = j.id();
-      s.placement = *p;
+      if (opt_.start_placements) s.placement = *p;
       s.attempt = static_cast<int>(j.attempts.size()) + 1;
       if (opt_.mps_limits && !p->alone()) s.mps_limit_mib = p->admitted_mib() + config_.memory_margin_mib;
       LifeAttempt& a = j.attempts.emplace_back();

@@ -91,6 +91,9 @@ struct LifecycleOptions {
   // Report every change (the daemon persists them); a simulator, which keeps no store,
   // turns it off and saves the strings.
   bool report_changes = true;
+  // Copy each start's placement into Effects::Start (the daemon launches from it; the
+  // simulator, told through its Placer, turns it off).
+  bool start_placements = true;
   // MPS with per-client memory limits: a job placed beside others gets its admitted
   // memory plus the margin as its limit; a job placed alone gets none.
   bool mps_limits = false;

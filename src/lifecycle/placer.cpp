@@ -52,7 +52,7 @@ std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, boo
   last_ = engine_.tick(snap);
   if (last_.launches.empty()) return std::nullopt;
   state = last_.state;
-  return last_.launches.front();
+  return std::move(last_.launches.front());
 }
 
 void ServerPlacer::add(const QueuedJob& job, const Launch& l, Seconds now) {

@@ -895,6 +895,7 @@ class Run {
   static LifecycleOptions lifecycle_options(const SimOptions& o) {
     LifecycleOptions l;
     l.report_changes = false;  // no store: the jobs that finished are all it needs
+    l.start_placements = false;  // its dispatcher hears of each start directly
     l.mps_limits = o.sim.sharing == "mps" && o.sim.mps_memory_limits;
     return l;
   }

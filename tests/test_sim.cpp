@@ -36,7 +36,7 @@ struct Case {
     j.submit_time = submit;
     j.workload = name;
     j.num_gpus = catalog.find(name)->num_gpus;
-    j.line = static_cast<std::size_t>(index) + 2;  // as if row `index` of a CSV file "test"
+    j.line = static_cast<std::uint32_t>(index) + 2;  // as if row `index` of a CSV file "test"
     trace.path = "test";
     trace.jobs.push_back(j);
   }

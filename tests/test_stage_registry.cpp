@@ -278,7 +278,7 @@ SimResult run_half_full(bool cache) {
     j.index = i;
     j.submit_time = i;
     j.workload = i == 0 ? "big" : "small";
-    j.line = static_cast<std::size_t>(i) + 1;
+    j.line = static_cast<std::uint32_t>(i) + 1;
     trace.jobs.push_back(j);
   }
   SimOptions o;

@@ -60,7 +60,7 @@ TraceJob job(std::int64_t index, int gpus, Seconds duration, double fraction = 1
   j.num_gpus = gpus;
   j.duration_s = duration;
   j.gpu_fraction = fraction;
-  j.line = static_cast<std::size_t>(index) + 1;
+  j.line = static_cast<std::uint32_t>(index) + 1;
   return j;
 }
 

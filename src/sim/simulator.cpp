@@ -41,19 +41,14 @@ struct Part {
   int running_pos = -1;  // index in Server::running
 };
 
-struct Job {
-  const TraceJob* tj = nullptr;
-  const WorkloadProfile* w = nullptr;
-  Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
-  // (Its spec and recovery state live in the lifecycle, from its arrival on.)
+// What a job needs from its arrival to its end (freed then: a million-job trace keeps
+// only the jobs in flight).
+struct Live {
   Engine::RequestShape request;    // what its current queued request asks of a server
   // The recovery state `request` was computed for (the only part of a job that changes).
   MiB request_floor = -1;
   bool request_exclusive = false;
-  Phase phase = Phase::Pending;
   // The current attempt.
-  std::uint64_t attempt = 0;       // launches so far; identifies activity events
-  std::uint64_t version = 0;       // identifies the valid completion event
   Seconds last_update = 0;
   double work_done = 0;
   double speed = 1;
@@ -63,6 +58,17 @@ struct Job {
   std::optional<MiB> mps_limit;    // its MPS client memory limit, as the lifecycle set it
   std::vector<int> gpus;           // cluster-wide ids
   std::vector<Part> parts;
+};
+
+struct Job {
+  const TraceJob* tj = nullptr;
+  const WorkloadProfile* w = nullptr;
+  Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
+  // (Its spec and recovery state live in the lifecycle, from its arrival on.)
+  Phase phase = Phase::Pending;
+  std::uint32_t attempt = 0;       // launches so far; identifies activity events
+  std::uint32_t version = 0;       // identifies the valid completion event
+  std::unique_ptr<Live> live;      // from its arrival to its end
   JobRecord* rec = nullptr;        // its result, in Run::records_
 };
 
@@ -243,6 +249,7 @@ class Run {
       case EvKind::Arrival: {
         Job& j = jobs_[e.id];
         j.phase = Phase::Queued;
+        j.live = std::make_unique<Live>();
         // (spec.name stays empty: no stage reads it, and the record keeps the workload.)
         JobSpec spec;
         spec.id = e.id;
@@ -256,7 +263,7 @@ class Run {
       case EvKind::FirstActivity: {
         Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.attempt != e.version) break;
-        for (const auto& p : j.parts) servers_[p.server].placer.running[p.running_pos].first_activity = e.t;
+        for (const auto& p : j.live->parts) servers_[p.server].placer.running[p.running_pos].first_activity = e.t;
         j.rec->attempts.back().first_activity = e.t;
         life_.first_activity(e.id, e.t);
         const bool ramp = opt_.sim.memory_ramp_s > 0 && opt_.sim.memory_initial_fraction < 1;
@@ -265,12 +272,12 @@ class Run {
                                : j.w->peak_mib;
         touch_servers(j);  // the observation gate now runs from this activity
         if (!allocate(j, first, e.t)) break;
-        j.active = true;
-        for (int g : j.gpus) {
+        j.live->active = true;
+        for (int g : j.live->gpus) {
           gpus_[g].active.push_back(e.id);
           sum_activity(g);
         }
-        refresh(j.gpus, e.t);
+        refresh(j.live->gpus, e.t);
         if (ramp) push(e.t + opt_.sim.memory_ramp_s, EvKind::RampDone, e.id, j.attempt);
         break;
       }
@@ -279,7 +286,7 @@ class Run {
         if (j.phase != Phase::Running || j.attempt != e.version) break;
         // Less free memory never turns a refusal into a placement (the stages declare it:
         // Engine::refusals_monotone), so the servers' earlier refusals stand: no touch_servers here.
-        allocate(j, j.w->peak_mib - j.held_mib, e.t);
+        allocate(j, j.w->peak_mib - j.live->held_mib, e.t);
         break;
       }
       case EvKind::Complete: {
@@ -289,15 +296,16 @@ class Run {
         // is rescheduled here for the work it still has.
         // (Work left that the clock cannot resolve any more counts as done.)
         advance(j, e.t);
-        const double left = j.work - j.work_done;
-        if (left > 1e-9 * std::max(1.0, j.work) && e.t + left / j.speed > e.t) {
-          j.ends_at = e.t + left / j.speed;
-          push(j.ends_at, EvKind::Complete, e.id, j.version);
+        const double left = j.work - j.live->work_done;
+        if (left > 1e-9 * std::max(1.0, j.work) && e.t + left / j.live->speed > e.t) {
+          j.live->ends_at = e.t + left / j.live->speed;
+          push(j.live->ends_at, EvKind::Complete, e.id, j.version);
           break;
         }
         finish_attempt(e.id, e.t, SimOutcome::Completed);
         life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, e.t);
         life_.forget(e.id);  // its record is the simulator's; the lifecycle keeps live jobs only
+        j.live.reset();
         j.phase = Phase::Done;
         j.rec->completed = true;
         j.rec->end = e.t;
@@ -319,7 +327,7 @@ class Run {
   }
 
   void touch_servers(const Job& j) {
-    for (const auto& p : j.parts) bump(p.server);
+    for (const auto& p : j.live->parts) bump(p.server);
   }
 
   // Allocates `mib` more on every GPU of the job; the job dies of OOM if one cannot hold it.
@@ -329,11 +337,11 @@ class Run {
     // Under MPS with limits (the limit is the lifecycle's: admitted + margin beside
     // others, none alone), a job that outgrows it fails at its own limit, whatever the GPU
     // has left.
-    for (int g : j.gpus) {
-      const bool over_limit = j.mps_limit && j.held_mib + mib > *j.mps_limit;
+    for (int g : j.live->gpus) {
+      const bool over_limit = j.live->mps_limit && j.live->held_mib + mib > *j.live->mps_limit;
       if (over_limit || gpus_[g].used + mib > gpus_[g].total) {
         const std::string detail =
-            over_limit ? fmt::format("CUDA out of memory: MPS limit of {} MiB reached", *j.mps_limit)
+            over_limit ? fmt::format("CUDA out of memory: MPS limit of {} MiB reached", *j.live->mps_limit)
                        : fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free", mib,
                                      gpus_[g].total - gpus_[g].used);
         auto& a = j.rec->attempts.back();
@@ -345,14 +353,14 @@ class Run {
         return false;
       }
     }
-    for (int g : j.gpus) {
+    for (int g : j.live->gpus) {
       integrate(g, t);
       gpus_[g].used += mib;
       servers_[gpus_[g].server].placer.views[gpus_[g].local].free_mib = gpus_[g].total - gpus_[g].used;
       servers_[gpus_[g].server].free_mib -= mib;
       note(g, t);
     }
-    j.held_mib += mib;
+    j.live->held_mib += mib;
     return true;
   }
 
@@ -363,10 +371,10 @@ class Run {
     auto& a = j.rec->attempts.back();
     a.end = t;
     a.outcome = outcome;
-    for (int g : j.gpus) {
+    for (int g : j.live->gpus) {
       Gpu& gpu = gpus_[g];
       integrate(g, t);
-      gpu.used -= j.held_mib;
+      gpu.used -= j.live->held_mib;
       erase_value(gpu.running, id);
       erase_value(gpu.active, id);
       sum_activity(g);
@@ -378,24 +386,24 @@ class Run {
       if (gpu.running.empty()) srv.idle_gpus++;
       note(g, t);
     }
-    for (const auto& p : j.parts) {
+    for (const auto& p : j.live->parts) {
       bump(p.server);
       Server& srv = servers_[p.server];
       // Swap-remove from the running list handed to the engine.
       const int last = static_cast<int>(srv.placer.running.size()) - 1;
       if (p.running_pos != last) {
         srv.placer.running[p.running_pos] = std::move(srv.placer.running[last]);
-        for (auto& q : jobs_[srv.placer.running[p.running_pos].spec.id].parts)
+        for (auto& q : jobs_[srv.placer.running[p.running_pos].spec.id].live->parts)
           if (q.server == p.server) q.running_pos = p.running_pos;
       }
       srv.placer.running.pop_back();
     }
-    j.parts.clear();
-    j.held_mib = 0;
-    j.active = false;
+    j.live->parts.clear();
+    j.live->held_mib = 0;
+    j.live->active = false;
     ++j.version;
-    const std::vector<int> gpus = std::move(j.gpus);
-    j.gpus.clear();
+    const std::vector<int> gpus = std::move(j.live->gpus);
+    j.live->gpus.clear();
     refresh(gpus, t);
   }
 
@@ -406,14 +414,14 @@ class Run {
     j.phase = Phase::Running;
     j.attempt += 1;
     j.version += 1;
-    j.work_done = 0;
-    j.last_update = t;
-    j.speed = 1;
-    j.active = false;
-    j.held_mib = 0;
-    j.gpus.clear();
-    j.parts.clear();
-    j.mps_limit.reset();  // set by tick() from the lifecycle's start
+    j.live->work_done = 0;
+    j.live->last_update = t;
+    j.live->speed = 1;
+    j.live->active = false;
+    j.live->held_mib = 0;
+    j.live->gpus.clear();
+    j.live->parts.clear();
+    j.live->mps_limit.reset();  // set by tick() from the lifecycle's start
     if (j.rec->first_launch < 0) j.rec->first_launch = t;
     AttemptRecord a;
     a.launch = t;
@@ -427,30 +435,30 @@ class Run {
         if (gpus_[g].running.empty()) srv.idle_gpus--;
         gpus_[g].running.push_back(id);
         gpus_[g].last_launched = id;
-        j.gpus.push_back(g);
+        j.live->gpus.push_back(g);
         note(g, t);
       }
       a.exclusive = a.exclusive || l.exclusive;
       a.admitted_mib = l.admitted_mib;
-      j.parts.push_back({s, static_cast<int>(srv.placer.running.size())});
+      j.live->parts.push_back({s, static_cast<int>(srv.placer.running.size())});
       srv.placer.add(job, l, t);
       // A new job only adds load: the server's refusals stand, but the next request must
       // ask it again (it accepted this one).
       changed_.push_back(s);
     }
-    a.gpus = j.gpus;
+    a.gpus = j.live->gpus;
     j.rec->attempts.push_back(a);
 
-    j.ends_at = t + j.work;
-    push(j.ends_at, EvKind::Complete, id, j.version);
+    j.live->ends_at = t + j.work;
+    push(j.live->ends_at, EvKind::Complete, id, j.version);
     const Seconds delay = first_activity_delay(opt_.sim, opt_.seed, static_cast<std::uint64_t>(j.rec->trace_index), j.attempt);
     if (delay < j.work) push(t + delay, EvKind::FirstActivity, id, j.attempt);
   }
 
   // --- progress and interference ----------------------------------------------------
   void advance(Job& j, Seconds t) {
-    j.work_done += j.speed * (t - j.last_update);
-    j.last_update = t;
+    j.live->work_done += j.live->speed * (t - j.live->last_update);
+    j.live->last_update = t;
   }
 
   // Recomputed from scratch (not adjusted) so that sums never drift with history.
@@ -469,10 +477,10 @@ class Run {
   // its slowest GPU (docs/sharing.md).
   double speed_of(int id) const {
     const Job& j = jobs_[id];
-    if (!j.active) return 1.0;
+    if (!j.live->active) return 1.0;
     double s = 1.0;
     const ActivityProfile self{j.w->util, j.w->drama};
-    for (int g : j.gpus) {
+    for (int g : j.live->gpus) {
       const Gpu& gpu = gpus_[g];
       double on_gpu = device_speed(self.util, gpu.sm_fraction);
       if (gpu.active.size() >= 2) {
@@ -516,14 +524,14 @@ class Run {
         Job& j = jobs_[id];
         const double s = speed_of(id);
         // Its other GPUs' activity changes only with its speed (these are touched above).
-        if (s == j.speed) continue;
-        for (int h : j.gpus) touch(h);
+        if (s == j.live->speed) continue;
+        for (int h : j.live->gpus) touch(h);
         advance(j, t);
-        j.speed = s;
-        const double ends = t + std::max(0.0, j.work - j.work_done) / s;
-        if (ends < j.ends_at) {  // sooner: the pending event would be late
+        j.live->speed = s;
+        const double ends = t + std::max(0.0, j.work - j.live->work_done) / s;
+        if (ends < j.live->ends_at) {  // sooner: the pending event would be late
           ++j.version;
-          j.ends_at = ends;
+          j.live->ends_at = ends;
           push(ends, EvKind::Complete, id, j.version);
         }
       }
@@ -538,10 +546,10 @@ class Run {
     double a = 0, o = 0, d = 0, u = 0;
     for (int id : gpus_[g].active) {
       const Job& j = jobs_[id];
-      a += j.speed * j.w->smact;
-      o += j.speed * j.w->smocc;
-      d += j.speed * j.w->drama;
-      u += j.speed * j.w->util;
+      a += j.live->speed * j.w->smact;
+      o += j.live->speed * j.w->smocc;
+      d += j.live->speed * j.w->drama;
+      u += j.live->speed * j.w->util;
     }
     const GpuSample s{std::min(1.0, a), std::min(1.0, o), std::min(1.0, d), std::min(1.0, u)};
     Gpu& gpu = gpus_[g];
@@ -792,7 +800,7 @@ class Run {
     const int n = job.spec.num_gpus;
     order_.clear();
     const bool shares = engine_.config().collocate && !job.recovery.exclusive_only;
-    const Engine::RequestShape key = jobs_[id].request;
+    const Engine::RequestShape key = jobs_[id].live->request;
     // After a pass for request P, every server outside changed_ has refused (at its
     // current version) something P covers, or cannot take P's size at all. So for a
     // request that covers P only the changed servers need asking; otherwise all do.
@@ -864,10 +872,10 @@ class Run {
     std::optional<Placement> place(const QueuedJob& job, Seconds t) override {
       const int id = static_cast<int>(job.spec.id);
       Job& j = run_.jobs_[id];
-      if (j.request_floor != job.recovery.floor_mib || j.request_exclusive != job.recovery.exclusive_only) {
-        j.request = run_.engine_.request_shape(job);
-        j.request_floor = job.recovery.floor_mib;
-        j.request_exclusive = job.recovery.exclusive_only;
+      if (j.live->request_floor != job.recovery.floor_mib || j.live->request_exclusive != job.recovery.exclusive_only) {
+        j.live->request = run_.engine_.request_shape(job);
+        j.live->request_floor = job.recovery.floor_mib;
+        j.live->request_exclusive = job.recovery.exclusive_only;
       }
       auto p = job.spec.num_gpus > run_.max_per_server_ ? run_.place_gang(job, t) : run_.place_single(id, job, t);
       if (p)
@@ -905,7 +913,7 @@ class Run {
   void tick(Seconds t) {
     if (life_.has_work()) {
       Effects fx = life_.schedule(t, placer_);
-      for (const auto& st : fx.starts) jobs_[st.job].mps_limit = st.mps_limit_mib;
+      for (const auto& st : fx.starts) jobs_[st.job].live->mps_limit = st.mps_limit_mib;
       // A job requeued after an OOM keeps its phase until launch() sets it running again.
       for (JobId id : fx.finished) {
         const LifeJob* lj = life_.find(id);
@@ -915,6 +923,7 @@ class Run {
         j.rec->end = t;
         j.rec->stop_reason = lj->reason;
         life_.forget(id);
+        j.live.reset();
         ++n_finished_;
       }
     }

@@ -57,10 +57,10 @@ struct AttemptRecord {
   Seconds first_activity = -1;  // -1: never became active
   Seconds end = 0;
   std::vector<int> gpus;        // cluster-wide GPU ids (see SimResult::gpu_server)
-  bool exclusive = false;
   MiB floor_mib = 0;
   MiB admitted_mib = 0;   // memory the engine booked per GPU for this attempt
   SimOutcome outcome = SimOutcome::Completed;
+  bool exclusive = false;
   // An OOM death of a job that was not the one placed last on its GPU: a neighbour taken
   // down by someone else's growth (the blast radius of sharing without memory isolation).
   bool neighbour_oom = false;
@@ -71,10 +71,10 @@ struct JobRecord {
   std::int64_t trace_index = 0;
   std::string workload;
   int num_gpus = 1;
+  bool completed = false;
   Seconds submit = 0;
   Seconds first_launch = -1;
   Seconds end = -1;
-  bool completed = false;
   std::string stop_reason;
   Seconds solo_runtime = 0;       // its own runtime alone (trace duration or workload's)
   std::vector<AttemptRecord> attempts;

@@ -96,7 +96,7 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   std::set<std::int64_t> seen;
   while (r.next()) {
     TraceJob j;
-    j.line = r.line();
+    j.line = static_cast<std::uint32_t>(r.line());
     j.index = r.get_int("job_index");
     if (!seen.insert(j.index).second) r.fail("job_index", fmt::format("duplicate job index {}", j.index));
     j.submit_time = r.get_double("submit_time_s");

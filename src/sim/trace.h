@@ -24,10 +24,10 @@ struct TraceJob {
   Seconds submit_time = 0;               // seconds from the trace's first arrival
   std::string workload;                  // catalog workload whose profile it runs with
   int num_gpus = 1;
+  std::uint32_t line = 0;                // line of the source file it came from (0: not from a file)
   std::optional<Seconds> duration_s;     // its own runtime alone; absent = the workload's
   double gpu_fraction = 1.0;             // Alibaba gpu_milli / 1000 for fractional requests
   std::string source_id;                 // id in the source trace (pod name, ...), may be empty
-  std::size_t line = 0;                  // line of the source file it came from (0: not from a file)
 };
 
 enum class TraceFormat { Aegis, Philly, Alibaba };

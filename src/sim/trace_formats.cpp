@@ -103,7 +103,7 @@ void finish(Trace& t, const WorkloadCatalog& catalog, const TraceOptions& option
 TraceJob job_at(const CsvReader& r, std::int64_t index) {
   TraceJob j;
   j.index = index;
-  j.line = r.line();
+  j.line = static_cast<std::uint32_t>(r.line());
   return j;
 }
 

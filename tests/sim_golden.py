@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The simulator's outputs, byte for byte: every policy of the registry on the three
 published traces (1 x 3 GPUs) and on the first 10,000 Philly jobs (64 x 8 GPUs), through
-`aegis sim --json --jobs-csv`, hashed and compared with tests/golden/sim_outputs.sha256.
+`aegis sim --json --jobs-csv`, hashed and compared with tests/golden/sim_outputs.sha256;
+and, off the defaults, 3,000 Philly jobs with noisy 3 Hz telemetry under MPS.
 
 Speed work must not change a single result; a change that is meant to change results
 regenerates the file (--update) in the same commit and says why. The file was first
@@ -25,6 +26,10 @@ RUNS = {
                   "--gpus", "3", "--gpu-memory", "40960"],
     "philly10k": ["--trace", "data/traces/philly/philly_jobs.csv", "--max-jobs", "10000",
                   "--servers", "64", "--gpus-per-server", "8"],
+    # Off the defaults: noisy telemetry sampled at 3 Hz, MPS with memory limits.
+    "philly3k-noise-mps": ["--trace", "data/traces/philly/philly_jobs.csv", "--max-jobs", "3000",
+                           "--servers", "16", "--gpus-per-server", "8", "--sharing", "mps",
+                           "--set", "sim.telemetry_noise=0.03", "--set", "telemetry_sample_hz=3"],
 }
 
 

@@ -208,10 +208,15 @@ Decisions Engine::tick(const Snapshot& snap) const {
   Tick t{cfg, snap, gpu_scratch};
   t.gpus.clear();
   t.gpus.resize(snap.gpus.size());
+  MiB guard_of = -1, guard = 0;  // GPUs of a server are mostly alike: one guard per size
   for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
     t.gpus[i].view = &snap.gpus[i];
     t.gpus[i].stats_source = snap.window_stats;
-    t.gpus[i].guard_mib = cfg.memory_guard(snap.gpus[i].total_mib);
+    if (snap.gpus[i].total_mib != guard_of) {
+      guard_of = snap.gpus[i].total_mib;
+      guard = cfg.memory_guard(guard_of);
+    }
+    t.gpus[i].guard_mib = guard;
   }
   for (const auto& r : snap.running)
     t.add_job(r.spec, r.gpus, r.exclusive, r.admitted_mib, r.launched_at, r.first_activity);

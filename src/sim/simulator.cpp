@@ -108,6 +108,7 @@ struct Server {
   ServerPlacer placer;
   int idle_gpus = 0;                // GPUs with no job
   MiB free_mib = 0;                 // sum of its GPUs' free memory (the dispatcher's order)
+  std::uint64_t candidate_stamp = 0;  // the dispatcher pass that last listed it
   std::uint64_t version = 0;
   std::vector<Engine::RequestShape> refused;  // requests refused at refused_version
   std::uint64_t refused_version = kNoJob;
@@ -651,20 +652,32 @@ class Run {
     gpu.window.resize(static_cast<std::size_t>(std::max<std::int64_t>(0, k_now - k_lo + 1)));
     GpuSample* out = gpu.window.data();
     const auto& hist = gpu.history;
+    constexpr Seconds kInf = std::numeric_limits<Seconds>::infinity();
+    auto ts_of = [hz](std::int64_t k) { return static_cast<double>(k) / hz; };
+    // The first sample instant at or after time x, as the comparison below decides it.
+    auto first_k_at = [&](Seconds x) {
+      auto e = static_cast<std::int64_t>(std::ceil(x * hz));
+      while (ts_of(e - 1) >= x) --e;
+      while (ts_of(e) < x) ++e;
+      return e;
+    };
+    // Sample k reads the last change point at or before its instant (nothing before the
+    // first); a change point holds for a run of samples, filled at once.
     std::size_t h = 0;
-    // The next change point's time: the sample instants before it read change point h.
-    Seconds next = hist.size() > 1 ? hist[1].first : std::numeric_limits<Seconds>::infinity();
-    const bool noise = opt_.sim.telemetry_noise > 0;
-    for (std::int64_t k = k_lo; k <= k_now; ++k) {
-      const Seconds ts = static_cast<double>(k) / hz;
-      while (next <= ts) {
-        ++h;
-        next = h + 1 < hist.size() ? hist[h + 1].first : std::numeric_limits<Seconds>::infinity();
-      }
-      GpuSample x = hist[h].first <= ts ? hist[h].second : GpuSample{};
-      if (noise) x = noisy(x, g, k);
-      *out++ = x;
+    for (std::int64_t k = k_lo; k <= k_now;) {
+      const Seconds ts = ts_of(k);
+      while (h + 1 < hist.size() && hist[h + 1].first <= ts) ++h;
+      const bool after = hist[h].first <= ts;
+      const GpuSample x = after ? hist[h].second : GpuSample{};
+      const Seconds until = after ? (h + 1 < hist.size() ? hist[h + 1].first : kInf) : hist[h].first;
+      const std::int64_t end = until < kInf ? std::min(k_now + 1, first_k_at(until)) : k_now + 1;
+      for (; k < end; ++k) *out++ = x;
     }
+    if (opt_.sim.telemetry_noise > 0)
+      for (std::int64_t k = k_lo; k <= k_now; ++k) {
+        GpuSample& x = gpu.window[static_cast<std::size_t>(k - k_lo)];
+        x = noisy(x, g, k);
+      }
     srv.placer.views[local].window = gpu.window;
   }
 
@@ -809,9 +822,14 @@ class Run {
       for (int s = 0; s < static_cast<int>(servers_.size()); ++s) changed_[s] = s;
     }
     scanned_ = key;
-    std::sort(changed_.begin(), changed_.end());
-    changed_.erase(std::unique(changed_.begin(), changed_.end()), changed_.end());
-    candidates_.swap(changed_);
+    // Each server once (the heap below orders them; their order here does not matter).
+    ++candidate_stamp_;
+    candidates_.clear();
+    for (int s : changed_) {
+      if (servers_[s].candidate_stamp == candidate_stamp_) continue;
+      servers_[s].candidate_stamp = candidate_stamp_;
+      candidates_.push_back(s);
+    }
     changed_.clear();
     n_visits_ += candidates_.size();
     for (int s : candidates_) {
@@ -1018,6 +1036,7 @@ class Run {
   std::uint64_t stamp_ = 0;
   std::vector<Candidate> order_;
   std::vector<int> changed_, candidates_;  // servers changed since the last full pass
+  std::uint64_t candidate_stamp_ = 0;
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass
   std::vector<std::vector<GpuPoint>> timeline_;
   std::vector<std::pair<Seconds, int>> queue_timeline_;

@@ -183,6 +183,7 @@ TEST(Cluster, ParseAndDescribe) {
     EXPECT_THROW(ClusterSpec::parse(bad), InputError) << bad;
   try {
     ClusterSpec::parse("2x8x40960,4x8");
+    FAIL() << "expected InputError for '2x8x40960,4x8'";
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "--gpu-memory: '4x8' is not SERVERSxGPUSxMIB (e.g. 4x8x81920)");
   }

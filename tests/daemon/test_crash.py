@@ -26,14 +26,17 @@ def main(build):
                     f" && echo done >> {marks}/$AEGIS_JOB_ID")
             ids.append(d.submit(*args, "--", "/bin/sh", "-c", work))
         # Kill at three different moments, each reached by what the jobs show rather than by
-        # the clock: right after the burst (before anything ran), once some job is running
-        # (jobs starting), and once some job completed while others still run (mid-run).
-        def states():
+        # the clock: right after the burst, once some job is running (jobs starting), and once
+        # some job completed while others still wait or run (mid-run).
+        def shown():
             return [j["state"] for j in d.jobs() if j["id"] in ids]
+
+        def mid_run():
+            now = shown()
+            return "completed" in now and any(s in ("queued", "running") for s in now)
         moments = [("right after the burst", lambda: True),
-                   ("a job running", lambda: "running" in states()),
-                   ("a job completed, others not", lambda: "completed" in states() and
-                    any(s in ("queued", "running") for s in states()))]
+                   ("a job running", lambda: "running" in shown()),
+                   ("a job completed, others not", mid_run)]
         for what, moment in moments:
             wait_for(what, moment, timeout=120, every=0.05)
             d.kill9()

@@ -2,6 +2,7 @@
 // self-contained, text is escaped, output is deterministic, and big clusters are capped.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -159,12 +160,16 @@ TEST_F(ReportTest, UnwritablePathThrows) {
   }
 }
 
-// Leaves the report at a fixed path for tests/browser/check_report.py.
+// The fixture that sets up the browser check (tests/CMakeLists.txt: ctest runs this case as
+// `report_sample`, and `report_browser` opens the file it leaves at AEGIS_REPORT_SAMPLE in
+// headless Chromium). The file is the very report the cases above check.
 TEST_F(ReportTest, WritesSampleForBrowserCheck) {
-  const std::string path = ::testing::TempDir() + "aegis_report_test.html";
-  write_html_report(path, "aegis report test: trace_philly, 3 x 40960 MiB", runs(results_), Json{{"seed", 1}});
+  const std::string path = AEGIS_REPORT_SAMPLE;
+  std::remove(path.c_str());  // never leave the browser an older run's file
+  const std::string title = "aegis report test: trace_philly, 3 x 40960 MiB";
+  write_html_report(path, title, runs(results_), Json{{"seed", 1}});
   std::cout << "report written to " << path << "\n";
-  EXPECT_GT(read_file(path).size(), 10000u);
+  EXPECT_EQ(read_file(path), report(runs(results_), title));
 }
 
 // A made-up run on 100 GPUs with more attempts than the timeline draws (one job in

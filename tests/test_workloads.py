@@ -178,11 +178,18 @@ def dry_run(build):
         rep = json.load(open(os.path.join(cmp_out, "compare.json")))
         with open(os.path.join(cmp_out, "workloads.csv"), newline="") as f:
             check(len(list(csv.DictReader(f))) == 8, "workloads.csv does not hold the 8 profiles")
-        for pol in ("exclusive", "aegis"):
+        # What separates the measured run from its replay (docs/emulated-gpu.md, "What agreement
+        # with the simulator means"): exclusive shares no GPU, so only the daemon's tick and
+        # process start-up on a loaded machine do (a few %; 25 % allows for load). Under aegis
+        # shared jobs also slow down by two independent contention models, the emulated GPU's
+        # (fitted on Gavel's V100 pairs) and the simulator's (fitted on Lucid's 3090 pairs),
+        # which on this trace's pairs disagree by 1.1x to 4.6x in speed; at --scale 0.05 jobs
+        # overlap for fractions of a second, and 50 % is the gap if half the run were shared
+        # at a 2x disagreement. A unit or parsing slip (s for ms, MiB for GiB) is far larger.
+        # Neither bound says how accurate the simulator is: that needs the real GPU.
+        for pol, bound in (("exclusive", 0.25), ("aegis", 0.5)):
             err = rep["policies"][pol]["makespan_error"]
-            # Loose: the emulated jobs follow the simulator's own model, so only the daemon's
-            # tick and a loaded machine separate the two; a unit or parsing slip is far larger.
-            check(err is not None and abs(err) < 0.5, f"{pol}: simulated makespan off by {err}")
+            check(err is not None and abs(err) < bound, f"{pol}: simulated makespan off by {err} (bound {bound})")
             print(f"ok: compare {pol}: makespan error {100 * err:+.1f}%, "
                   f"JCT |error| mean {100 * rep['policies'][pol]['jct_mean_abs_error']:.1f}%")
         print(f"ok: compare.py ({time.time() - t:.1f} s)")

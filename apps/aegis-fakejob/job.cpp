@@ -6,8 +6,6 @@
 #include <ctime>
 #include <string>
 
-#include "sim/sim_config.h"
-#include "speed_model.h"
 
 namespace aegis::fakejob {
 
@@ -62,10 +60,7 @@ void print_oom(emu::State& state, const JobDevice& d, std::size_t ordinal, MiB c
 }  // namespace
 
 int run_job(emu::State& state, const Options& o, const std::vector<JobDevice>& devices, const MpsSettings& mps,
-            std::uint32_t pid, const volatile std::sig_atomic_t& stop) {
-  const SimConfig sim;
-  const InterferenceModel model{sim.interference_util_coeff, sim.interference_dram_coeff};
-
+            const emu::ContentionConfig& contention, std::uint32_t pid, const volatile std::sig_atomic_t& stop) {
   if (!sleep_until(after(Clock::now(), o.startup_s), stop)) return 128 + stop;
   // CUDA connects to the MPS control daemon at its first call; the text is cudaErrorMpsConnectionFailed's.
   if (!mps.pipe_dir.empty() && !connect_mps(mps.pipe_dir, pid)) {
@@ -73,6 +68,17 @@ int run_job(emu::State& state, const Options& o, const std::vector<JobDevice>& d
                          "server (no control daemon in %s)\n", mps.pipe_dir.c_str());
     return 1;
   }
+  // Its speed next to the co-runners it sees now, at its slowest device (synchronous data
+  // parallelism). Known before the first step, so that no work is done at a wrong speed.
+  auto current_speed = [&] {
+    double s = 1;
+    for (const auto& d : devices) {
+      const emu::DeviceShare share{d.sm_fraction, mps.thread_fraction, !mps.pipe_dir.empty()};
+      s = std::min(s, emu::speed_on_device(contention, o.activity, state.co_runners(d.id, pid), share));
+    }
+    return s;
+  };
+  double speed = current_speed();
   const auto t0 = Clock::now();
   std::printf("aegis-fakejob %u: started on GPU %s: %lld MiB each, %.2f s solo\n", pid,
               device_list(state, devices).c_str(), static_cast<long long>(o.mem_mib), o.seconds);
@@ -80,7 +86,7 @@ int run_job(emu::State& state, const Options& o, const std::vector<JobDevice>& d
   const int steps = o.ramp_s > 0 ? kRampSteps : 1;
   int steps_done = 0;
   MiB held = 0;
-  double work = 0, speed = 1, reported_speed = -1, next_print = kPrintEvery;
+  double work = 0, reported_speed = -1, next_print = kPrintEvery;
   const double nap = std::clamp(o.seconds / 50, 0.01, kLongestNap.count());
   auto last = t0;
   for (;;) {
@@ -111,11 +117,7 @@ int run_job(emu::State& state, const Options& o, const std::vector<JobDevice>& d
     }
     if (work >= o.seconds * (1 - 1e-9)) break;
 
-    speed = 1;  // at its slowest device, as in the simulator
-    for (const auto& d : devices) {
-      const DeviceShare share{d.sm_fraction, mps.thread_fraction, !mps.pipe_dir.empty()};
-      speed = std::min(speed, speed_on_device(model, o.activity, state.co_runners(d.id, pid), share));
-    }
+    speed = current_speed();
     if (speed != reported_speed) {
       for (const auto& d : devices) state.set_activity(d.id, pid, o.activity, speed);
       reported_speed = speed;

@@ -1,6 +1,6 @@
 // One emulated training job's life on the emulated GPUs: startup, the MPS connection when
-// it is an MPS client, memory ramp, progress at the speed the simulator's models give
-// against its co-runners (speed_model.h), the end.
+// it is an MPS client, memory ramp, progress at the speed the emulated GPU's contention
+// model gives against its co-runners (runtime/gpu/emulated/contention.h), the end.
 #pragma once
 #include <csignal>
 #include <optional>
@@ -8,6 +8,7 @@
 
 #include "mps_client.h"
 #include "options.h"
+#include "runtime/gpu/emulated/contention.h"
 #include "runtime/gpu/emulated/state.h"
 
 namespace aegis::fakejob {
@@ -24,6 +25,6 @@ struct JobDevice {
 // the message is on stderr), 128 + the signal once `stop` is set. Leaves what it holds to
 // the caller to release, whatever the outcome.
 int run_job(emu::State& state, const Options& o, const std::vector<JobDevice>& devices, const MpsSettings& mps,
-            std::uint32_t pid, const volatile std::sig_atomic_t& stop);
+            const emu::ContentionConfig& contention, std::uint32_t pid, const volatile std::sig_atomic_t& stop);
 
 }  // namespace aegis::fakejob

@@ -70,10 +70,21 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < ids.size(); ++i)
     devices.push_back({ids[i], state->device(ids[i]).sm_fraction(), mps.limits[i]});
 
+  // The contention model's parameters (docs/emulated-gpu.md): the defaults, or a trial's
+  // "name=value,..." in AEGIS_EMULATED_CONTENTION.
+  emu::ContentionConfig contention;
+  if (const char* v = std::getenv("AEGIS_EMULATED_CONTENTION"); v && *v) {
+    try {
+      emu::set_params(contention, v);
+    } catch (const ConfigError& e) {
+      return usage_error(std::string("AEGIS_EMULATED_CONTENTION: ") + e.what());
+    }
+  }
+
   const auto pid = static_cast<std::uint32_t>(getpid());
   int rc = 1;
   try {
-    rc = fakejob::run_job(*state, o, devices, mps, pid, g_stop);
+    rc = fakejob::run_job(*state, o, devices, mps, contention, pid, g_stop);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aegis-fakejob: %s\n", e.what());
   }

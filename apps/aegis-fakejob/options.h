@@ -20,10 +20,11 @@ inline constexpr const char* kUsage =
     "usage: aegis-fakejob --mem MIB --smact F --seconds S [--ramp R] [--smocc F] [--drama F] [--util F] [--startup D]\n"
     "  an emulated training job on the emulated GPUs named by CUDA_VISIBLE_DEVICES (indices, GPU or MIG\n"
     "  UUIDs; GPU 0 when unset), state in AEGIS_EMULATED_STATE (docs/emulated-gpu.md); an MPS client\n"
-    "  when CUDA_MPS_PIPE_DIRECTORY is set (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE)\n"
+    "  when CUDA_MPS_PIPE_DIRECTORY is set (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE);\n"
+    "  AEGIS_EMULATED_CONTENTION=NAME=VALUE,... overrides the contention model's parameters\n"
     "  --mem MIB      memory held on every GPU (reached over --ramp seconds, default at once)\n"
     "  --smact F      SM activity alone, [0,1]; --smocc and --drama default to F/2, --util to min(1, 1.2 F)\n"
-    "  --seconds S    duration alone; co-located jobs slow it down (the simulator's interference model)\n"
+    "  --seconds S    duration alone; co-located jobs slow it down (the emulated GPU's contention model)\n"
     "  --startup D    seconds before the first allocation (default 2)\n";
 
 // False, with `error` set to one line, for bad or missing arguments.

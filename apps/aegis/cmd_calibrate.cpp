@@ -1,16 +1,55 @@
 // `aegis calibrate`: fits the simulator's interference model on measured co-location
 // pairs and prints the coefficients and the error, so the shipped defaults can be
-// reproduced (docs/interference.md).
+// reproduced (docs/interference.md). `aegis calibrate --emulated` fits the emulated GPU's
+// own contention model on Gavel's pairs instead (docs/emulated-gpu.md, "Contention").
 #include <cmath>
 #include <fmt/format.h>
 
 #include "apps/aegis/commands.h"
+#include "runtime/gpu/emulated/contention_fit.h"
 #include "sim/models/interference.h"
 #include "sim/metrics.h"
 #include "sim/sim_config.h"
 #include "sim/workload.h"
 
 namespace aegis::cli {
+
+namespace {
+
+// The emulated GPU's contention model, fitted on one GPU type's Gavel pairs; with a
+// held-out check (fitted on every other pair, scored on the rest) and the other GPU types'
+// fits as a sensitivity.
+void calibrate_emulated(const std::string& gavel, const std::string& gpu_type) {
+  const auto data = emu::load_gavel_pairs(gavel, gpu_type);
+  const auto fit = emu::fit_contention(data.pairs, data.jobs.size());
+  const emu::ContentionConfig shipped;
+  fmt::print("{} ({}, {} single-GPU job types, {} pairs that ran together)\n", gavel, gpu_type, data.jobs.size(),
+             fit.pairs);
+  fmt::print("timeslice_overhead         {:.2f}   (shipped default {:.2f})\n", fit.timeslice_overhead,
+             shipped.timeslice_overhead);
+  fmt::print("rmse of per-job speed      {:.4f}\n", fit.rmse);
+  fmt::print("mae of per-job speed       {:.4f}\n", fit.mae);
+  fmt::print("rmse with no contention    {:.4f}\n", fit.rmse_no_model);
+  fmt::print("coordinate-descent sweeps  {}\n", fit.sweeps);
+  fmt::print("\nfitted GPU demand of each job type (nuisance parameters; Gavel recorded no utilisation):\n");
+  for (std::size_t i = 0; i < data.jobs.size(); ++i) fmt::print("  {:.3f}  {}\n", fit.demand[i], data.jobs[i]);
+
+  std::vector<emu::GavelPair> train, test;
+  for (std::size_t i = 0; i < data.pairs.size(); ++i) (i % 2 ? test : train).push_back(data.pairs[i]);
+  const auto half = emu::fit_contention(train, data.jobs.size());
+  fmt::print("\nheld out: fitted on {} pairs (overhead {:.2f}, rmse {:.4f}); on the other {}: rmse {:.4f}\n",
+             train.size(), half.timeslice_overhead, half.rmse, test.size(),
+             emu::contention_rmse(test, half.timeslice_overhead, half.demand));
+  for (const char* other : {"v100", "p100", "k80"}) {
+    if (other == gpu_type) continue;
+    const auto d = emu::load_gavel_pairs(gavel, other);
+    const auto f = emu::fit_contention(d.pairs, d.jobs.size());
+    fmt::print("on {} ({} pairs): overhead {:.2f}, rmse {:.4f} (none: {:.4f})\n", other, f.pairs,
+               f.timeslice_overhead, f.rmse, f.rmse_no_model);
+  }
+}
+
+}  // namespace
 
 void add_calibrate(CLI::App& app) {
   auto* cmd = app.add_subcommand("calibrate", "Fit the interference model on measured co-location pairs");
@@ -23,7 +62,18 @@ void add_calibrate(CLI::App& app) {
   cmd->add_option("--workloads", workloads, "Catalog to apply the fitted model to, as a cross-check")
       ->capture_default_str();
   cmd->add_option("--gavel", gavel, "Gavel's measured pair throughputs, for the cross-check")->capture_default_str();
+  static bool emulated = false;
+  static std::string gpu_type = "v100";
+  cmd->add_flag("--emulated", emulated,
+                "Fit the emulated GPU's contention model (aegis-fakejob) on Gavel's pairs instead");
+  cmd->add_option("--gpu-type", gpu_type, "With --emulated: Gavel's GPU type to fit on")
+      ->check(CLI::IsMember({"v100", "p100", "k80"}))
+      ->capture_default_str();
   cmd->callback([] {
+    if (emulated) {
+      calibrate_emulated(gavel, gpu_type);
+      return;
+    }
     const auto pairs = load_lucid_pairs(colocate, single);
     const auto fit = fit_interference(pairs);
     const SimConfig shipped;

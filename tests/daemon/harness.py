@@ -2,6 +2,7 @@
 
 Used by the daemon's end-to-end tests (run by ctest). Standard library only.
 """
+import errno
 import json
 import os
 import shutil
@@ -10,6 +11,24 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+START_TIMEOUT_S = 60  # aegisd answers in well under a second; this is for a loaded machine
+
+
+def wait_for(what, predicate, timeout=60, every=0.1):
+    """Waits on a condition (never a fixed sleep); fails naming `what` after `timeout` s,
+    which is generous: it is reached when the behaviour is wrong, not on a slow machine."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        v = predicate()
+        if v:
+            return v
+        time.sleep(every)
+    v = predicate()
+    if v:
+        return v
+    fail(f"timed out after {timeout} s waiting for {what}")
 
 
 class Daemon:
@@ -52,7 +71,7 @@ class Daemon:
         self.proc = subprocess.Popen([self.aegisd, "--config", self.config],
                                      stdout=open(self.log, "ab"), stderr=subprocess.STDOUT,
                                      start_new_session=True, preexec_fn=limits)
-        deadline = time.time() + 20
+        deadline = time.time() + START_TIMEOUT_S
         while time.time() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("aegisd exited: " + open(self.log).read()[-2000:])
@@ -61,7 +80,7 @@ class Daemon:
                 return
             except RuntimeError:
                 time.sleep(0.05)
-        raise RuntimeError("aegisd did not answer within 20 s")
+        raise RuntimeError(f"aegisd did not answer within {START_TIMEOUT_S} s")
 
     def kill9(self):
         os.kill(self.proc.pid, signal.SIGKILL)
@@ -94,8 +113,16 @@ class Daemon:
                     try:
                         with open(os.path.join(cg, "cgroup.kill"), "w") as f:
                             f.write("1")
-                        time.sleep(0.1)
-                        os.rmdir(cg)
+                        # rmdir succeeds once the killed processes are gone from the cgroup.
+                        deadline = time.time() + 30
+                        while True:
+                            try:
+                                os.rmdir(cg)
+                                break
+                            except OSError as e:
+                                if e.errno != errno.EBUSY or time.time() > deadline:
+                                    raise
+                                time.sleep(0.02)
                     except OSError:
                         pass
                 try:

@@ -5,9 +5,8 @@ Usage: test_crash.py BUILD_DIR
 """
 import os
 import sys
-import time
 
-from harness import Daemon, fail
+from harness import Daemon, fail, wait_for
 
 
 def main(build):
@@ -26,11 +25,21 @@ def main(build):
             work = (f"'{d.fakejob}' --mem {36000 if big else mem} --smact 0.25 --seconds {3 + i % 4} --startup 0.3"
                     f" && echo done >> {marks}/$AEGIS_JOB_ID")
             ids.append(d.submit(*args, "--", "/bin/sh", "-c", work))
-        # Kill at three different moments: right after the burst, while jobs start, mid-run.
-        for delay in (0.3, 2.5, 6.0):
-            time.sleep(delay)
+        # Kill at three different moments, each reached by what the jobs show rather than by
+        # the clock: right after the burst, once some job is running (jobs starting), and once
+        # some job completed while others still wait or run (mid-run).
+        def shown():
+            return [j["state"] for j in d.jobs() if j["id"] in ids]
+
+        def mid_run():
+            now = shown()
+            return "completed" in now and any(s in ("queued", "running") for s in now)
+        moments = [("right after the burst", lambda: True),
+                   ("a job running", lambda: "running" in shown()),
+                   ("a job completed, others not", mid_run)]
+        for what, moment in moments:
+            wait_for(what, moment, timeout=120, every=0.05)
             d.kill9()
-            time.sleep(0.5)
             d.start()
         states = d.wait_all_final(ids, timeout=300)
         bad = {i: s for i, s in states.items() if i in ids and s != "completed"}

@@ -5,9 +5,16 @@ Usage: test_mps.py BUILD_DIR
 """
 import os
 import sys
-import time
 
-from harness import Daemon, fail
+from harness import Daemon, fail, wait_for
+
+
+def holds(d, job_id, mib):
+    """The job runs and its GPU's processes include it with at least `mib`."""
+    j = d.show(job_id)
+    if j["state"] != "running" or not j["attempt_log"]:
+        return False
+    return j["attempt_log"][-1]["peak_mib"] >= mib
 
 
 def main(build):
@@ -26,10 +33,12 @@ def main(build):
         job = lambda name, declared, uses, secs: d.submit(
             "--name", name, "--mem", declared, "--", d.fakejob, "--mem", str(uses), "--smact", "0.2",
             "--seconds", str(secs), "--startup", "0.3", "--ramp", "1")
+        # The neighbours run first, so that the culprit is placed next to them (collocated,
+        # hence under an MPS memory limit). Each waits for the one before to hold its memory.
         a = job("neighbour-a", "9000", 8000, 12)
-        time.sleep(2)
+        wait_for("neighbour-a to hold its memory", lambda: holds(d, a, 8000))
         b = job("neighbour-b", "9000", 8000, 12)
-        time.sleep(2)
+        wait_for("neighbour-b to hold its memory", lambda: holds(d, b, 8000))
         c = job("culprit", "3000", 9000, 3)  # says 3000 MiB, uses 9000
         d.wait_all_final([a, b, c], timeout=120)
         A, B, C = (d.show(i) for i in (a, b, c))

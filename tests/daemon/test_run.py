@@ -6,19 +6,24 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
-from harness import Daemon, fail
+from harness import Daemon, fail, wait_for
 
 
-def wait_running(d, name, timeout=30):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        running = [j for j in d.call("queue", "--json") if j["name"] == name and j["state"] == "running"]
-        if running and running[0]["attempt_log"] and running[0]["attempt_log"][-1]["pgid"] > 1:
-            return running[0]["id"]
-        time.sleep(0.2)
-    fail(f"job {name} did not start")
+def wait_running(d, name, timeout=60):
+    def running():
+        r = [j for j in d.call("queue", "--json") if j["name"] == name and j["state"] == "running"]
+        return r[0]["id"] if r and r[0]["attempt_log"] and r[0]["attempt_log"][-1]["pgid"] > 1 else None
+    return wait_for(f"job {name} to run", running, timeout=timeout, every=0.2)
+
+
+def stderr_lines(p):
+    """Collects `p`'s stderr lines as they come (a thread), so a test can wait on one."""
+    lines = []
+    threading.Thread(target=lambda: lines.extend(iter(p.stderr.readline, "")), daemon=True).start()
+    return lines
 
 
 def main(build):
@@ -34,15 +39,10 @@ def main(build):
                            env=env, cwd=d.dir, timeout=60)
         if r.returncode != 7:
             fail(f"exit status not passed on: {r.returncode} {r.stderr}")
-        p = subprocess.Popen([d.aegis, "run", "--name", "sleeper", "--", "/bin/sh", "-c", "echo started; sleep 60"],
+        p = subprocess.Popen([d.aegis, "run", "--name", "sleeper", "--", "/bin/sh", "-c", "echo started; sleep 600"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=d.dir)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            running = [j for j in d.call("queue", "--json") if j["name"] == "sleeper" and j["state"] == "running"]
-            if running and d.run_cli("logs", str(running[0]["id"])).stdout:
-                break
-            time.sleep(0.2)
-        job = running[0]["id"]
+        job = wait_running(d, "sleeper")
+        wait_for("the sleeper's first output", lambda: d.run_cli("logs", str(job)).stdout, every=0.2)
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)
         pgid = d.show(job)["attempt_log"][0]["pgid"]
@@ -58,14 +58,13 @@ def main(build):
         print("OK: aegis run passes output and exit status on, and SIGTERM cancels the job and its processes")
 
         # SIGKILL leaves no handler to run: the daemon sees its client go and cancels the job.
-        p = subprocess.Popen([d.aegis, "run", "--name", "orphan", "--", "/bin/sh", "-c", "echo started; sleep 60"],
+        p = subprocess.Popen([d.aegis, "run", "--name", "orphan", "--", "/bin/sh", "-c", "echo started; sleep 600"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=d.dir)
         job = wait_running(d, "orphan")
         p.kill()
         p.wait()
         t = time.time()
-        while time.time() - t < 15 and d.show(job)["state"] == "running":
-            time.sleep(0.2)
+        wait_for("the orphaned job to end", lambda: d.show(job)["state"] != "running", every=0.2)
         shown = d.show(job)
         if shown["state"] != "cancelled" or "its client (aegis run, pid" not in shown["reason"]:
             fail(f"SIGKILL of aegis run: state={shown['state']} reason={shown['reason']!r}")
@@ -79,13 +78,24 @@ def main(build):
               f"({shown['reason']})")
 
         # A daemon restart while aegis run waits: it rides it out, and the job is not orphaned.
-        p = subprocess.Popen([d.aegis, "run", "--name", "survivor", "--", "/bin/sh", "-c", "sleep 5; echo done"],
+        # The job runs until the test opens its gate, after aegis run has noticed the daemon
+        # gone (it says it is retrying) and the daemon is back.
+        gate = os.path.join(d.dir, "survivor-go")
+        p = subprocess.Popen([d.aegis, "run", "--name", "survivor", "--", "/bin/sh", "-c",
+                              f"while [ ! -e {gate} ]; do sleep 0.1; done; echo done"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=d.dir)
+        err_lines = stderr_lines(p)
         job = wait_running(d, "survivor")
         d.kill9()
-        time.sleep(1.5)
+        wait_for("aegis run to notice the daemon gone", lambda: any("retrying" in x for x in err_lines))
         d.start()
-        out, err = p.communicate(timeout=60)
+        open(gate, "w").close()
+        try:
+            p.wait(timeout=120)  # its output is one short line: the pipe cannot fill
+            out = p.stdout.read()
+        except subprocess.TimeoutExpired:
+            fail("aegis run still waiting 120 s after the daemon came back: " + "".join(err_lines))
+        err = "".join(err_lines)
         if p.returncode != 0 or out != "done\n" or "retrying" not in err or d.show(job)["state"] != "completed":
             fail(f"restart under aegis run: rc={p.returncode} out={out!r} state={d.show(job)['state']} err={err}")
         print("OK: aegis run waits through a daemon restart (kill -9, start) and its job completes")

@@ -6,7 +6,7 @@ Usage: test_security.py BUILD_DIR
 import os
 import sys
 
-from harness import Daemon, ensure_user, fail
+from harness import Daemon, ensure_user, fail, wait_for
 
 USERS = ("aegistest1", "aegistest2")
 
@@ -23,17 +23,12 @@ def main(build):
         work = os.path.join(d.dir, "work")
         os.makedirs(work)
         os.chmod(work, 0o777)
-        job = d.submit("--name", "whoami", "--", "/bin/sh", "-c", "id -u; id -g; sleep 30", user=USERS[0], cwd=work)
-        # Wait until it runs and has printed its ids.
-        import time
-        deadline = time.time() + 30
-        out = ""
-        while time.time() < deadline:
-            out = d.run_cli("logs", str(job), user=USERS[0]).stdout
-            if len(out.split()) >= 2:
-                break
-            time.sleep(0.3)
-        ids = out.split()
+        job = d.submit("--name", "whoami", "--", "/bin/sh", "-c", "id -u; id -g; sleep 600", user=USERS[0], cwd=work)
+        # Wait until it runs and has printed its ids (it then runs until cancelled below).
+        def printed_ids():
+            out = d.run_cli("logs", str(job), user=USERS[0]).stdout.split()
+            return out if len(out) >= 2 else None
+        ids = wait_for("the job to print its ids", printed_ids, every=0.3)
         if ids[:2] != [str(u1.pw_uid), str(u1.pw_gid)]:
             fail(f"job ran as {ids[:2]}, expected {[u1.pw_uid, u1.pw_gid]}")
         # Its log file: owned by the user, mode 0600.

@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
 
-from harness import Daemon, ensure_user, fail  # noqa: E402,F401  (re-exported for the tests)
+from harness import Daemon, ensure_user, fail, wait_for  # noqa: E402,F401  (re-exported for the tests)
 
 USERS = ("aegistest1", "aegistest2")
 
@@ -39,17 +39,6 @@ def shared_dir(d, name, mode=0o777):
     os.chmod(d.dir, 0o755)
     os.chmod(path, mode)
     return path
-
-
-def wait_for(what, predicate, timeout=60, every=0.1):
-    """Waits on a condition (never a fixed sleep); fails naming `what` after `timeout` s."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        v = predicate()
-        if v:
-            return v
-        time.sleep(every)
-    fail(f"timed out after {timeout} s waiting for {what}")
 
 
 def as_user(user, argv, **kw):

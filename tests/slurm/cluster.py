@@ -126,7 +126,7 @@ class Cluster:
         self._run([self.bins["munged"], "--force", f"--socket={self.munge_socket}", f"--key-file={key}",
                    f"--pid-file={pid}", f"--log-file={m}/munged.log", f"--seed-file={m}/munged.seed"])
         self.pidfiles.append(pid)
-        wait_for("munged", lambda: os.path.exists(self.munge_socket), 10)
+        wait_for("munged", lambda: os.path.exists(self.munge_socket), 60)
 
     def _start_database(self):
         d = os.path.join(self.dir, "db")
@@ -143,7 +143,7 @@ class Cluster:
         self.pidfiles.append(pid)
         client = [self.bins["mariadb"], "--no-defaults", "-S", self.db_socket, "-u", "root"]
         wait_for("MariaDB", lambda: subprocess.run(client + ["-e", "select 1"], capture_output=True).returncode == 0,
-                 30)
+                 120)
         self._run(client + ["-e", "create user 'slurm'@'127.0.0.1' identified by 'aegis-test'; "
                                   "grant all on slurm_acct_db.* to 'slurm'@'127.0.0.1';"])
 
@@ -207,7 +207,7 @@ class Cluster:
     def _start_slurmdbd(self):
         self._run([self.bins["slurmdbd"]])
         self.pidfiles.append(os.path.join(self.dir, "slurmdbd.pid"))
-        wait_for("slurmdbd", lambda: self.cmd("sacctmgr", "-n", "list", "cluster", check=False).returncode == 0, 30)
+        wait_for("slurmdbd", lambda: self.cmd("sacctmgr", "-n", "list", "cluster", check=False).returncode == 0, 120)
         self.cmd("sacctmgr", "-i", "add", "cluster", "aegistest")
 
     def _start_slurm(self):
@@ -222,7 +222,7 @@ class Cluster:
             r = self.cmd("sinfo", "-h", "-N", "-o", "%N %t", check=False)
             states = dict(line.split() for line in r.stdout.splitlines() if line.strip())
             return all(states.get(n) == "idle" for n in NODES)
-        wait_for("both Slurm nodes idle", idle, 60, 0.5)
+        wait_for("both Slurm nodes idle", idle, 120, 0.5)
 
     def _run(self, argv):
         r = subprocess.run(argv, env=self.env, capture_output=True, text=True, cwd=self.dir)

@@ -3,6 +3,7 @@
 // needs, with a scripted placer standing in for the GPUs.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <deque>
 #include <set>
 
@@ -252,6 +253,71 @@ TEST(Lifecycle, RestoredRunningJobWhoseFailureWasNotDecidedIsDecidedNext) {
   ScriptedPlacer p;
   life.schedule(6, p);
   EXPECT_EQ(life.find(7)->queue, QueueName::Recovery);
+}
+
+// ServerPlacer's kept loads (the simulator's O(GPUs) ticks) equal, bit for bit, what a
+// tick sums walking `running`, through any sequence of starts, first activities and
+// removals; and the engine decides the same with them as without them.
+TEST(ServerPlacerLoads, EqualTheSumsOfAWalkThroughAnyChanges) {
+  const Engine engine(policy_config("horus"));  // reads the utilisation sums
+  ServerPlacer kept(engine), walked(engine);
+  for (auto* p : {&kept, &walked}) {
+    p->views.resize(4);
+    for (int g = 0; g < 4; ++g) p->views[g] = GpuView{g, "GPU-" + std::to_string(g), 40960, 40960, 0, TelemetryLevel::Full, false, {}};
+  }
+  kept.keep_loads();
+  std::uint64_t x = 12345;
+  auto rnd = [&](std::uint64_t n) { x = x * 6364136223846793005ULL + 1442695040888963407ULL; return (x >> 33) % n; };
+  for (int step = 0; step < 2000; ++step) {
+    const auto op = rnd(3);
+    if (op == 0 || kept.running.empty()) {
+      QueuedJob j;
+      j.spec.id = step;
+      j.spec.num_gpus = 1 + static_cast<int>(rnd(2));
+      j.spec.hints.gpu_util = 0.1 * static_cast<double>(rnd(10)) + 0.013;
+      Launch l;
+      l.job = step;
+      l.admitted_mib = 1000 + static_cast<MiB>(rnd(5000));
+      l.exclusive = rnd(7) == 0;
+      l.gpus = {static_cast<int>(rnd(4))};
+      if (j.spec.num_gpus == 2) l.gpus.push_back((l.gpus[0] + 1) % 4);
+      kept.add(j, l, step);
+      walked.add(j, l, step);
+    } else if (op == 1) {
+      const auto pos = rnd(kept.running.size());
+      kept.set_first_activity(pos, step);
+      walked.running[pos].first_activity = step;
+    } else {
+      const auto pos = rnd(kept.running.size());
+      kept.remove(pos);
+      if (pos + 1 != walked.running.size()) walked.running[pos] = std::move(walked.running.back());
+      walked.running.pop_back();
+    }
+    const auto loads = kept.loads();
+    for (int g = 0; g < 4; ++g) {
+      GpuLoad want;
+      for (const auto& r : walked.running)
+        for (int h : r.gpus)
+          if (h == g) engine.add_load(want, r);
+      ASSERT_EQ(loads[g].job_count, want.job_count) << step;
+      ASSERT_EQ(loads[g].booked_mib, want.booked_mib) << step;
+      ASSERT_EQ(loads[g].has_exclusive, want.has_exclusive) << step;
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(loads[g].util_sum), std::bit_cast<std::uint64_t>(want.util_sum)) << step;
+      ASSERT_EQ(loads[g].min_gpu_count, want.min_gpu_count) << step;
+      ASSERT_EQ(loads[g].max_gpu_count, want.max_gpu_count) << step;
+      ASSERT_EQ(loads[g].gate_opens_at, want.gate_opens_at) << step;
+    }
+    // The engine's answer for a new job is the same with the kept loads and with the walk.
+    QueuedJob probe;
+    probe.spec.id = 100000 + step;
+    probe.spec.hints.gpu_util = 0.3;
+    const auto a = kept.probe(probe, step + 0.5, false), b = walked.probe(probe, step + 0.5, false);
+    ASSERT_EQ(a.has_value(), b.has_value()) << step;
+    if (a) {
+      EXPECT_EQ(a->gpus, b->gpus) << step;
+    }
+    kept.state = walked.state;
+  }
 }
 
 TEST(PolicyInputs, EachPolicyNeedsWhatItsStagesRead) {

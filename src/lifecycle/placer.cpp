@@ -47,6 +47,7 @@ std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, boo
   snap.window_stats = window_stats;
   snap.gpus = views;
   snap.running = running;
+  if (keep_loads_) snap.loads = loads();
   snap.state = state;
   snap.explain = explain;
   last_ = engine_.tick(snap);
@@ -69,7 +70,83 @@ void ServerPlacer::add(const QueuedJob& job, const Launch& l, Seconds now) {
   for (int g : l.gpus)
     if (g >= 0 && g < static_cast<int>(views.size()))
       r.gpu_total_mib = r.gpu_total_mib == 0 ? views[g].total_mib : std::min(r.gpu_total_mib, views[g].total_mib);
+  if (keep_loads_) {
+    // Last in `running`, so last in each of its GPUs' sums: added as a walk would add it.
+    const auto pos = static_cast<std::uint32_t>(running.size());
+    for (int g : r.gpus)
+      if (g >= 0 && g < static_cast<int>(loads_.size())) {
+        on_gpu_[static_cast<std::size_t>(g)].push_back(pos);
+        engine_.add_load(loads_[static_cast<std::size_t>(g)], r);
+      }
+  }
   running.push_back(std::move(r));
+}
+
+void ServerPlacer::keep_loads() {
+  keep_loads_ = true;
+  loads_.assign(views.size(), GpuLoad{});
+  on_gpu_.assign(views.size(), {});
+  is_dirty_.assign(views.size(), 0);
+  dirty_.clear();
+  for (std::size_t p = 0; p < running.size(); ++p)
+    for (int g : running[p].gpus)
+      if (g >= 0 && g < static_cast<int>(loads_.size())) on_gpu_[static_cast<std::size_t>(g)].push_back(static_cast<std::uint32_t>(p));
+  for (int g = 0; g < static_cast<int>(loads_.size()); ++g) reload(g);
+}
+
+void ServerPlacer::reload(int gpu) {
+  if (gpu < 0 || gpu >= static_cast<int>(loads_.size())) return;
+  GpuLoad& l = loads_[static_cast<std::size_t>(gpu)];
+  l = GpuLoad{};
+  for (std::uint32_t p : on_gpu_[static_cast<std::size_t>(gpu)]) engine_.add_load(l, running[p]);
+}
+
+void ServerPlacer::mark(int gpu) {
+  if (gpu < 0 || gpu >= static_cast<int>(loads_.size()) || is_dirty_[static_cast<std::size_t>(gpu)]) return;
+  is_dirty_[static_cast<std::size_t>(gpu)] = 1;
+  dirty_.push_back(gpu);
+}
+
+std::span<const GpuLoad> ServerPlacer::loads() {
+  for (int g : dirty_) {
+    is_dirty_[static_cast<std::size_t>(g)] = 0;
+    reload(g);
+  }
+  dirty_.clear();
+  return loads_;
+}
+
+void ServerPlacer::set_first_activity(std::size_t pos, Seconds t) {
+  running[pos].first_activity = t;
+  if (keep_loads_)
+    for (int g : running[pos].gpus) mark(g);
+}
+
+bool ServerPlacer::remove(std::size_t pos) {
+  const std::size_t last = running.size() - 1;
+  if (keep_loads_) {
+    const auto p = static_cast<std::uint32_t>(pos), from = static_cast<std::uint32_t>(last);
+    for (int g : running[pos].gpus)
+      if (g >= 0 && g < static_cast<int>(loads_.size())) std::erase(on_gpu_[static_cast<std::size_t>(g)], p);
+    if (pos != last)
+      // The last entry moves to pos: in its GPUs' lists, at its new place in `running`'s order.
+      for (int g : running[last].gpus) {
+        if (g < 0 || g >= static_cast<int>(loads_.size())) continue;
+        auto& list = on_gpu_[static_cast<std::size_t>(g)];
+        std::erase(list, from);
+        list.insert(std::lower_bound(list.begin(), list.end(), p), p);
+      }
+  }
+  const std::vector<int> removed_gpus = keep_loads_ ? running[pos].gpus : std::vector<int>{};
+  const bool moved = pos != last;
+  if (moved) running[pos] = std::move(running[last]);
+  running.pop_back();
+  if (keep_loads_) {
+    for (int g : removed_gpus) mark(g);
+    if (moved)
+      for (int g : running[pos].gpus) mark(g);
+  }
+  return moved;
 }
 
 }  // namespace aegis

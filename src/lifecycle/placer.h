@@ -87,11 +87,31 @@ class ServerPlacer {
   std::optional<Launch> probe(const QueuedJob& job, Seconds now, bool explain = true);
   // Adds the job to `running`, as launched now.
   void add(const QueuedJob& job, const Launch& l, Seconds now);
+
+  // Per-GPU loads kept in step with `running` (Snapshot::loads), for a driver that changes
+  // `running` only through add() and the two calls below: a tick then costs O(GPUs)
+  // instead of O(running jobs). Each GPU's load is summed over its own jobs, in `running`'s
+  // order, exactly as a tick walking `running` would.
+  void keep_loads();
+  // running[pos] showed its first activity at t (its GPUs' observation gates move).
+  void set_first_activity(std::size_t pos, Seconds t);
+  // Removes running[pos]; the last entry takes its place. Returns true if one moved.
+  bool remove(std::size_t pos);
+  // The loads, summed again where running jobs changed since (lazily: a burst of changes
+  // between two asks costs one sum per GPU).
+  std::span<const GpuLoad> loads();
   const Decisions& last() const { return last_; }
 
  private:
   const Engine& engine_;
   Decisions last_;
+  bool keep_loads_ = false;
+  std::vector<GpuLoad> loads_;
+  std::vector<std::vector<std::uint32_t>> on_gpu_;  // per GPU: positions of its jobs in `running`, ascending
+  std::vector<int> dirty_;                          // GPUs whose load must be summed again
+  std::vector<char> is_dirty_;
+  void reload(int gpu);
+  void mark(int gpu);
 };
 
 // A Placer for one server (aegisd): its GPUs, asked about one job at a time.

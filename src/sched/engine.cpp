@@ -29,23 +29,44 @@ Seconds gate_opens_at(const EngineConfig& c, Seconds launched_at, std::optional<
   return c.observation_max_wait_s > 0 ? launched_at + c.observation_max_wait_s : kNever;
 }
 
+// What a running job adds to a GPU's sums: the one definition, for a tick's candidates
+// (GpuCandidate) and for loads a driver keeps (GpuLoad), which share these field names.
+template <class Load>
+void add_sums(Load& c, const JobSpec& spec, bool exclusive, MiB admitted) {
+  c.job_count += 1;
+  c.booked_mib += admitted;
+  c.has_exclusive = c.has_exclusive || exclusive;
+  c.util_sum += spec.hints.gpu_util.value_or(1.0);
+  c.score_sum += spec.hints.sharing_score.value_or(2);
+  c.min_gpu_count = c.job_count == 1 ? spec.num_gpus : std::min(c.min_gpu_count, spec.num_gpus);
+  c.max_gpu_count = std::max(c.max_gpu_count, spec.num_gpus);
+}
+
 struct Tick {
   const EngineConfig& cfg;
   const Snapshot& snap;
   std::vector<GpuCandidate>& gpus;
+
+  // A GPU's candidate takes its load: the sums, and the observation gate while it is shut.
+  void set_load(GpuCandidate& c, const GpuLoad& l) const {
+    c.job_count = l.job_count;
+    c.booked_mib = l.booked_mib;
+    c.has_exclusive = l.has_exclusive;
+    c.util_sum = l.util_sum;
+    c.score_sum = l.score_sum;
+    c.min_gpu_count = l.min_gpu_count;
+    c.max_gpu_count = l.max_gpu_count;
+    // Shut while the latest gate of its jobs is ahead (then the latest is the one that opens last).
+    c.observing = cfg.observation && snap.now < l.gate_opens_at;
+    c.opens_at = c.observing ? std::max<Seconds>(0, l.gate_opens_at) : 0;
+  }
 
   void add_job(const JobSpec& spec, const std::vector<int>& on, bool exclusive, MiB admitted,
                Seconds launched_at, std::optional<Seconds> first_activity) {
     for (int g : on) {
       if (g < 0 || g >= static_cast<int>(gpus.size())) continue;
       auto& c = gpus[g];
-      c.job_count += 1;
-      c.booked_mib += admitted;
-      c.has_exclusive = c.has_exclusive || exclusive;
-      c.util_sum += spec.hints.gpu_util.value_or(1.0);
-      c.score_sum += spec.hints.sharing_score.value_or(2);
-      c.min_gpu_count = c.job_count == 1 ? spec.num_gpus : std::min(c.min_gpu_count, spec.num_gpus);
-      c.max_gpu_count = std::max(c.max_gpu_count, spec.num_gpus);
+      add_sums(c, spec, exclusive, admitted);
       if (cfg.observation) {
         const Seconds opens = gate_opens_at(cfg, launched_at, first_activity);
         if (snap.now < opens) {
@@ -82,6 +103,11 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
 }
 
 Engine::~Engine() = default;
+
+void Engine::add_load(GpuLoad& load, const RunningJob& r) const {
+  add_sums(load, r.spec, r.exclusive, r.admitted_mib);
+  load.gate_opens_at = std::max(load.gate_opens_at, gate_opens_at(config_, r.launched_at, r.first_activity));
+}
 Engine::Engine(Engine&&) noexcept = default;
 Engine& Engine::operator=(Engine&&) noexcept = default;
 
@@ -218,8 +244,12 @@ Decisions Engine::tick(const Snapshot& snap) const {
     }
     t.gpus[i].guard_mib = guard;
   }
-  for (const auto& r : snap.running)
-    t.add_job(r.spec, r.gpus, r.exclusive, r.admitted_mib, r.launched_at, r.first_activity);
+  if (!snap.loads.empty() && snap.loads.size() == t.gpus.size()) {
+    for (std::size_t i = 0; i < t.gpus.size(); ++i) t.set_load(t.gpus[i], snap.loads[i]);
+  } else {
+    for (const auto& r : snap.running)
+      t.add_job(r.spec, r.gpus, r.exclusive, r.admitted_mib, r.launched_at, r.first_activity);
+  }
   for (auto& g : t.gpus) g.free_mib = effective_free(g, accounting_);
 
   // --- Queue order: recovery queue, then jobs requeued this tick, then the main queue.

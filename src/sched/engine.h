@@ -26,6 +26,9 @@ class Engine {
 
   Decisions tick(const Snapshot& s) const;
 
+  // Adds a running job to the load of one of its GPUs (Snapshot::loads), as a tick sums it.
+  void add_load(GpuLoad& load, const RunningJob& r) const;
+
   // What GPUs of these sizes offer a job alone (after the guard), largest first: computed
   // once per set of devices, for could_ever_run.
   std::vector<MiB> usable_alone(std::span<const MiB> gpu_totals) const;

@@ -1,6 +1,7 @@
 // The engine's whole input: the world at one instant, owned by the driver.
 #pragma once
 #include <deque>
+#include <limits>
 #include <span>
 
 #include "core/decision.h"
@@ -23,6 +24,20 @@ class WindowStatsSource {
   virtual const WindowStats& stats(int gpu_index, int metric) = 0;
 };
 
+// What the running jobs put on one GPU, as the engine sums it from Snapshot::running
+// (Engine::add_load, in running order). A driver that keeps these in step with its
+// running jobs (the simulator, through ServerPlacer) hands them over instead, so a tick
+// costs O(GPUs) rather than O(running jobs).
+struct GpuLoad {
+  int job_count = 0;
+  MiB booked_mib = 0;
+  bool has_exclusive = false;
+  double util_sum = 0;
+  int score_sum = 0;
+  int min_gpu_count = 0, max_gpu_count = 0;
+  Seconds gate_opens_at = -std::numeric_limits<Seconds>::infinity();  // latest observation gate of its jobs
+};
+
 struct Snapshot {
   Seconds now = 0;
   const JobQueue* main_queue = nullptr;      // FIFO of new jobs
@@ -32,6 +47,9 @@ struct Snapshot {
   const QueuedJob* only_job = nullptr;
   std::span<const GpuView> gpus;             // gpus[i].index == i
   std::span<const RunningJob> running;
+  // When not empty (one per GPU), the sums of `running` per GPU: the engine uses them
+  // instead of walking `running` (which must still describe the same jobs).
+  std::span<const GpuLoad> loads;
   std::span<const Failure> failures;         // jobs that failed since the last tick
   // When set, the stages read window statistics from it instead of GpuView::window.
   WindowStatsSource* window_stats = nullptr;

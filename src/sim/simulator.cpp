@@ -175,6 +175,7 @@ class Run {
       srv.ngpus = n;
       srv.idle_gpus = n;
       srv.placer.views.resize(n);
+      srv.placer.keep_loads();
       for (int g = 0; g < n; ++g, ++next) {
         Gpu& gpu = gpus_[next];
         gpu.server = static_cast<int>(s);
@@ -264,7 +265,8 @@ class Run {
       case EvKind::FirstActivity: {
         Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.attempt != e.version) break;
-        for (const auto& p : j.live->parts) servers_[p.server].placer.running[p.running_pos].first_activity = e.t;
+        for (const auto& p : j.live->parts)
+          servers_[p.server].placer.set_first_activity(static_cast<std::size_t>(p.running_pos), e.t);
         j.rec->attempts.back().first_activity = e.t;
         life_.first_activity(e.id, e.t);
         const bool ramp = opt_.sim.memory_ramp_s > 0 && opt_.sim.memory_initial_fraction < 1;
@@ -391,13 +393,9 @@ class Run {
       bump(p.server);
       Server& srv = servers_[p.server];
       // Swap-remove from the running list handed to the engine.
-      const int last = static_cast<int>(srv.placer.running.size()) - 1;
-      if (p.running_pos != last) {
-        srv.placer.running[p.running_pos] = std::move(srv.placer.running[last]);
+      if (srv.placer.remove(static_cast<std::size_t>(p.running_pos)))
         for (auto& q : jobs_[srv.placer.running[p.running_pos].spec.id].live->parts)
           if (q.server == p.server) q.running_pos = p.running_pos;
-      }
-      srv.placer.running.pop_back();
     }
     j.live->parts.clear();
     j.live->held_mib = 0;
@@ -787,6 +785,7 @@ class Run {
     snap.only_job = &job;
     snap.gpus = srv.placer.views;
     snap.running = srv.placer.running;
+    snap.loads = srv.placer.loads();
     snap.state = srv.placer.state;
     snap.explain = false;
     snap.window_stats = srv.placer.window_stats ? &windows : nullptr;

@@ -726,7 +726,11 @@ class Run {
         srv.refused.clear();
         srv.refused_version = srv.version;
       }
-      srv.refused.push_back(key);
+      // Only the smallest refusals matter (a request covering a larger one covers this
+      // one): those this one covers go, so the list stays short.
+      // Kept sorted by kind: a lookup reads only the refusals of its own kind.
+      std::erase_if(srv.refused, [&](const Engine::RequestShape& r) { return r.covers(key); });
+      srv.refused.insert(std::upper_bound(srv.refused.begin(), srv.refused.end(), key, by_kind), key);
     }
     if (d.wake_at && *d.wake_at > t) push_wake(s, *d.wake_at);
     // A job held back by the pressure filter may pass as the windows change, sample by
@@ -799,10 +803,13 @@ class Run {
   bool refused_already(int s, const Engine::RequestShape& request) const {
     const Server& srv = servers_[s];
     if (!cache_ || srv.refused_version != srv.version) return false;
-    for (const auto& r : srv.refused)
-      if (request.covers(r)) return true;
+    for (auto it = std::lower_bound(srv.refused.begin(), srv.refused.end(), request, by_kind);
+         it != srv.refused.end() && it->kind == request.kind; ++it)
+      if (request.covers(*it)) return true;
     return false;
   }
+
+  static bool by_kind(const Engine::RequestShape& a, const Engine::RequestShape& b) { return a.kind < b.kind; }
 
   // Servers in the order the dispatcher asks them: those with enough idle GPUs for the
   // job to run alone first (fewest idle GPUs first: keeps whole servers free for large

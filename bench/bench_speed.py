@@ -125,7 +125,7 @@ def main():
             rss = max(rss, r)
         lo, med, hi = spread(secs)
         per10k = f"{lo / jobs * 1e4:.3f}" if jobs >= 10000 else ""
-        print(f"| {label} | {jobs:,} | {lo:.3f} | {med:.3f} | {hi:.3f} | {per10k} | {rss:.0f} MB | {target} |")
+        print(f"| {label} | {jobs:,} | {lo:.3f} | {med:.3f} | {hi:.3f} | {per10k} | {rss:.0f} MiB | {target} |")
     return 0
 
 

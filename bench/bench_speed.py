@@ -97,7 +97,7 @@ def main():
         target = WHOLE_TARGET.get(p, AEGIS_FAMILY_TARGET if p.startswith("aegis") else None)
         mark = "" if target is None else f"<= {target}" + ("" if lo <= target else " (missed)")
         rss_mark = "" if rss <= RSS_TARGET_MB else " (over 150)"
-        print(f"| {p} | {lo:.3f} | {med:.3f} | {hi:.3f} | {mark} | {events:,} | {asks:,} | {rss:.0f} MB{rss_mark} |")
+        print(f"| {p} | {lo:.3f} | {med:.3f} | {hi:.3f} | {mark} | {events:,} | {asks:,} | {rss:.0f} MiB{rss_mark} |")
 
     print("\n### Whole process (`aegis sim`, start-up and reading the trace included)\n")
     print("| run | jobs | min s | median s | max s | s per 10k jobs | peak RSS | target |")

@@ -60,12 +60,25 @@ std::optional<Seconds> parse_utc(std::string_view s) {
     const bool digit = s[i] >= '0' && s[i] <= '9';
     if (kShape[i] == '0' ? !digit : s[i] != kShape[i]) return std::nullopt;
   }
-  using namespace std::chrono;
-  const year_month_day date{year{digits(s, 0, 4)}, month{static_cast<unsigned>(digits(s, 5, 2))},
-                            day{static_cast<unsigned>(digits(s, 8, 2))}};
+  // Traces list many jobs a day: the date's day number is remembered.
+  thread_local char last_date[10] = {};
+  thread_local long long last_days = 0;
+  thread_local bool last_ok = false;
+  long long days = 0;
+  if (last_ok && std::equal(s.begin(), s.begin() + 10, last_date)) {
+    days = last_days;
+  } else {
+    using namespace std::chrono;
+    const year_month_day date{year{digits(s, 0, 4)}, month{static_cast<unsigned>(digits(s, 5, 2))},
+                              day{static_cast<unsigned>(digits(s, 8, 2))}};
+    if (!date.ok()) return std::nullopt;
+    days = sys_days{date}.time_since_epoch().count();
+    std::copy(s.begin(), s.begin() + 10, last_date);
+    last_days = days;
+    last_ok = true;
+  }
   const int h = digits(s, 11, 2), m = digits(s, 14, 2), sec = digits(s, 17, 2);
-  if (!date.ok() || h > 23 || m > 59 || sec > 59) return std::nullopt;
-  const auto days = sys_days{date}.time_since_epoch().count();
+  if (h > 23 || m > 59 || sec > 59) return std::nullopt;
   return static_cast<Seconds>(days * 86400 + h * 3600 + m * 60 + sec);
 }
 
@@ -143,7 +156,15 @@ TraceJob philly_job(const CsvReader& r, std::int64_t row, bool has_cluster) {
 std::optional<Trace> load_philly_first(const std::string& path, const TraceOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open file", path));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text;
+  {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) return std::nullopt;  // not a regular file: the full reader streams it
+    text.resize(static_cast<std::size_t>(size));
+    in.read(text.data(), static_cast<std::streamsize>(text.size()));
+    text.resize(static_cast<std::size_t>(in.gcount()));
+  }
   if (text.find('"') != std::string::npos) return std::nullopt;
   const std::size_t header_end = std::min(text.find('\n'), text.size());
   std::istringstream header_in(text.substr(0, header_end));

@@ -103,13 +103,13 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
 }
 
 Engine::~Engine() = default;
+Engine::Engine(Engine&&) noexcept = default;
+Engine& Engine::operator=(Engine&&) noexcept = default;
 
 void Engine::add_load(GpuLoad& load, const RunningJob& r) const {
   add_sums(load, r.spec, r.exclusive, r.admitted_mib);
   load.gate_opens_at = std::max(load.gate_opens_at, gate_opens_at(config_, r.launched_at, r.first_activity));
 }
-Engine::Engine(Engine&&) noexcept = default;
-Engine& Engine::operator=(Engine&&) noexcept = default;
 
 std::string Engine::describe() const {
   std::string s = config_.exclusive_first ? "exclusive-first" : "";

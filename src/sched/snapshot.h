@@ -43,7 +43,8 @@ struct Snapshot {
   const JobQueue* main_queue = nullptr;      // FIFO of new jobs
   const JobQueue* recovery_queue = nullptr;  // FIFO of jobs retrying after an OOM; served first
   // One job to place instead of the queues: drivers that ask job by job (the lifecycle's
-  // placers) hand it by pointer, without copying it into a queue.
+  // placers) hand it by pointer, without copying it into a queue. Failures are still
+  // classified, but jobs they requeue are not placed in that tick.
   const QueuedJob* only_job = nullptr;
   std::span<const GpuView> gpus;             // gpus[i].index == i
   std::span<const RunningJob> running;

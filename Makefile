@@ -8,6 +8,6 @@ test:   ## install, build, fuzz briefly, run the whole test suite (what CI runs)
 demo:   ## aegisd on emulated GPUs with a burst of jobs, shown live
 	scripts/deps.sh && scripts/build.sh && scripts/demo.sh
 bench:  ## the benchmarks (figures, not pass/fail)
-	scripts/deps.sh && scripts/build.sh && build/bench/bench_published && build/bench/bench_philly && build/bench/bench_gpu_sample && bench/bench_daemon.py build
+	scripts/deps.sh && scripts/build.sh && build/bench/bench_published && python3 bench/bench_speed.py build && build/bench/bench_gpu_sample && bench/bench_daemon.py build
 fuzz:   ## longer fuzzing of the API parsers (60 s per target)
 	scripts/fuzz.sh 60

@@ -12,6 +12,7 @@ PACKAGES=(
   libsqlite3-dev libyaml-cpp-dev libtomlplusplus-dev libeigen3-dev
   clang libclang-rt-14-dev   # libFuzzer for the fuzz targets (fuzz/)
   chromium   # headless, for the HTML report's browser check (tests/browser/)
+  python3   # the test scripts (tests/sim_golden.py, tests/daemon/, tests/security/)
   python3-torch python3-torchvision   # Debian's PyTorch (/usr/bin/python3): estimator helpers, workload smoke tests
   patchelf   # scripts/gpu-validate.sh --prepare: the bundle's RPATH
 )

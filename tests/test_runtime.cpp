@@ -597,20 +597,11 @@ TEST(Store, UpdateRewritesTheChildRows) {
   remove_db(path);
 }
 
-// The layout before schema 2, as aegisd wrote it up to issue 12.
-constexpr const char* kSchema1 = R"(
-CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, state TEXT NOT NULL,
-  queue_seq INTEGER NOT NULL, submitted_at REAL NOT NULL, data TEXT NOT NULL);
-CREATE INDEX jobs_state ON jobs(state);
-CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, t REAL NOT NULL,
-  kind TEXT NOT NULL, detail TEXT NOT NULL);
-CREATE INDEX events_job ON events(job_id);
-CREATE TABLE history (signature TEXT PRIMARY KEY, peak_mib INTEGER NOT NULL, runs INTEGER NOT NULL,
-  updated_at REAL NOT NULL);
-CREATE TABLE quarantine (id INTEGER PRIMARY KEY, uid, state, data, reason TEXT, t REAL);
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT INTO meta VALUES ('schema', '1');
-)";
+// The layout before schema 2, as aegisd wrote it up to issue 12 (one copy for every test).
+std::string schema1_sql() {
+  std::ifstream in(std::string(AEGIS_SOURCE_DIR) + "/tests/golden/store_schema1.sql");
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 // Records as schema 1's to_json wrote them (nlohmann sorts the keys).
 constexpr const char* kQueuedV1 =
@@ -646,7 +637,7 @@ constexpr const char* kFailedV1 =
 
 void make_schema1(const std::string& path) {
   remove_db(path);
-  raw_sql(path, kSchema1);
+  raw_sql(path, schema1_sql());
   auto row = [&](int id, const char* state, int seq, const std::string& data) {
     std::string quoted = "'";
     for (char c : data) quoted += c == '\'' ? std::string("''") : std::string(1, c);

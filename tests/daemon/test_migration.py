@@ -21,19 +21,9 @@ from harness import Daemon, fail
 
 RECORD_BYTES = 512  # src/runtime/launch/attempt_dir.h kRecordBytes
 
-SCHEMA_1 = """
-CREATE TABLE jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, uid INTEGER NOT NULL, state TEXT NOT NULL,
-  queue_seq INTEGER NOT NULL, submitted_at REAL NOT NULL, data TEXT NOT NULL);
-CREATE INDEX jobs_state ON jobs(state);
-CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER NOT NULL, t REAL NOT NULL,
-  kind TEXT NOT NULL, detail TEXT NOT NULL);
-CREATE INDEX events_job ON events(job_id);
-CREATE TABLE history (signature TEXT PRIMARY KEY, peak_mib INTEGER NOT NULL, runs INTEGER NOT NULL,
-  updated_at REAL NOT NULL);
-CREATE TABLE quarantine (id INTEGER PRIMARY KEY, uid, state, data, reason TEXT, t REAL);
-CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-INSERT INTO meta VALUES ('schema', '1');
-"""
+# The layout before schema 2, shared with tests/test_runtime.cpp.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "store_schema1.sql")) as _f:
+    SCHEMA_1 = _f.read()
 
 
 def record(path, obj):

@@ -73,6 +73,39 @@ TEST(Risk, StepwiseWindowsGiveTheSameStatsAsTheFullSort) {
   EXPECT_LT(stepwise, 5000);
 }
 
+// The simulator summarises windows from their runs without building them: the answer
+// must be the sample version's bit for bit, for steps, long steady runs (where the EWMA
+// settles inside a run), runs of one sample (noisy telemetry) and empty runs.
+TEST(Risk, WindowStatsFromRunsEqualTheSampleVersion) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> runs_of(1, 40), len_of(0, 40);
+  std::uniform_real_distribution<double> value(0.0, 1.0);
+  auto same = [](double x, double y) { return std::bit_cast<std::uint64_t>(x) == std::bit_cast<std::uint64_t>(y); };
+  int settled_runs = 0;
+  for (int trial = 0; trial < 5000; ++trial) {
+    std::vector<SampleRun> runs;
+    std::vector<double> w;
+    const int nruns = trial % 4 == 0 ? 30 : runs_of(rng);
+    for (int r = 0; r < nruns; ++r) {
+      const double v = trial % 3 == 0 ? std::round(value(rng) * 4) / 4 : value(rng);
+      const auto len = static_cast<std::uint32_t>(trial % 4 == 0 ? 1 : trial % 5 == 0 ? 400 : len_of(rng));
+      runs.push_back({v, len});
+      w.insert(w.end(), len, v);
+      settled_runs += len >= 400;
+    }
+    const WindowStats a = window_stats(std::span<const SampleRun>(runs)), b = window_stats(w);
+    ASSERT_TRUE(same(a.mean, b.mean)) << trial;
+    ASSERT_TRUE(same(a.median, b.median)) << trial;
+    ASSERT_TRUE(same(a.p95, b.p95)) << trial;
+    ASSERT_TRUE(same(a.ewma, b.ewma)) << trial;
+  }
+  EXPECT_GT(settled_runs, 100);
+  const std::vector<SampleRun> none, empty_runs{{0.5, 0}, {0.7, 0}}, leading_empty{{0.5, 0}, {0.7, 3}};
+  EXPECT_EQ(window_stats(std::span<const SampleRun>(none)).mean, 0.0);
+  EXPECT_EQ(window_stats(std::span<const SampleRun>(empty_runs)).p95, 0.0);
+  EXPECT_EQ(window_stats(std::span<const SampleRun>(leading_empty)).mean, 0.7);
+}
+
 TEST(Risk, PublishedWeightsGiveQuarterOfEach) {
   EXPECT_NEAR(risk_score(kWindow, RiskWeights{}), 0.65122804, 1e-6);
 }

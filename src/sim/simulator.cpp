@@ -88,7 +88,10 @@ struct Gpu {
   GpuSample sample{};        // current whole-GPU activity
   std::vector<std::pair<Seconds, GpuSample>> history;  // change points, oldest first
   std::uint64_t history_version = 0;                    // bumps when history changes
-  std::vector<GpuSample> window;                        // buffer handed to the engine
+  // The telemetry window the engine last asked for, as runs of equal samples (a step
+  // function is a few runs; with telemetry noise every sample is its own run).
+  std::vector<std::pair<GpuSample, std::uint32_t>> window;
+  std::int64_t window_n = 0;                            // samples in `window`
   std::int64_t window_k = -1;                           // newest sample index in `window`
   std::uint64_t window_history = kNoJob;                // history_version it was built from
   std::array<WindowStats, 4> stats{};                   // of `window`, per metric, once asked
@@ -619,16 +622,16 @@ class Run {
     const unsigned bit = 1u << metric;
     if (!(gpu.stats_known & bit)) {
       const std::size_t n = gpu.window.size();
-      metric_buf_.resize(n);
-      double* out = metric_buf_.data();
-      const GpuSample* in = gpu.window.data();
+      metric_runs_.resize(n);
+      SampleRun* out = metric_runs_.data();
+      const auto* in = gpu.window.data();
       switch (metric) {
-        case 0: for (std::size_t i = 0; i < n; ++i) out[i] = in[i].smact; break;
-        case 1: for (std::size_t i = 0; i < n; ++i) out[i] = in[i].smocc; break;
-        case 2: for (std::size_t i = 0; i < n; ++i) out[i] = in[i].drama; break;
-        default: for (std::size_t i = 0; i < n; ++i) out[i] = in[i].util; break;
+        case 0: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.smact, in[i].second}; break;
+        case 1: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.smocc, in[i].second}; break;
+        case 2: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.drama, in[i].second}; break;
+        default: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.util, in[i].second}; break;
       }
-      gpu.stats[static_cast<std::size_t>(metric)] = window_stats(metric_buf_);
+      gpu.stats[static_cast<std::size_t>(metric)] = window_stats(std::span<const SampleRun>(metric_runs_));
       gpu.stats_known |= bit;
     }
     return gpu.stats[static_cast<std::size_t>(metric)];
@@ -647,8 +650,8 @@ class Run {
     gpu.window_k = k_now;
     gpu.window_history = gpu.history_version;
     gpu.stats_known = 0;
-    gpu.window.resize(static_cast<std::size_t>(std::max<std::int64_t>(0, k_now - k_lo + 1)));
-    GpuSample* out = gpu.window.data();
+    gpu.window_n = std::max<std::int64_t>(0, k_now - k_lo + 1);
+    gpu.window.clear();
     const auto& hist = gpu.history;
     constexpr Seconds kInf = std::numeric_limits<Seconds>::infinity();
     auto ts_of = [hz](std::int64_t k) { return static_cast<double>(k) / hz; };
@@ -669,14 +672,16 @@ class Run {
       const GpuSample x = after ? hist[h].second : GpuSample{};
       const Seconds until = after ? (h + 1 < hist.size() ? hist[h + 1].first : kInf) : hist[h].first;
       const std::int64_t end = until < kInf ? std::min(k_now + 1, first_k_at(until)) : k_now + 1;
-      for (; k < end; ++k) *out++ = x;
+      if (end > k) gpu.window.push_back({x, static_cast<std::uint32_t>(end - k)});
+      k = std::max(k, end);
     }
-    if (opt_.sim.telemetry_noise > 0)
-      for (std::int64_t k = k_lo; k <= k_now; ++k) {
-        GpuSample& x = gpu.window[static_cast<std::size_t>(k - k_lo)];
-        x = noisy(x, g, k);
-      }
-    srv.placer.views[local].window = gpu.window;
+    if (opt_.sim.telemetry_noise > 0) {  // every sample jitters on its own
+      noisy_runs_.clear();
+      std::int64_t k = k_lo;
+      for (const auto& [x, count] : gpu.window)
+        for (std::uint32_t i = 0; i < count; ++i, ++k) noisy_runs_.push_back({noisy(x, g, k), 1});
+      gpu.window.swap(noisy_runs_);
+    }
   }
 
   // A window built earlier still holds if nothing changed since, and either no sample
@@ -687,7 +692,7 @@ class Run {
     if (gpu.window_k == k_now) return true;
     if (opt_.sim.telemetry_noise > 0 || k_lo != k_now - n + 1) return false;
     const std::int64_t old_lo = gpu.window_k - n + 1;
-    return static_cast<std::int64_t>(gpu.window.size()) == n &&
+    return gpu.window_n == n &&
            gpu.history.back().first <= static_cast<double>(old_lo) / hz;
   }
 
@@ -767,21 +772,18 @@ class Run {
     };
     FloorWindows windows(srv.placer.window_stats, locals);
     windows.floor.resize(locals.size());
-    floor_samples_.assign(locals.size(), GpuSample{});
     for (std::size_t i = 0; i < locals.size(); ++i) {
       const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
       GpuSample m = gpu.sample;
-      for (const auto& x : gpu.window) {
+      for (const auto& [x, count] : gpu.window) {
         m.smact = std::min(m.smact, x.smact);
         m.smocc = std::min(m.smocc, x.smocc);
         m.drama = std::min(m.drama, x.drama);
         m.util = std::min(m.util, x.util);
       }
-      floor_samples_[i] = m;
       // A window of that one sample, as the engine would summarise it.
       const double one[4] = {m.smact, m.smocc, m.drama, m.util};
       for (std::size_t k = 0; k < 4; ++k) windows.floor[i][k] = window_stats(std::span<const double>(&one[k], 1));
-      srv.placer.views[locals[i]].window = std::span<const GpuSample>(&floor_samples_[i], 1);
     }
     // The engine asked directly: a what-if, not a placement (the server's state stays).
     Snapshot snap;
@@ -796,7 +798,6 @@ class Run {
     ++n_ticks_;
     n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
     const bool refused = engine_.tick(snap).launches.empty();
-    for (int local : locals) srv.placer.views[local].window = gpus_[srv.first_gpu + local].window;
     return refused;
   }
 
@@ -1036,9 +1037,9 @@ class Run {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::set<std::pair<Seconds, int>> wakes_;
   std::vector<int> touched_;
-  std::vector<GpuSample> floor_samples_;
   std::vector<std::unique_ptr<LazyWindows>> lazy_;  // per server (its placer's window source)
-  std::vector<double> metric_buf_;
+  std::vector<SampleRun> metric_runs_;                              // one metric of a window
+  std::vector<std::pair<GpuSample, std::uint32_t>> noisy_runs_;  // scratch of ensure_window
   std::uint64_t stamp_ = 0;
   std::vector<Candidate> order_;
   std::vector<int> changed_, candidates_;  // servers changed since the last full pass

@@ -94,6 +94,87 @@ WindowStats window_stats(std::span<const double> samples) {
   return s;
 }
 
+WindowStats window_stats(std::span<const SampleRun> runs) {
+  WindowStats s;
+  std::size_t n = 0;
+  const SampleRun* oldest = nullptr;  // the first run with samples
+  bool steady = true;
+  for (const auto& r : runs) {
+    if (r.count == 0) continue;
+    n += r.count;
+    if (!oldest) oldest = &r;
+    else if (r.value != oldest->value) steady = false;
+  }
+  if (n == 0) return s;
+  if (steady) {  // the all-equal shortcut of the sample version
+    s.mean = s.median = s.p95 = s.ewma = oldest->value;
+    return s;
+  }
+
+  // The sum and EWMA sample by sample, as the sample version adds them (floating-point
+  // addition is not associative, so a run is not multiplied out). An EWMA that stops
+  // moving inside a run stays put for the rest of it: same inputs, same result.
+  const double alpha = 2.0 / (static_cast<double>(n) + 1.0);
+  double sum = 0, ewma = 0;
+  bool first = true;
+  for (const auto& r : runs) {
+    const double x = r.value;
+    std::uint32_t i = 0;
+    if (first && r.count > 0) {
+      ewma = x;
+      sum += x;
+      i = 1;
+      first = false;
+    }
+    bool settled = false;
+    for (; i < r.count; ++i) {
+      sum += x;
+      if (settled) continue;
+      const double next = alpha * x + (1 - alpha) * ewma;
+      settled = next == ewma;
+      ewma = next;
+    }
+  }
+  s.mean = sum / static_cast<double>(n);
+  s.ewma = ewma;
+
+  // Quantiles read the sorted multiset of values: sort the runs (few) by value.
+  std::array<SampleRun, 64> small{};
+  std::vector<SampleRun> big;
+  std::span<SampleRun> sorted;
+  if (runs.size() <= small.size()) {
+    std::copy(runs.begin(), runs.end(), small.begin());
+    sorted = std::span<SampleRun>(small.data(), runs.size());
+  } else {
+    big.assign(runs.begin(), runs.end());
+    sorted = std::span<SampleRun>(big);
+  }
+  if (sorted.size() <= 16) {
+    for (std::size_t i = 1; i < sorted.size(); ++i)
+      for (std::size_t k = i; k > 0 && sorted[k].value < sorted[k - 1].value; --k) std::swap(sorted[k], sorted[k - 1]);
+  } else {
+    std::sort(sorted.begin(), sorted.end(), [](const SampleRun& a, const SampleRun& b) { return a.value < b.value; });
+  }
+  auto at = [&](std::size_t r) {  // the value at rank r of the sorted window
+    for (const auto& run : sorted) {
+      if (r < run.count) return run.value;
+      r -= run.count;
+    }
+    return sorted.back().value;
+  };
+  auto quantile = [&](double q) {  // as quantile_sorted() over the expanded samples
+    const double pos = q * static_cast<double>(n - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const auto hi = std::min(lo + 1, n - 1);
+    const double frac = pos - static_cast<double>(lo);
+    const double a = at(lo);
+    return a + (at(hi) - a) * frac;
+  };
+  s.median = quantile(0.5);
+  s.p95 = quantile(0.95);
+  return s;
+}
+
 double risk_score(const WindowStats& s, const RiskWeights& w) {
   return w.mean * s.mean + w.median * s.median + w.p95 * s.p95 + w.ewma * s.ewma;
 }

@@ -1,6 +1,7 @@
 // Summaries of a telemetry window: mean, median, p95, EWMA, and the weighted "risk"
 // that blends them, as the published system scores a GPU's recent activity.
 #pragma once
+#include <cstdint>
 #include <span>
 
 namespace aegis {
@@ -21,6 +22,18 @@ struct WindowStats {
 
 // Stats of the samples, oldest first. An empty window gives all zeros.
 WindowStats window_stats(std::span<const double> samples);
+
+// A window told as runs of equal consecutive samples: `count` samples of `value`.
+struct SampleRun {
+  double value = 0;
+  std::uint32_t count = 0;
+};
+
+// Stats of the window the runs spell out, oldest first: bit for bit what window_stats()
+// gives for the expanded samples (same sums in the same order), in time linear in the
+// runs for the quantiles. Drivers that synthesise telemetry in steps (the simulator)
+// summarise windows this way without building them.
+WindowStats window_stats(std::span<const SampleRun> runs);
 
 // Weighted blend of the stats; 0 for an empty window.
 double risk_score(std::span<const double> samples, const RiskWeights& w);

@@ -10,6 +10,7 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev libfmt-dev
   libgtest-dev googletest libbenchmark-dev
   libsqlite3-dev libyaml-cpp-dev libtomlplusplus-dev libeigen3-dev
+  libjemalloc-dev   # the simulator's allocator (CMakeLists.txt, AEGIS_SIM_ALLOCATOR)
   clang libclang-rt-14-dev   # libFuzzer for the fuzz targets (fuzz/)
   chromium   # headless, for the HTML report's browser check (tests/browser/)
   python3   # the test scripts (tests/sim_golden.py, tests/daemon/, tests/security/)

@@ -139,7 +139,7 @@ WindowStats window_stats(std::span<const SampleRun> runs) {
   s.ewma = ewma;
 
   // Quantiles read the sorted multiset of values: sort the runs (few) by value.
-  std::array<SampleRun, 64> small{};
+  std::array<SampleRun, 64> small;  // uninitialised: only the first runs.size() are read
   std::vector<SampleRun> big;
   std::span<SampleRun> sorted;
   if (runs.size() <= small.size()) {

@@ -24,9 +24,9 @@ struct WindowStats {
 WindowStats window_stats(std::span<const double> samples);
 
 // A window told as runs of equal consecutive samples: `count` samples of `value`.
-struct SampleRun {
-  double value = 0;
-  std::uint32_t count = 0;
+struct SampleRun {  // (no member initialisers: scratch arrays of runs stay uninitialised)
+  double value;
+  std::uint32_t count;
 };
 
 // Stats of the window the runs spell out, oldest first: bit for bit what window_stats()

@@ -126,14 +126,20 @@ bool ServerPlacer::remove(std::size_t pos) {
   const std::size_t last = running.size() - 1;
   if (keep_loads_) {
     const auto p = static_cast<std::uint32_t>(pos), from = static_cast<std::uint32_t>(last);
+    // The lists are sorted and hold each position once: found by binary search (a GPU
+    // under naive sharing carries dozens of jobs).
+    auto drop = [](std::vector<std::uint32_t>& list, std::uint32_t x) {
+      auto it = std::lower_bound(list.begin(), list.end(), x);
+      if (it != list.end() && *it == x) list.erase(it);
+    };
     for (int g : running[pos].gpus)
-      if (g >= 0 && g < static_cast<int>(loads_.size())) std::erase(on_gpu_[static_cast<std::size_t>(g)], p);
+      if (g >= 0 && g < static_cast<int>(loads_.size())) drop(on_gpu_[static_cast<std::size_t>(g)], p);
     if (pos != last)
       // The last entry moves to pos: in its GPUs' lists, at its new place in `running`'s order.
       for (int g : running[last].gpus) {
         if (g < 0 || g >= static_cast<int>(loads_.size())) continue;
         auto& list = on_gpu_[static_cast<std::size_t>(g)];
-        std::erase(list, from);
+        drop(list, from);
         list.insert(std::lower_bound(list.begin(), list.end(), p), p);
       }
   }

@@ -54,12 +54,16 @@ int digits(std::string_view s, std::size_t pos, std::size_t n) {
 // "YYYY-MM-DD HH:MM:SS" taken as UTC, in seconds since the Unix epoch. The calendar
 // arithmetic of <chrono> needs no locale and no time-zone database.
 std::optional<Seconds> parse_utc(std::string_view s) {
-  constexpr std::string_view kShape = "0000-00-00 00:00:00";
-  if (s.size() != kShape.size()) return std::nullopt;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const bool digit = s[i] >= '0' && s[i] <= '9';
-    if (kShape[i] == '0' ? !digit : s[i] != kShape[i]) return std::nullopt;
-  }
+  // The shape "0000-00-00 00:00:00", checked position by position (every row of a trace
+  // passes here, 82,247 of them for Philly's first 10,000 jobs).
+  if (s.size() != 19 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' || s[16] != ':')
+    return std::nullopt;
+  const auto d = [&](std::size_t i) { return static_cast<unsigned>(static_cast<unsigned char>(s[i]) - '0'); };
+  const auto bad = [&](std::size_t i) { return d(i) > 9 ? 1u : 0u; };
+  // Written out (not a loop): one compare per digit, one branch at the end.
+  if (bad(0) | bad(1) | bad(2) | bad(3) | bad(5) | bad(6) | bad(8) | bad(9) | bad(11) | bad(12) | bad(14) | bad(15) |
+      bad(17) | bad(18))
+    return std::nullopt;
   // Traces list many jobs a day: the date's day number is remembered.
   thread_local char last_date[10] = {};
   thread_local long long last_days = 0;
@@ -77,9 +81,9 @@ std::optional<Seconds> parse_utc(std::string_view s) {
     last_days = days;
     last_ok = true;
   }
-  const int h = digits(s, 11, 2), m = digits(s, 14, 2), sec = digits(s, 17, 2);
+  const auto h = d(11) * 10 + d(12), m = d(14) * 10 + d(15), sec = d(17) * 10 + d(18);
   if (h > 23 || m > 59 || sec > 59) return std::nullopt;
-  return static_cast<Seconds>(days * 86400 + h * 3600 + m * 60 + sec);
+  return static_cast<Seconds>(days * 86400 + static_cast<long long>(h * 3600 + m * 60 + sec));
 }
 
 int gpu_count(const CsvReader& r, std::string_view column, std::int64_t min) {
@@ -106,9 +110,11 @@ std::string skipped_summary(const Trace& t) {
 // profiles, so that the mapping ranks exactly the jobs that will run.
 void finish(Trace& t, const WorkloadCatalog& catalog, const TraceOptions& options) {
   if (t.jobs.empty()) throw InputError(fmt::format("{}: no jobs{}", t.path, skipped_summary(t)));
-  std::sort(t.jobs.begin(), t.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
+  const auto earlier = [](const TraceJob& a, const TraceJob& b) {
     return a.submit_time != b.submit_time ? a.submit_time < b.submit_time : a.index < b.index;
-  });
+  };
+  // The --max-jobs fast path hands them over in order already; sorting moves whole jobs.
+  if (!std::is_sorted(t.jobs.begin(), t.jobs.end(), earlier)) std::sort(t.jobs.begin(), t.jobs.end(), earlier);
   shape_trace(t, options);
   t.mapping_method = map_workloads(t.jobs, catalog, options.seed, options.workload_runtime);
 }

@@ -786,7 +786,7 @@ class Run {
       }
       // A window of that one sample, as the engine would summarise it.
       const double one[4] = {m.smact, m.smocc, m.drama, m.util};
-      for (std::size_t k = 0; k < 4; ++k) windows.floor[i][k] = window_stats(std::span<const double>(&one[k], 1));
+      for (std::size_t k = 0; k < 4; ++k) windows.floor[i][k] = {one[k], one[k], one[k], one[k]};  // every statistic of one sample
     }
     // The engine asked directly: a what-if, not a placement (the server's state stays).
     Snapshot snap;

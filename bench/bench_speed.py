@@ -10,7 +10,11 @@ min / median / max of --runs runs, each in its own process, on one core:
      replayed 13 times (`--repeat 13`, 1,069,211 jobs);
   4. the three published traces x every policy, whole process.
 
-  python3 bench/bench_speed.py [BUILD_DIR=build] [--runs 5] [--quick]
+  5. with --instructions: the instructions simulate() executes on the first 10,000 Philly
+     jobs, every policy (valgrind's callgrind; deterministic, so two commits compare on
+     any machine, however noisy its clock).
+
+  python3 bench/bench_speed.py [BUILD_DIR=build] [--runs 5] [--quick] [--instructions]
 --quick: one run each and no 1M run (a smoke test of the script). Prints Markdown tables
 and the targets each figure is held to, with the commit and the machine.
 """
@@ -126,7 +130,33 @@ def main():
         lo, med, hi = spread(secs)
         per10k = f"{lo / jobs * 1e4:.3f}" if jobs >= 10000 else ""
         print(f"| {label} | {jobs:,} | {lo:.3f} | {med:.3f} | {hi:.3f} | {per10k} | {rss:.0f} MiB | {target} |")
+
+    if "--instructions" in args:
+        print_instructions(bench, names)
     return 0
+
+
+def instructions(bench, policy):
+    """Instructions executed inside simulate() for the first 10k Philly jobs (callgrind)."""
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                          "--toggle-collect=aegis::simulate*", bench, "--trace", PHILLY, "--policies", policy,
+                          "--runs", "1", "--max-jobs", "10000"], cwd=ROOT, capture_output=True, text=True)
+    for line in out.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1].strip())
+    sys.exit(f"callgrind gave no count for {policy}: {out.stderr.strip()[-300:]}")
+
+
+def print_instructions(bench, names):
+    if subprocess.run(["sh", "-c", "command -v valgrind"], capture_output=True).returncode != 0:
+        print("\n(--instructions: valgrind is not installed; apt install valgrind)")
+        return
+    print("\n### Instructions in simulate(), first 10,000 Philly jobs (callgrind, deterministic)\n")
+    print("| policy | instructions | per job |")
+    print("|---|---|---|")
+    for p in names:
+        n = instructions(bench, p)
+        print(f"| {p} | {n / 1e6:,.0f}M | {n / 10000:,.0f} |")
 
 
 if __name__ == "__main__":

@@ -234,23 +234,27 @@ Decisions Engine::tick(const Snapshot& snap) const {
   Tick t{cfg, snap, gpu_scratch};
   t.gpus.clear();
   t.gpus.resize(snap.gpus.size());
+  const bool loads = !snap.loads.empty() && snap.loads.size() == t.gpus.size();
   MiB guard_of = -1, guard = 0;  // GPUs of a server are mostly alike: one guard per size
-  for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
-    t.gpus[i].view = &snap.gpus[i];
-    t.gpus[i].stats_source = snap.window_stats;
+  for (std::size_t i = 0; i < snap.gpus.size(); ++i) {  // one pass per GPU when the loads are kept
+    GpuCandidate& c = t.gpus[i];
+    c.view = &snap.gpus[i];
+    c.stats_source = snap.window_stats;
     if (snap.gpus[i].total_mib != guard_of) {
       guard_of = snap.gpus[i].total_mib;
       guard = cfg.memory_guard(guard_of);
     }
-    t.gpus[i].guard_mib = guard;
+    c.guard_mib = guard;
+    if (loads) {
+      t.set_load(c, snap.loads[i]);
+      c.free_mib = effective_free(c, accounting_);
+    }
   }
-  if (!snap.loads.empty() && snap.loads.size() == t.gpus.size()) {
-    for (std::size_t i = 0; i < t.gpus.size(); ++i) t.set_load(t.gpus[i], snap.loads[i]);
-  } else {
+  if (!loads) {
     for (const auto& r : snap.running)
       t.add_job(r.spec, r.gpus, r.exclusive, r.admitted_mib, r.launched_at, r.first_activity);
+    for (auto& g : t.gpus) g.free_mib = effective_free(g, accounting_);
   }
-  for (auto& g : t.gpus) g.free_mib = effective_free(g, accounting_);
 
   // --- Queue order: recovery queue, then jobs requeued this tick, then the main queue.
   // Walked lazily: with strict head-of-line only the first few entries are looked at.

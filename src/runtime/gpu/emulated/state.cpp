@@ -132,9 +132,10 @@ DeviceInfo State::device(int device) const {
   const auto& d = f.devices[device];
   info.total_mib = d.total_mib;
   info.mig_mode = !is_mig_device(device) && d.mig;
-  if (is_mig_device(device)) info.slices = d.slices;
   info.name.assign(d.name, strnlen(d.name, sizeof d.name));
   info.profile.assign(d.profile, strnlen(d.profile, sizeof d.profile));
+  if (is_mig_device(device))
+    info.sm_share = instance_sm_share(f.devices[gpu_of(device)].total_mib, info.profile, d.slices);
   return info;
 }
 

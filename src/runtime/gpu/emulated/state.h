@@ -58,13 +58,13 @@ struct CoRunners {
 struct DeviceInfo {
   MiB total_mib = 0;        // 0: no such device (or an empty MIG slot)
   bool mig_mode = false;    // a GPU in MIG mode: its instances are the CUDA devices, it is not one
-  int slices = kMigSlices;  // an instance's share of the GPU's SMs, in sevenths
+  double sm_share = 1;      // an instance's share of the GPU's SMs (its profile's, mig_models.h)
   std::string name;
   std::string profile;      // an instance: "3g.20gb"
   bool exists() const { return total_mib > 0; }
   // Where CUDA can allocate: a GPU off MIG, or a MIG instance.
   bool cuda_device() const { return exists() && !mig_mode; }
-  double sm_fraction() const { return slices / static_cast<double>(kMigSlices); }
+  double sm_fraction() const { return sm_share; }
 };
 
 namespace layout {

@@ -424,6 +424,71 @@ TEST_F(FakeJob, MpsClientNeedsTheControlDaemon) {
   EXPECT_EQ(wait(m), 1);
 }
 
+// NVIDIA's control daemon runs one MPS server per user at a time: a client of another user
+// waits until every client of the running server is gone (man nvidia-cuda-mps-control).
+// Other users' clients are announced on the FIFO as the CUDA library does ("client PID UID"),
+// for processes of this test standing in for them.
+TEST_F(FakeJob, MpsServesOneUserAtATime) {
+  const std::string dir = test::temp_path("mps1u"), fakejob = AEGIS_FAKEJOB;
+  const std::string tool = fakejob.substr(0, fakejob.rfind('/')) + "/mps-bin/nvidia-cuda-mps-control";
+  const std::string env = "CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe CUDA_MPS_LOG_DIRECTORY=" + dir + "/log ";
+  struct Stop {
+    std::string quit, dir;
+    std::vector<pid_t> kids;
+    ~Stop() {
+      for (pid_t k : kids)
+        if (kill(k, SIGKILL) == 0) waitpid(k, nullptr, 0);
+      if (access((dir + "/pipe/control").c_str(), F_OK) == 0) (void)!std::system(quit.c_str());
+      (void)!std::system(("rm -rf '" + dir + "'").c_str());
+    }
+  } stop{"echo quit | " + env + tool + " 2>/dev/null", dir, {}};
+  ASSERT_EQ(std::system((env + tool + " -d").c_str()), 0);
+  const std::string log = dir + "/log/control.log";
+  auto stand_in = [&](unsigned uid) {  // a live process announced as a client of `uid`
+    const pid_t p = fork();
+    if (p == 0) {
+      pause();
+      _exit(0);
+    }
+    stop.kids.push_back(p);
+    const std::string line = "client " + std::to_string(p) + " " + std::to_string(uid) + "\n";
+    const int fd = open((dir + "/pipe/control").c_str(), O_WRONLY | O_CLOEXEC);
+    EXPECT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    close(fd);
+    return p;
+  };
+  auto granted = [&](pid_t p) { return access((dir + "/pipe/granted." + std::to_string(p)).c_str(), F_OK) == 0; };
+  auto logged = [&](const std::string& text) { return slurp(log).find(text) != std::string::npos; };
+  auto end = [&](pid_t p) {
+    kill(p, SIGKILL);
+    waitpid(p, nullptr, 0);
+  };
+
+  const pid_t a1 = stand_in(1001);
+  ASSERT_TRUE(eventually([&] { return granted(a1); })) << slurp(log);
+  const pid_t b1 = stand_in(1002);
+  ASSERT_TRUE(eventually([&] { return logged("Client " + std::to_string(b1) + " of user 1002 waits"); })) << slurp(log);
+  EXPECT_FALSE(granted(b1));  // decided with the log line: not let in
+  const pid_t a2 = stand_in(1001);  // the running server's user: in at once
+  ASSERT_TRUE(eventually([&] { return granted(a2); })) << slurp(log);
+  EXPECT_FALSE(granted(b1));
+  // This test's own user's job (a real client) waits as well, before its first allocation.
+  auto k = start({"--mem", "100", "--smact", "0.2", "--seconds", "0.1", "--startup", "0"}, "0",
+                 {"CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe"});
+  ASSERT_TRUE(eventually([&] { return logged("Client " + std::to_string(k.pid) + " of user"); })) << slurp(log);
+  EXPECT_EQ(state_->read(0).process_count, 0);
+  end(a1);
+  EXPECT_FALSE(granted(b1));  // one client of user 1001 is still there
+  end(a2);
+  // The server of user 1001 is gone: the first waiting user's server starts, then the next.
+  ASSERT_TRUE(eventually([&] { return granted(b1); })) << slurp(log);
+  EXPECT_TRUE(logged("Server of user 1001 exited")) << slurp(log);
+  EXPECT_TRUE(logged("Starting new server for user 1002")) << slurp(log);
+  EXPECT_FALSE(granted(k.pid));
+  end(b1);
+  EXPECT_EQ(wait(k), 0) << slurp(k.err);
+}
+
 // --- the contention model -------------------------------------------------------------
 
 // The rules of contention.h, from its formulas: alone no slowdown, a light pair slowed by

@@ -124,8 +124,8 @@ class Run {
  public:
   Run(const WorkloadCatalog& cat, const Trace& trace, const SimOptions& o)
       : opt_(o),
-        engine_(o.engine),
-        life_(o.engine, lifecycle_options(o)),
+        engine_(engine_config(o)),
+        life_(engine_config(o), lifecycle_options(o)),
         placer_(*this),
         model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff} {
     validate(o.sim);
@@ -258,6 +258,7 @@ class Run {
         spec.id = e.id;
         spec.num_gpus = j.tj->num_gpus;
         spec.submit_time = j.tj->submit_time;
+        spec.owner = j.tj->owner;
         spec.estimates = j.w->estimates;
         spec.hints = j.w->hints;
         life_.submitted(std::move(spec), false, false, e.t);
@@ -924,6 +925,13 @@ class Run {
    private:
     Run& run_;
   };
+
+  // The policy's engine, told whether the MPS rules apply (--sharing).
+  static EngineConfig engine_config(const SimOptions& o) {
+    EngineConfig c = o.engine;
+    c.mps = o.sim.sharing == "mps";
+    return c;
+  }
 
   static LifecycleOptions lifecycle_options(const SimOptions& o) {
     LifecycleOptions l;

@@ -216,6 +216,30 @@ TEST_F(EmulatedGpus, CoarseOnlyWithoutGpm) {
   EXPECT_EQ(g.level(), TelemetryLevel::Coarse);
 }
 
+// An MPS client is in NVML's MPS process list, not the compute list (nvtop reads both): the
+// loader reads both where the driver has the v3 calls; with only the compute list (an
+// older driver, process API v2) the client goes unseen.
+TEST_F(EmulatedGpus, MpsClientsAreSeenThroughTheMpsProcessList) {
+  for (const char* api : {"3", "2"}) {
+    SCOPED_TRACE(std::string("process API v") + api);
+    setenv("AEGIS_EMULATED_PROCESS_API", api, 1);
+    auto src = open();
+    auto c = client();
+    ASSERT_TRUE(src && c);
+    const pid_t plain = spawn_holder(state_path_, 0, 500), mps = spawn_holder(state_path_, 0, 700);
+    ASSERT_GT(plain, 0);
+    ASSERT_GT(mps, 0);
+    c->mark_mps_client(static_cast<std::uint32_t>(mps));
+    std::set<std::uint32_t> pids;
+    const auto devs = src->sample();
+    for (const auto& p : devs[0].processes) pids.insert(p.pid);
+    EXPECT_TRUE(pids.count(static_cast<std::uint32_t>(plain)));
+    EXPECT_EQ(pids.count(static_cast<std::uint32_t>(mps)), std::string(api) == "3" ? 1u : 0u);
+    kill_and_reap(plain);
+    kill_and_reap(mps);
+  }
+}
+
 TEST_F(EmulatedGpus, AllocationBeyondCapacityFails) {
   auto src = open();
   auto c = client();

@@ -234,6 +234,13 @@ GpuReading State::read(int device) {
   return r;
 }
 
+void State::mark_mps_client(std::uint32_t pid) {
+  Guard guard(file_);
+  File& f = *file_;
+  for (int i = 0; i < f.process_count; ++i)
+    if (f.processes[i].pid == pid) f.processes[i].mps_client = 1;
+}
+
 std::size_t State::processes(int device, std::span<ProcessEntry> out) {
   Guard guard(file_);
   File& f = *file_;
@@ -244,7 +251,7 @@ std::size_t State::processes(int device, std::span<ProcessEntry> out) {
   for (int i = 0; i < f.process_count; ++i) {
     const auto& p = f.processes[i];
     if (!on(p.device, device)) continue;
-    if (n < out.size()) out[n] = {p.pid, p.used_mib, p.device};
+    if (n < out.size()) out[n] = {p.pid, p.used_mib, p.device, p.mps_client != 0};
     ++n;
   }
   return n;

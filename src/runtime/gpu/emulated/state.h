@@ -46,6 +46,7 @@ struct ProcessEntry {
   std::uint32_t pid;
   MiB used_mib;
   std::int32_t device;  // where it runs: on a GPU in MIG mode, which instance
+  bool mps_client;      // connected through MPS: NVML lists it among the MPS processes
 };
 
 // Sums over the other active processes of one device, as the interference model (and
@@ -101,6 +102,9 @@ class State {
   // instance with a fraction f of the SMs that sum / f, capped at 1. False for a device
   // CUDA cannot use or a full table.
   bool set_activity(int device, std::uint32_t pid, const Activity& solo, double speed = 1.0);
+  // Marks every entry of `pid` as an MPS client's (NVML then lists it with
+  // nvmlDeviceGetMPSComputeRunningProcesses, not the plain compute list).
+  void mark_mps_client(std::uint32_t pid);
   // Drops every entry of `pid`.
   void release(std::uint32_t pid);
   CoRunners co_runners(int device, std::uint32_t pid);

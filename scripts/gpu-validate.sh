@@ -199,7 +199,12 @@ nvml_phase() {
     nvidia-smi > "$d/nvidia-smi.txt" 2>&1 || true
     nvidia-smi --query-gpu=index,uuid,name,driver_version,memory.total,memory.used,utilization.gpu,power.draw,mig.mode.current \
       --format=csv > "$d/nvidia-smi-gpus.csv" 2>&1 || true
+    # The GPU's MIG profiles and placements as the driver knows them (it lists them only
+    # with MIG mode on; aegis never switches it), against aegis's own table (summarize.py).
+    nvidia-smi mig -lgip > "$d/mig-lgip.txt" 2>&1 || true
+    nvidia-smi mig -lgipp > "$d/mig-lgipp.txt" 2>&1 || true
   fi
+  "$BUNDLE/bin/aegis-gpu-query" --mig-table > "$d/mig-table-aegis.csv" 2>&1 || true
   local timed=(--time "$BUNDLE/bin/aegis-gpu-query --library $NVML")
   if [ "$MODE" = real ]; then
     timed+=(--time "nvidia-smi --query-gpu=index,memory.used,memory.total,utilization.gpu --format=csv,noheader")

@@ -208,3 +208,66 @@ TEST(Cli, SweepWritesOneRowPerPointPolicyAndTrace) {
 }
 
 }  // namespace
+
+// --- --sharing ----------------------------------------------------------------------------
+
+namespace sharing {
+
+const std::string kVenus = "sim --trace data/aegis/trace_venus.csv --gpus 3 --gpu-memory 40960 --policies aegis ";
+
+nlohmann::json sim_json(const std::string& sharing, const std::string& name) {
+  const auto r = run(kVenus + "--sharing " + sharing + " --json " + tmp(name));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  return r.rc == 0 ? nlohmann::json::parse(slurp(tmp(name))) : nlohmann::json::object();
+}
+
+}  // namespace sharing
+
+TEST(Cli, SharingMpsWithAndWithoutLimitsIsRecordedAndChangesResults) {
+  const auto process = sharing::sim_json("process", "sh_p.json");
+  const auto mps = sharing::sim_json("mps", "sh_m.json");
+  const auto nolimits = sharing::sim_json("mps-nolimits", "sh_n.json");
+  ASSERT_FALSE(process.empty() || mps.empty() || nolimits.empty());
+  EXPECT_EQ(mps["config"]["sim"]["sharing"], "mps");
+  EXPECT_EQ(mps["config"]["sim"]["mps_memory_limits"], true);
+  EXPECT_EQ(nolimits["config"]["sim"]["sharing"], "mps");
+  EXPECT_EQ(nolimits["config"]["sim"]["mps_memory_limits"], false);
+  EXPECT_EQ(process["config"]["sim"]["sharing"], "process");
+  // MPS runs co-located kernels side by side instead of time slicing them: other timings.
+  EXPECT_NE(process["results"][0]["makespan_s"], mps["results"][0]["makespan_s"]);
+  for (const auto* j : {&process, &mps, &nolimits}) EXPECT_EQ((*j)["results"][0]["completed"], (*j)["results"][0]["jobs"]);
+  const auto bad = run(sharing::kVenus + "--sharing mpx");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.out.find("--sharing: 'mpx' is not process, mps, mps-nolimits or mig:LAYOUT"), std::string::npos)
+      << bad.out;
+}
+
+TEST(Cli, SharingMigCutsGpusByTheModelsTable) {
+  const auto j = sharing::sim_json("mig:3g.20gb,2g.10gb,1g.5gb,1g.5gb", "sh_mig.json");
+  ASSERT_FALSE(j.empty());
+  EXPECT_EQ(j["config"]["cluster"]["gpus"], 12);
+  EXPECT_EQ(j["config"]["cluster"]["describe"].get<std::string>().rfind("1 server(s), 12 MIG instances (3g.20gb,2g.10gb,", 0),
+            0u)
+      << j["config"]["cluster"]["describe"];
+  EXPECT_GT(j["results"][0]["completed"], 0);
+  // 80 GB GPUs are A100-80GB ones: their profiles, not the 40 GB ones.
+  auto r = run("sim --trace data/aegis/trace_venus.csv --gpus 2 --gpu-memory 81920 --policies aegis "
+               "--sharing mig:3g.40gb,4g.40gb");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  // Refused, one line each: a layout NVIDIA refuses, a profile of another model, a GPU
+  // of no MIG-capable model.
+  const std::pair<std::string, std::string> bad[] = {
+      {"--gpu-memory 40960 --sharing mig:3g.20gb,3g.20gb,1g.5gb",
+       "aegis: error: --sharing mig: no placement of its instances fits the 8 memory slices of an A100-40GB "
+       "(nvidia-smi mig -lgipp)\n"},
+      {"--gpu-memory 40960 --sharing mig:3g.40gb", "'3g.40gb' is not a MIG profile of the A100-40GB"},
+      {"--gpu-memory 40000 --sharing mig:1g.5gb", "a GPU of 40000 MiB is no MIG-capable model aegis knows"},
+      {"--gpu-memory 40960 --sharing mig:3g.20", "'3g.20' is not a MIG profile of the A100-40GB"},
+  };
+  for (const auto& [args, why] : bad) {
+    r = run("sim --trace data/aegis/trace_venus.csv --gpus 3 --policies aegis " + args);
+    EXPECT_NE(r.rc, 0) << args;
+    EXPECT_NE(r.out.find(why), std::string::npos) << r.out;
+    EXPECT_EQ(lines(r.out), 1) << r.out;
+  }
+}

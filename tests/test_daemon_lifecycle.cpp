@@ -177,20 +177,26 @@ TEST(DaemonLifecycle, ARestartReadoptsRunningJobsAndClassifiesThoseThatEnded) {
   EXPECT_EQ(rig.show(b)["attempt_log"][0]["outcome"], "unknown");
 }
 
-TEST(DaemonLifecycle, MpsLimitsOnlyForJobsPlacedBesideOthers) {
+// Under MPS every job gets its limit, also the first one on an idle GPU (a later neighbour
+// must not be pushed out by its growth); and a GPU holds one user's jobs only.
+TEST(DaemonLifecycle, MpsLimitsForEveryJobAndOneUserPerGpu) {
   Rig rig(1, "aegis-auto", "mps");
   const JobId a = rig.submit_ok(1001, 6000);
   rig.tick();
   EXPECT_EQ(rig.env.env_of(a, "CUDA_MPS_PIPE_DIRECTORY"), "/tmp/fake-mps-pipe");
-  EXPECT_EQ(rig.env.env_of(a, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "") << "alone: no limit";
+  EXPECT_EQ(rig.env.env_of(a, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
+            "0=" + std::to_string(6000 + rig.cfg.engine.memory_margin_mib) + "M")
+      << "alone for now, but others may join";
   rig.env.activity(a, 1, 0, 6000, 4242);
   rig.env.gpus[0].used_mib = 6000;
   rig.env.gpus[0].free_mib = 40960 - 6000;
-  const JobId b = rig.submit_ok(1002, 7000);
+  const JobId b = rig.submit_ok(1001, 7000);      // the same user: joins
+  const JobId other = rig.submit_ok(1002, 7000);  // another user: NVIDIA's MPS would queue it
   for (int i = 0; i < 8; ++i) rig.tick();
   ASSERT_EQ(rig.show(b)["state"], "running");
   EXPECT_EQ(rig.env.env_of(b, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
             "0=" + std::to_string(7000 + rig.cfg.engine.memory_margin_mib) + "M");
+  EXPECT_EQ(rig.show(other)["state"], "queued");
 }
 
 TEST(DaemonLifecycle, AFullDiskAtLaunchLeavesTheJobQueuedWithoutAnAttempt) {

@@ -79,10 +79,11 @@ class FakeJob : public ::testing::Test {
     unsetenv("AEGIS_EMULATED_GPUS");
     unsetenv("CUDA_VISIBLE_DEVICES");
     std::string error;
-    const std::vector<emu::GpuSpec> gpus(2, emu::GpuSpec{10000});
+    const std::vector<emu::GpuSpec> gpus(2, emu::GpuSpec{gpu_mib()});
     state_ = emu::State::open(state_path_, gpus, &error);
     ASSERT_TRUE(state_) << error;
   }
+  virtual MiB gpu_mib() const { return 10000; }
   void TearDown() override {
     for (const auto& j : jobs_) {
       if (j.pid > 0 && kill(j.pid, SIGKILL) == 0) waitpid(j.pid, nullptr, 0);
@@ -295,13 +296,15 @@ TEST_F(FakeJob, BadSetupExitsTwoWithOneLine) {
 
 // --- MIG ------------------------------------------------------------------------------
 
-// GPU 0 cut into 4g.5gb, 2g.2gb and 1g.1gb instances; GPU 1 whole.
+// Two A100-40GB (40960 MiB): GPU 0 cut into 4g.20gb, 2g.10gb and 1g.5gb instances (20096,
+// 9984 and 4864 MiB, 56, 28 and 14 of 108 SMs: core/mig_models.h); GPU 1 whole.
 class FakeJobMig : public FakeJob {
  protected:
+  MiB gpu_mib() const override { return 40960; }
   void SetUp() override {
     FakeJob::SetUp();
     std::string error;
-    const auto layout = emu::parse_mig_layout("0:4g.5gb,2g.2gb,1g.1gb", &error);
+    const auto layout = emu::parse_mig_layout("0:4g.20gb,2g.10gb,1g.5gb", &error);
     ASSERT_TRUE(layout && state_->set_mig(*layout, &error)) << error;
   }
 };
@@ -314,34 +317,35 @@ TEST_F(FakeJobMig, JobOnAMigUuidRunsOnTheInstance) {
   ASSERT_TRUE(wait_held(two_g, j.pid, 1500));
   EXPECT_EQ(state_->read(0).used_mib, 1500);  // its GPU holds what its instances hold
   EXPECT_EQ(state_->read(emu::mig_device(0, 0)).used_mib, 0);
-  // On 2 of 7 slices a job busy 0.6 of its time runs at 1 / (0.4 + 0.6 * 7/2) = 0.4 (the
-  // simulator's rule too); the instance shows 0.5 * 0.4 / (2/7) = 0.7 SM activity.
-  EXPECT_TRUE(wait_smact(two_g, 0.7)) << state_->read(two_g).activity.smact;
+  // On 28 of 108 SMs a job busy 0.6 of its time runs at 1 / (0.4 + 0.6 * 108/28) = 0.368
+  // (the simulator's rule too); the instance shows 0.5 * 0.368 / (28/108) = 0.71 SM activity.
+  const double share = 28.0 / 108, speed = 1 / (0.4 + 0.6 / share);
+  EXPECT_TRUE(wait_smact(two_g, 0.5 * speed / share)) << state_->read(two_g).activity.smact;
   EXPECT_EQ(wait(j), 0) << slurp(j.err);
-  EXPECT_GE(wall_of(slurp(j.out)), 0.4 / 0.4 - kPrinted) << slurp(j.out);
+  EXPECT_GE(wall_of(slurp(j.out)), 0.4 / speed - kPrinted) << slurp(j.out);
   EXPECT_EQ(state_->read(0).used_mib, 0);
 }
 
 TEST_F(FakeJobMig, InstanceMemoryLimitsTheJob) {
-  // The GPU has 10000 MiB free, its 2g.2gb instance 2048: CUDA sees the instance only.
-  auto j = start({"--mem", "3000", "--smact", "0.5", "--seconds", "1", "--startup", "0"},
+  // The GPU has 40960 MiB free, its 2g.10gb instance 9984: CUDA sees the instance only.
+  auto j = start({"--mem", "12000", "--smact", "0.5", "--seconds", "1", "--startup", "0"},
                  emu::emulated_mig_uuid(0, 1).c_str());
   EXPECT_EQ(wait(j), 1);
   EXPECT_EQ(slurp(j.err),
-            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3000 MiB (GPU 0; 2048 MiB total capacity; "
-            "2048 MiB free)\n");
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 12000 MiB (GPU 0; 9984 MiB total capacity; "
+            "9984 MiB free)\n");
   // Named by its index (or UUID), a GPU in MIG mode gives its first instance, as in CUDA;
-  // and a process sees one MIG instance only: the 1g.1gb listed second stays invisible.
+  // and a process sees one MIG instance only: the 1g.5gb listed second stays invisible.
   auto k = start({"--mem", "4000", "--smact", "0.1", "--seconds", "0.3", "--startup", "0"},
                  ("0," + emu::emulated_mig_uuid(0, 2)).c_str());
   ASSERT_TRUE(wait_held(emu::mig_device(0, 0), k.pid, 4000));
   EXPECT_EQ(held(emu::mig_device(0, 2), k.pid), 0);
   EXPECT_EQ(wait(k), 0) << slurp(k.err);
-  // CUDA 11's form, MIG-GPU-<uuid>/<GPU instance id>/<compute instance id>: the 1g.1gb.
-  auto l = start({"--mem", "2000", "--smact", "0.1", "--seconds", "0.1", "--startup", "0"},
+  // CUDA 11's form, MIG-GPU-<uuid>/<GPU instance id>/<compute instance id>: the 1g.5gb.
+  auto l = start({"--mem", "6000", "--smact", "0.1", "--seconds", "0.1", "--startup", "0"},
                  "MIG-GPU-aeg15000-0000-0000-0000-000000000000/3/0");
   EXPECT_EQ(wait(l), 1);
-  EXPECT_NE(slurp(l.err).find("(GPU 0; 1024 MiB total capacity; 1024 MiB free)"), std::string::npos) << slurp(l.err);
+  EXPECT_NE(slurp(l.err).find("(GPU 0; 4864 MiB total capacity; 4864 MiB free)"), std::string::npos) << slurp(l.err);
   auto m = start({"--mem", "100", "--smact", "0.1", "--seconds", "0.1"}, "MIG-aeg15000-0000-0000-0000-000000000100");
   EXPECT_EQ(wait(m), 2);
   EXPECT_NE(slurp(m.err).find("names no emulated GPU"), std::string::npos) << slurp(m.err);
@@ -418,6 +422,71 @@ TEST_F(FakeJob, MpsClientNeedsTheControlDaemon) {
   EXPECT_NE(slurp(dir + "/log/control.log").find("Received quit command"), std::string::npos);
   auto m = start(args, "0", {"CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe"});
   EXPECT_EQ(wait(m), 1);
+}
+
+// NVIDIA's control daemon runs one MPS server per user at a time: a client of another user
+// waits until every client of the running server is gone (man nvidia-cuda-mps-control).
+// Other users' clients are announced on the FIFO as the CUDA library does ("client PID UID"),
+// for processes of this test standing in for them.
+TEST_F(FakeJob, MpsServesOneUserAtATime) {
+  const std::string dir = test::temp_path("mps1u"), fakejob = AEGIS_FAKEJOB;
+  const std::string tool = fakejob.substr(0, fakejob.rfind('/')) + "/mps-bin/nvidia-cuda-mps-control";
+  const std::string env = "CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe CUDA_MPS_LOG_DIRECTORY=" + dir + "/log ";
+  struct Stop {
+    std::string quit, dir;
+    std::vector<pid_t> kids;
+    ~Stop() {
+      for (pid_t k : kids)
+        if (kill(k, SIGKILL) == 0) waitpid(k, nullptr, 0);
+      if (access((dir + "/pipe/control").c_str(), F_OK) == 0) (void)!std::system(quit.c_str());
+      (void)!std::system(("rm -rf '" + dir + "'").c_str());
+    }
+  } stop{"echo quit | " + env + tool + " 2>/dev/null", dir, {}};
+  ASSERT_EQ(std::system((env + tool + " -d").c_str()), 0);
+  const std::string log = dir + "/log/control.log";
+  auto stand_in = [&](unsigned uid) {  // a live process announced as a client of `uid`
+    const pid_t p = fork();
+    if (p == 0) {
+      pause();
+      _exit(0);
+    }
+    stop.kids.push_back(p);
+    const std::string line = "client " + std::to_string(p) + " " + std::to_string(uid) + "\n";
+    const int fd = open((dir + "/pipe/control").c_str(), O_WRONLY | O_CLOEXEC);
+    EXPECT_EQ(write(fd, line.data(), line.size()), static_cast<ssize_t>(line.size()));
+    close(fd);
+    return p;
+  };
+  auto granted = [&](pid_t p) { return access((dir + "/pipe/granted." + std::to_string(p)).c_str(), F_OK) == 0; };
+  auto logged = [&](const std::string& text) { return slurp(log).find(text) != std::string::npos; };
+  auto end = [&](pid_t p) {
+    kill(p, SIGKILL);
+    waitpid(p, nullptr, 0);
+  };
+
+  const pid_t a1 = stand_in(1001);
+  ASSERT_TRUE(eventually([&] { return granted(a1); })) << slurp(log);
+  const pid_t b1 = stand_in(1002);
+  ASSERT_TRUE(eventually([&] { return logged("Client " + std::to_string(b1) + " of user 1002 waits"); })) << slurp(log);
+  EXPECT_FALSE(granted(b1));  // decided with the log line: not let in
+  const pid_t a2 = stand_in(1001);  // the running server's user: in at once
+  ASSERT_TRUE(eventually([&] { return granted(a2); })) << slurp(log);
+  EXPECT_FALSE(granted(b1));
+  // This test's own user's job (a real client) waits as well, before its first allocation.
+  auto k = start({"--mem", "100", "--smact", "0.2", "--seconds", "0.1", "--startup", "0"}, "0",
+                 {"CUDA_MPS_PIPE_DIRECTORY=" + dir + "/pipe"});
+  ASSERT_TRUE(eventually([&] { return logged("Client " + std::to_string(k.pid) + " of user"); })) << slurp(log);
+  EXPECT_EQ(state_->read(0).process_count, 0);
+  end(a1);
+  EXPECT_FALSE(granted(b1));  // one client of user 1001 is still there
+  end(a2);
+  // The server of user 1001 is gone: the first waiting user's server starts, then the next.
+  ASSERT_TRUE(eventually([&] { return granted(b1); })) << slurp(log);
+  EXPECT_TRUE(logged("Server of user 1001 exited")) << slurp(log);
+  EXPECT_TRUE(logged("Starting new server for user 1002")) << slurp(log);
+  EXPECT_FALSE(granted(k.pid));
+  end(b1);
+  EXPECT_EQ(wait(k), 0) << slurp(k.err);
 }
 
 // --- the contention model -------------------------------------------------------------

@@ -156,3 +156,34 @@ TEST(MigSingleGpu, MultiGpuJobsOnlyOnWholeGpus) {
 
 }  // namespace
 }  // namespace aegis
+
+namespace aegis {
+namespace {
+
+// Under MPS a GPU's jobs belong to one user: NVIDIA's control daemon would make another
+// user's job wait for the first user's server to go. Off MPS, or declared otherwise, users mix.
+TEST(MpsOneUser, AnotherUsersJobWaitsForTheGpu) {
+  auto placed = [](void (*tweak)(EngineConfig&), std::int64_t running_owner, std::int64_t new_owner) {
+    World w(1);
+    auto& r = w.run(1, {0}, 1000);
+    r.spec.owner = running_owner;
+    QueuedJob j = test::job(2);
+    j.spec.owner = new_owner;
+    w.main_queue.push_back(j);
+    return w.tick(test::engine("aegis", tweak)).launches.size();
+  };
+  auto mps = [](EngineConfig& c) { c.mps = true; };
+  auto mps_many_users = [](EngineConfig& c) {
+    c.mps = true;
+    c.mps_one_user_per_gpu = false;
+  };
+  EXPECT_EQ(placed(mps, 1000, 1001), 0u);
+  EXPECT_EQ(placed(mps, 1000, 1000), 1u);
+  EXPECT_EQ(placed(nullptr, 1000, 1001), 1u);
+  EXPECT_EQ(placed(mps_many_users, 1000, 1001), 1u);
+  EXPECT_NE(test::engine("aegis", mps).describe().find("mps-one-user"), std::string::npos);
+  EXPECT_EQ(test::engine("aegis").describe().find("mps-one-user"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace aegis

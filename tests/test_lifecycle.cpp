@@ -14,12 +14,13 @@
 namespace aegis {
 namespace {
 
-// A placer that places the jobs a test lets through, on GPU 0, alone or not.
+// A placer that places the jobs a test lets through, on GPU 0, alone, exclusive or not.
 class ScriptedPlacer : public Placer {
  public:
   std::set<JobId> placeable;     // these start when asked
   std::set<JobId> never;         // these can never run here
   bool alone = false;
+  bool exclusive = false;
   MiB admitted = 1000;
   std::vector<JobId> asked;      // in the order place() was called
   std::variant<Requeue, Stop> (*rule)(const Failure&) = nullptr;
@@ -31,6 +32,7 @@ class ScriptedPlacer : public Placer {
     l.job = job.spec.id;
     l.gpus = {0};
     l.alone = alone;
+    l.exclusive = exclusive;
     l.admitted_mib = admitted;
     Placement p;
     p.parts.push_back({0, l, 40960});
@@ -200,17 +202,21 @@ TEST(Lifecycle, CancelQueuedNowRunningBySignal) {
   EXPECT_EQ(life.find(1)->reason, "cancelled: its client is gone");
 }
 
-TEST(Lifecycle, MpsLimitOnlyBesideOthers) {
-  for (bool alone : {true, false}) {
+// Under MPS every job others may join gets a limit, also one alone on its GPU for now
+// (unlimited it could grow into a later neighbour's memory); only an exclusive one not.
+TEST(Lifecycle, MpsLimitUnlessExclusive) {
+  for (const auto& [alone, exclusive] : {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
+    SCOPED_TRACE(std::to_string(alone) + std::to_string(exclusive));
     auto life = make(true, true);
     ScriptedPlacer p;
     p.alone = alone;
+    p.exclusive = exclusive;
     p.admitted = 6000;
     life.submitted(spec(1), false, false, 0);
     p.placeable = {1};
     auto fx = life.schedule(1, p);
     ASSERT_EQ(fx.starts.size(), 1u);
-    if (alone) {
+    if (exclusive) {
       EXPECT_FALSE(fx.starts[0].mps_limit_mib);
     } else {
       EXPECT_EQ(fx.starts[0].mps_limit_mib, 6000 + EngineConfig{}.memory_margin_mib);

@@ -216,6 +216,30 @@ TEST_F(EmulatedGpus, CoarseOnlyWithoutGpm) {
   EXPECT_EQ(g.level(), TelemetryLevel::Coarse);
 }
 
+// An MPS client is in NVML's MPS process list, not the compute list (nvtop reads both): the
+// loader reads both where the driver has the v3 calls; with only the compute list (an
+// older driver, process API v2) the client goes unseen.
+TEST_F(EmulatedGpus, MpsClientsAreSeenThroughTheMpsProcessList) {
+  for (const char* api : {"3", "2"}) {
+    SCOPED_TRACE(std::string("process API v") + api);
+    setenv("AEGIS_EMULATED_PROCESS_API", api, 1);
+    auto src = open();
+    auto c = client();
+    ASSERT_TRUE(src && c);
+    const pid_t plain = spawn_holder(state_path_, 0, 500), mps = spawn_holder(state_path_, 0, 700);
+    ASSERT_GT(plain, 0);
+    ASSERT_GT(mps, 0);
+    c->mark_mps_client(static_cast<std::uint32_t>(mps));
+    std::set<std::uint32_t> pids;
+    const auto devs = src->sample();
+    for (const auto& p : devs[0].processes) pids.insert(p.pid);
+    EXPECT_TRUE(pids.count(static_cast<std::uint32_t>(plain)));
+    EXPECT_EQ(pids.count(static_cast<std::uint32_t>(mps)), std::string(api) == "3" ? 1u : 0u);
+    kill_and_reap(plain);
+    kill_and_reap(mps);
+  }
+}
+
 TEST_F(EmulatedGpus, AllocationBeyondCapacityFails) {
   auto src = open();
   auto c = client();
@@ -353,12 +377,12 @@ TEST_F(EmulatedGpus, MigInstancesAreListedInsteadOfTheirGpu) {
   };
   const std::string gpu0 = "GPU-aeg15000-0000-0000-0000-000000000000", gpu2 = "GPU-aeg15000-0000-0000-0000-000000000002";
   const Want want[] = {
-      {0, "MIG-aeg15000-0000-0000-0000-000000000000", gpu0, "3g.20gb", 20480},
-      {0, "MIG-aeg15000-0000-0000-0000-000000000001", gpu0, "2g.10gb", 10240},
-      {0, "MIG-aeg15000-0000-0000-0000-000000000002", gpu0, "1g.5gb", 5120},
-      {0, "MIG-aeg15000-0000-0000-0000-000000000003", gpu0, "1g.5gb", 5120},
+      {0, "MIG-aeg15000-0000-0000-0000-000000000000", gpu0, "3g.20gb", 20096},
+      {0, "MIG-aeg15000-0000-0000-0000-000000000001", gpu0, "2g.10gb", 9984},
+      {0, "MIG-aeg15000-0000-0000-0000-000000000002", gpu0, "1g.5gb", 4864},
+      {0, "MIG-aeg15000-0000-0000-0000-000000000003", gpu0, "1g.5gb", 4864},
       {1, "GPU-aeg15000-0000-0000-0000-000000000001", "", "", 40960},
-      {2, "MIG-aeg15000-0000-0000-0000-000000000200", gpu2, "7g.40gb", 40960},
+      {2, "MIG-aeg15000-0000-0000-0000-000000000200", gpu2, "7g.40gb", 40320},
   };
   for (std::size_t i = 0; i < devs.size(); ++i) {
     SCOPED_TRACE("device " + std::to_string(i));
@@ -391,18 +415,18 @@ TEST_F(EmulatedGpus, MigInstanceMemoryIsItsOwn) {
   const int small = emu::mig_device(0, 2);  // 1g.5gb
   MiB free = 0;
   EXPECT_FALSE(c->allocate(0, self(), 100));  // a GPU in MIG mode is no CUDA device
-  ASSERT_TRUE(c->allocate(small, self(), 5000, &free));
-  EXPECT_EQ(free, 120);
-  // The GPU as a whole has 35 GiB free, the instance 120 MiB: the instance decides.
-  EXPECT_FALSE(c->allocate(small, self(), 121, &free));
-  EXPECT_EQ(free, 120);
-  EXPECT_EQ(c->read(0).total_mib - c->read(0).used_mib, 40960 - 5000);
-  EXPECT_TRUE(c->allocate(emu::mig_device(0, 3), self(), 5120));  // its neighbour is untouched
+  ASSERT_TRUE(c->allocate(small, self(), 4800, &free));  // an A100-40GB's 1g.5gb: 4864 MiB
+  EXPECT_EQ(free, 64);
+  // The GPU as a whole has 35 GiB free, the instance 64 MiB: the instance decides.
+  EXPECT_FALSE(c->allocate(small, self(), 65, &free));
+  EXPECT_EQ(free, 64);
+  EXPECT_EQ(c->read(0).total_mib - c->read(0).used_mib, 40960 - 4800);
+  EXPECT_TRUE(c->allocate(emu::mig_device(0, 3), self(), 4864));  // its neighbour is untouched
   EXPECT_FALSE(c->allocate(emu::mig_device(0, 4), self(), 1));      // an empty slot
   const auto devs = src->sample();
-  EXPECT_EQ(devs[2].used_mib, 5000);
-  EXPECT_EQ(devs[2].free_mib, 120);
-  EXPECT_EQ(devs[3].used_mib, 5120);
+  EXPECT_EQ(devs[2].used_mib, 4800);
+  EXPECT_EQ(devs[2].free_mib, 64);
+  EXPECT_EQ(devs[3].used_mib, 4864);
   EXPECT_EQ(devs[0].used_mib, 0);
 }
 
@@ -436,14 +460,15 @@ TEST_F(EmulatedGpus, MigInstanceActivityIsScaledToItsShare) {
   auto src = open();
   auto c = client();
   ASSERT_TRUE(src && c);
-  ASSERT_TRUE(c->set_activity(emu::mig_device(0, 0), self(), {0.3, 0.2, 0.6, 0.4}));  // 3g: 3/7 of the SMs
+  // An A100-40GB's 3g.20gb: 42 of its 108 SMs (core/mig_models.h), not 3/7 of them.
+  ASSERT_TRUE(c->set_activity(emu::mig_device(0, 0), self(), {0.3, 0.2, 0.6, 0.4}));
   src->sample();
   pause_ms(30);
   const auto g = src->sample()[0];
   EXPECT_EQ(g.level(), TelemetryLevel::Full);
-  EXPECT_NEAR(*g.smact, 0.7, 1e-6);
-  EXPECT_NEAR(*g.smocc, 0.2 * 7 / 3, 1e-6);
-  EXPECT_NEAR(*g.drama, 1.0, 1e-6);  // 1.4, capped
+  EXPECT_NEAR(*g.smact, 0.3 * 108 / 42, 1e-6);
+  EXPECT_NEAR(*g.smocc, 0.2 * 108 / 42, 1e-6);
+  EXPECT_NEAR(*g.drama, 1.0, 1e-6);  // 1.54, capped
   EXPECT_FALSE(g.util);
   EXPECT_EQ(*src->sample()[1].smact, 0);  // the 2g instance next to it is idle
   EXPECT_NEAR(c->read(0).power_w, 50 + 350 * 0.3, 1e-9);  // the GPU's power: its SMs as a whole
@@ -508,8 +533,10 @@ TEST_F(EmulatedGpus, MigLayoutPersistsAndChanges) {
 
 TEST_F(EmulatedGpus, BadMigLayoutsFailInit) {
   const std::pair<const char*, const char*> bad[] = {
-      {"0:4g.20gb,4g.20gb", "GPU 0: its instances use 8 SM slices; a GPU has 7"},
-      {"0:7g.80gb", "GPU 0: its instances need 81920 MiB; it has 40960"},
+      {"0:4g.20gb,4g.20gb", "GPU 0: its instances use 8 compute slices; an A100-40GB has 7"},
+      // 7 compute slices, but two 4-slot instances and a third leave no memory for it
+      {"0:3g.20gb,3g.20gb,1g.5gb", "GPU 0: no placement of its instances fits the 8 memory slices of an A100-40GB"},
+      {"0:7g.80gb", "GPU 0: '7g.80gb' is not a MIG profile of the A100-40GB (1g.5gb, 1g.10gb, 2g.10gb"},
       {"3:1g.5gb", "GPU 3 does not exist (there are 3 GPUs)"},
       {"0:3g.20", "'0:3g.20' has '3g.20', not a MIG profile like 3g.20gb"},
       {"0:8g.5gb", "has '8g.5gb', not a MIG profile"},

@@ -40,10 +40,12 @@ struct Case {
     trace.path = "test";
     trace.jobs.push_back(j);
   }
-  SimResult run(const std::string& policy, int gpus, MiB memory, std::uint64_t seed = 1) {
+  SimResult run(const std::string& policy, int gpus, MiB memory, std::uint64_t seed = 1,
+                const std::string& sharing = "process") {
     SimOptions o;
     o.policy_name = policy;
     o.engine = policy_config(policy);
+    o.sim.sharing = sharing;
     o.cluster = ClusterSpec::uniform(1, gpus, memory);
     o.seed = seed;
     return simulate(catalog, trace, o);
@@ -98,6 +100,28 @@ TEST(Sim, CollocationWaitsForTheObservationWindowAndSlowsBoth) {
   const auto ex = c.run("exclusive", 1, 40960);
   EXPECT_NEAR(ex.jobs[1].first_launch, ex.jobs[0].end, 1e-9);
   EXPECT_LT(summarize(r).makespan_s, summarize(ex).makespan_s);
+}
+
+// Under MPS the second user's job waits for the GPU to hold none of the first user's jobs
+// (NVIDIA's control daemon serves one user at a time); the same user's job joins.
+TEST(Sim, MpsCollocatesOnlyOneUsersJobs) {
+  for (const std::int64_t second_owner : {0, 1}) {
+    SCOPED_TRACE(second_owner);
+    Case c;
+    c.catalog.add(workload("light", 3000, 0.3, 0.1, 1000));
+    c.add(0, 0, "light");
+    c.add(1, 1, "light");
+    c.trace.jobs[0].owner = 0;
+    c.trace.jobs[1].owner = second_owner;
+    const auto r = c.run("aegis", 1, 40960, 1, "mps");
+    const auto& a = r.jobs[0].attempts.back();
+    const auto& b = r.jobs[1].attempts.front();
+    if (second_owner == 0) {
+      EXPECT_LT(b.launch, a.end);  // side by side, once the observation window passed
+    } else {
+      EXPECT_GE(b.launch, a.end);  // only after the first user's job left the GPU
+    }
+  }
 }
 
 TEST(Sim, PressureKeepsBusyGpusAlone) {

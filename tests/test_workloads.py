@@ -168,6 +168,10 @@ def dry_run(build):
                   "results/aegis/jobs.json", "results/aegis/aegisd.log", "results/aegis/metrics.txt"):
             check(f in names, f"the archive lacks {f}")
         check(summary["nvml"]["load"]["gpm_metrics_present"], "the NVML self-check saw no GPM metrics")
+        # The emulated GPU has an H200's memory: the MIG table of that model is the one checked.
+        mig = summary["nvml"].get("mig_table") or {}
+        check(mig.get("model") == "H200-141GB" and "results/nvml/mig-table-aegis.csv" in names,
+              f"the MIG table check did not find the H200's table: {mig}")
         print(f"ok: emulated validation run ({time.time() - t:.1f} s)")
 
         t = time.time()

@@ -5,9 +5,16 @@
 //   echo quit | nvidia-cuda-mps-control    stop the running daemon
 // The daemon listens on a FIFO, CUDA_MPS_PIPE_DIRECTORY/control (default /tmp/nvidia-mps),
 // writes its pid to nvidia-cuda-mps-control.pid there and logs to
-// CUDA_MPS_LOG_DIRECTORY/control.log (default /var/log/nvidia-mps). It runs no MPS server:
-// the emulated GPUs need none. Commands other than quit are logged and ignored.
+// CUDA_MPS_LOG_DIRECTORY/control.log (default /var/log/nvidia-mps). It runs no MPS server
+// (the emulated GPUs need none) but keeps the real one's rule: one server per user at a
+// time. A client ("client PID UID" on the FIFO) of the user whose server runs, or of anyone
+// when none runs, is let in at once (the file granted.PID appears); a client of another
+// user waits until every client of the running server is gone, as NVIDIA's daemon queues
+// it (man nvidia-cuda-mps-control). Commands other than quit are logged and ignored.
 #include <cerrno>
+#include <deque>
+#include <poll.h>
+#include <set>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -62,17 +69,71 @@ void log_line(FILE* log, const std::string& text) {
   std::fflush(log);
 }
 
+bool alive(unsigned pid) { return kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM; }
+
+// The MPS server of one user at a time, and the clients of other users waiting for it.
+struct Servers {
+  const Paths& paths;
+  FILE* log;
+  long user = -1;                  // whose server runs (-1: none)
+  std::set<unsigned> clients;      // its live clients
+  std::deque<std::pair<unsigned, unsigned>> waiting;  // (pid, uid), in arrival order
+
+  std::string grant_file(unsigned pid) const { return paths.pipe_dir + "/granted." + std::to_string(pid); }
+  void admit(unsigned pid) {
+    clients.insert(pid);
+    if (FILE* f = std::fopen(grant_file(pid).c_str(), "we")) std::fclose(f);
+  }
+  void arrive(unsigned pid, unsigned uid) {
+    log_line(log, "NEW CLIENT " + std::to_string(pid) + " from user " + std::to_string(uid));
+    if (user < 0) {
+      user = uid;
+      log_line(log, "Starting new server for user " + std::to_string(uid));
+    }
+    if (user == static_cast<long>(uid)) return admit(pid);
+    log_line(log, "Client " + std::to_string(pid) + " of user " + std::to_string(uid) + " waits: the server of user " +
+                      std::to_string(user) + " is running");
+    waiting.emplace_back(pid, uid);
+  }
+  // Drops clients that ended; once the server has none, the next waiting user's starts.
+  void reap() {
+    for (auto it = clients.begin(); it != clients.end();) {
+      if (alive(*it)) {
+        ++it;
+        continue;
+      }
+      unlink(grant_file(*it).c_str());
+      it = clients.erase(it);
+    }
+    std::erase_if(waiting, [](const auto& w) { return !alive(w.first); });
+    if (user < 0 || !clients.empty()) return;
+    log_line(log, "Server of user " + std::to_string(user) + " exited");
+    user = -1;
+    if (waiting.empty()) return;
+    user = waiting.front().second;
+    log_line(log, "Starting new server for user " + std::to_string(user));
+    for (auto it = waiting.begin(); it != waiting.end();) {
+      if (static_cast<long>(it->second) != user) {
+        ++it;
+        continue;
+      }
+      admit(it->first);
+      it = waiting.erase(it);
+    }
+  }
+};
+
 // Handles one command line; false once the daemon should stop.
-bool handle(FILE* log, const std::string& line) {
+bool handle(Servers& servers, const std::string& line) {
   if (line == "quit" || line.rfind("quit ", 0) == 0) {
-    log_line(log, "Received quit command, shutting down");
+    log_line(servers.log, "Received quit command, shutting down");
     return false;
   }
   unsigned pid = 0, uid = 0;
   if (std::sscanf(line.c_str(), "client %u %u", &pid, &uid) == 2)
-    log_line(log, "NEW CLIENT " + std::to_string(pid) + " from user " + std::to_string(uid));
+    servers.arrive(pid, uid);
   else if (!line.empty())
-    log_line(log, "Command not emulated, ignored: " + line);
+    log_line(servers.log, "Command not emulated, ignored: " + line);
   return true;
 }
 
@@ -111,16 +172,24 @@ int serve(const Paths& p, int ready) {
   std::string pending;
   char buf[512];
   bool running = true;
+  Servers servers{p, log, -1, {}, {}};
   while (running && !g_stop) {
+    // Every 50 ms at most, ended clients are noticed (a waiting user's server can start).
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready_fds = poll(&pfd, 1, 50);
+    servers.reap();
+    if (ready_fds < 0 && errno == EINTR) continue;
+    if (ready_fds <= 0) continue;
     const ssize_t n = read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     pending.append(buf, static_cast<std::size_t>(n));
     for (auto nl = pending.find('\n'); running && nl != std::string::npos; nl = pending.find('\n')) {
-      running = handle(log, pending.substr(0, nl));
+      running = handle(servers, pending.substr(0, nl));
       pending.erase(0, nl + 1);
     }
   }
+  for (unsigned pid : servers.clients) unlink(servers.grant_file(pid).c_str());
   if (g_stop) log_line(log, "Signalled, shutting down");
   unlink(p.control().c_str());
   unlink(p.pid_file().c_str());

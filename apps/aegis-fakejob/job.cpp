@@ -114,6 +114,7 @@ int run_job(emu::State& state, const Options& o, const std::vector<JobDevice>& d
       }
       held = target;
       ++steps_done;
+      if (!mps.pipe_dir.empty()) state.mark_mps_client(pid);  // NVML lists it among the MPS processes
     }
     if (work >= o.seconds * (1 - 1e-9)) break;
 

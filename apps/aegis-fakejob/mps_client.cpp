@@ -97,10 +97,23 @@ bool connect_mps(const std::string& pipe_dir, std::uint32_t pid) {
   if (fd < 0) return false;
   char line[64];
   const int n = std::snprintf(line, sizeof line, "client %u %u\n", pid, static_cast<unsigned>(getuid()));
-  // One short write is atomic on a FIFO; a full FIFO (EAGAIN) only loses the log line.
-  const bool ok = write(fd, line, static_cast<std::size_t>(n)) >= 0 || errno == EAGAIN;
+  // One short write is atomic on a FIFO.
+  const bool ok = write(fd, line, static_cast<std::size_t>(n)) == n;
   close(fd);
-  return ok;
+  if (!ok) return false;
+  // The daemon lets it in (granted.PID) at once, or once another user's server is gone;
+  // meanwhile CUDA's first call blocks, as with NVIDIA's daemon. A daemon that goes away
+  // (its FIFO without a reader) ends the wait as a failed connection.
+  const std::string granted = pipe_dir + "/granted." + std::to_string(pid);
+  for (int i = 0; access(granted.c_str(), F_OK) != 0; ++i) {
+    if (i % 50 == 49) {
+      const int probe = ::open((pipe_dir + "/control").c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+      if (probe < 0) return false;
+      close(probe);
+    }
+    usleep(20'000);
+  }
+  return true;
 }
 
 }  // namespace aegis::fakejob

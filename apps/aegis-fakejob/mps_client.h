@@ -28,7 +28,8 @@ std::optional<std::vector<std::optional<MiB>>> parse_mem_limits(std::string_view
 bool read_mps_settings(int devices, MpsSettings* out, std::string* error);
 
 // Whether an MPS control daemon listens in `pipe_dir` (its `control` FIFO has a reader).
-// On success tells it that `pid` is a new client (it logs it), as CUDA's client does.
+// On success tells it that `pid` is a new client, as CUDA's client does, and waits until
+// the daemon lets it in: at once, or when another user's MPS server is gone.
 bool connect_mps(const std::string& pipe_dir, std::uint32_t pid);
 
 }  // namespace aegis::fakejob

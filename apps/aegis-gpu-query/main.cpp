@@ -2,6 +2,7 @@
 // What the published prototype paid per sample (a subprocess asking the driver) is what
 // bench_gpu_sample measures with it; it is also handy to look at emulated GPUs.
 //   aegis-gpu-query [--library PATH] [--gpm-interval MS] [--header]
+//   aegis-gpu-query --mig-table   (aegis's MIG profile tables, to compare with nvidia-smi mig -lgip)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <string>
 #include <thread>
 
+#include "core/mig_models.h"
 #include "runtime/gpu/gpu_source.h"
 
 namespace {
@@ -18,11 +20,28 @@ constexpr const char* kUsage =
     "  --library PATH      NVML library to load (default libnvidia-ml.so.1)\n"
     "  --gpm-interval MS   take a second sample MS later, so GPM metrics (smact) appear\n"
     "  --header            print the column names first\n"
+    "  --mig-table         print aegis's MIG profile tables (core/mig_models.h) instead, as CSV\n"
     "columns: index,uuid,memory.total MiB,memory.used MiB,memory.free MiB,utilization [0,1],smact [0,1],"
     "processes (pid:MiB ...)\n";
 
 void print_optional(const std::optional<double>& v) {
   if (v) std::printf("%.2f", *v);
+}
+
+// One row per model and profile; memory also in GiB as nvidia-smi mig -lgip prints it.
+int print_mig_table() {
+  std::printf("model,gpu_total_mib,gpu_sms,profile,slices,memory_slots,memory_mib,memory_gib,sms,starts\n");
+  for (const auto& m : aegis::mig::models()) {
+    for (const auto& p : m.profiles) {
+      std::string starts;
+      for (int s : p.starts) starts += (starts.empty() ? "" : " ") + std::to_string(s);
+      std::printf("%.*s,%lld,%d,%.*s,%d,%d,%lld,%.2f,%d,%s\n", static_cast<int>(m.name.size()), m.name.data(),
+                  static_cast<long long>(m.total_mib), m.sms, static_cast<int>(p.name.size()), p.name.data(), p.slices,
+                  p.slots, static_cast<long long>(p.memory_mib), static_cast<double>(p.memory_mib) / 1024, p.sms,
+                  starts.c_str());
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -44,6 +63,8 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--header") {
       header = true;
+    } else if (a == "--mig-table") {
+      return print_mig_table();
     } else if (a == "--help" || a == "-h") {
       std::fputs(kUsage, stdout);
       return 0;

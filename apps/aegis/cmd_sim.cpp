@@ -335,8 +335,9 @@ void add_sim(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--policies", a.policies, "Comma-separated policies (see `aegis policies`)")->capture_default_str();
   cmd->add_option("--sharing", a.sharing,
-                  "How jobs share a GPU: process (time slicing), mps (with per-job memory limits), mps-nolimits, "
-                  "or mig:PROFILES (e.g. mig:3g.20gb,2g.10gb,1g.5gb,1g.5gb; ';' between per-GPU lists)")
+                  "How jobs share a GPU: process (time slicing), mps (with per-job memory limits; one user's jobs "
+                  "per GPU), mps-nolimits, or mig:PROFILES of the GPU's model, known by its memory (e.g. "
+                  "mig:3g.20gb,2g.10gb,1g.5gb,1g.5gb on 40960 MiB A100s; ';' between per-GPU lists)")
       ->capture_default_str();
   cmd->add_option("--json", a.json_path, "Write every figure and the full config to this JSON file");
   cmd->add_option("--jobs-csv", a.jobs_csv, "Write one row per job attempt to this CSV file");

@@ -35,6 +35,57 @@ def smi_apps(path):
     return out
 
 
+def lgip_rows(path):
+    """nvidia-smi mig -lgip -> {profile: (GiB, SMs)} of GPU 0 (empty when MIG mode is off)."""
+    out = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                cells = line.strip(" |\n").split()
+                # "0  MIG 3g.40gb  9  2/2  39.50  No  60  3  0"
+                if len(cells) >= 7 and cells[0] == "0" and cells[1] == "MIG" and "+" not in cells[2]:
+                    try:
+                        out[cells[2]] = (float(cells[5]), int(cells[7]))
+                    except (ValueError, IndexError):
+                        pass
+    except OSError:
+        pass
+    return out
+
+
+def mig_table_check(d):
+    """aegis's MIG table (aegis-gpu-query --mig-table) against the driver's, for this GPU's
+    model (by memory.total): which rows agree, which differ, which the driver did not list."""
+    try:
+        with open(os.path.join(d, "mig-table-aegis.csv"), newline="") as f:
+            ours = list(csv.DictReader(f))
+    except OSError:
+        return None
+    total = None
+    try:
+        with open(os.path.join(d, "nvidia-smi-gpus.csv"), newline="") as f:
+            row = next(csv.DictReader(f, skipinitialspace=True))
+            total = int(next(v for k, v in row.items() if k and k.startswith("memory.total")).split()[0])
+    except (OSError, StopIteration, ValueError):
+        pass
+    if total is None:  # no nvidia-smi (the emulated run): NVML's figure, through our probe
+        gpus = ((load(os.path.join(d, "probe-idle.json")) or {}).get("after_interval") or [{}])
+        total = gpus[0].get("memory_total_mib")
+    rows = [r for r in ours if total is not None and int(r["gpu_total_mib"]) == total]
+    theirs = lgip_rows(os.path.join(d, "mig-lgip.txt"))
+    out = {"gpu_memory_total_mib": total, "model": rows[0]["model"] if rows else None,
+           "driver_lists_profiles": bool(theirs), "agree": [], "differ": [], "not_listed": []}
+    for r in rows:
+        name, gib, sms = r["profile"], float(r["memory_gib"]), int(r["sms"])
+        if name not in theirs:
+            out["not_listed"].append(name)
+        elif abs(theirs[name][0] - gib) < 0.01 and theirs[name][1] == sms:
+            out["agree"].append(name)
+        else:
+            out["differ"].append({"profile": name, "aegis": [gib, sms], "driver": list(theirs[name])})
+    return out
+
+
 def nvml_summary(d):
     s = {}
     for phase in ("idle", "load"):
@@ -63,6 +114,9 @@ def nvml_summary(d):
                               "same_pids": sorted(ours) == sorted(theirs),
                               "max_mib_difference": max((abs((ours.get(p) or 0) - (theirs[p] or 0)) for p in theirs),
                                                         default=None)}
+    mig = mig_table_check(d)
+    if mig is not None:
+        s["mig_table"] = mig
     return s
 
 
@@ -86,6 +140,10 @@ def print_nvml(s):
             print(f"    one run of `{sp['command'][:60]}`: " +
                   (f"mean {ms['mean']:.2f} ms, p99 {ms['p99']:.2f} ms, {ratio:.0f}x" if ms else "failed") +
                   (f" ({sp['failed']} of {sp['runs']} failed)" if sp.get("failed") else ""))
+    if "mig_table" in s:
+        m = s["mig_table"]
+        print(f"  MIG table: GPU of {m['gpu_memory_total_mib']} MiB is aegis's {m['model']}; driver lists profiles: "
+              f"{m['driver_lists_profiles']}; agree {m['agree']}, differ {m['differ']}")
     if "process_check" in s:
         pc = s["process_check"]
         print(f"  process list against nvidia-smi: same pids {pc['same_pids']}, "

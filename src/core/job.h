@@ -2,6 +2,7 @@
 // The truth about a job (its real memory peak, its real activity) is not here: the
 // simulator and the real GPU own that. A job knows only what was declared or profiled.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -31,6 +32,7 @@ struct JobSpec {
   std::string name;        // workload or command name, for humans
   int num_gpus = 1;
   Seconds submit_time = 0;
+  std::int64_t owner = -1;  // the submitting user (aegisd: uid; a trace: its user column); -1 unknown
   MemoryEstimates estimates;
   ProfileHints hints;
 };

@@ -284,7 +284,10 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
       s.job = j.id();
       if (opt_.start_placements) s.placement = *p;
       s.attempt = static_cast<int>(j.attempts.size()) + 1;
-      if (opt_.mps_limits && !p->alone()) s.mps_limit_mib = p->admitted_mib() + config_.memory_margin_mib;
+      // Under MPS every job that others may join gets a limit (its booking: estimate or
+      // floor, plus the margin), also one placed alone for now: unlimited, it could grow
+      // and push a later neighbour out of memory. A job placed exclusive has no neighbour.
+      if (opt_.mps_limits && !p->exclusive()) s.mps_limit_mib = p->admitted_mib() + config_.memory_margin_mib;
       LifeAttempt& a = j.attempts.emplace_back();
       a.number = s.attempt;
       a.placement = std::move(*p);

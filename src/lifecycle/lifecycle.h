@@ -94,8 +94,8 @@ struct LifecycleOptions {
   // Copy each start's placement into Effects::Start (the daemon launches from it; the
   // simulator, told through its Placer, turns it off).
   bool start_placements = true;
-  // MPS with per-client memory limits: a job placed beside others gets its admitted
-  // memory plus the margin as its limit; a job placed alone gets none.
+  // MPS with per-client memory limits: a job gets its admitted memory plus the margin as
+  // its limit, unless placed exclusive (no job may join it).
   bool mps_limits = false;
   // An attempt whose shim ended before starting the job goes back to its place; this many
   // in a row end the job (something is wrong with the host, not the job).

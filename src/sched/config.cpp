@@ -76,6 +76,9 @@ std::span<const ParamEntry<EngineConfig>> entries() {
                 "Lucid rule: sharing scores of a GPU's jobs sum to at most this (-1 = off)"),
     P("same_gpu_count", same_gpu_count, 0, 0, "",
                 "Lucid rule: only jobs with the same GPU count share a GPU"),
+    P("mps_one_user_per_gpu", mps_one_user_per_gpu, 0, 0, "",
+                "Under MPS, only one user's jobs share a GPU: NVIDIA's control daemon runs one "
+                "server per user and makes another user's clients wait until it is gone"),
     P("recovery", recovery, 0, 0, "ladder,retry",
                 "After an OOM: climb the memory-floor ladder, or retry then run alone"),
     P("ladder_fractions", ladder_fractions, 0, 0, "",

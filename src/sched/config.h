@@ -43,6 +43,10 @@ struct EngineConfig {
   double util_cap = 0;                   // Horus: sum of profiled utilisation <= cap (0 = off)
   int sharing_score_cap = -1;            // Lucid: sum of sharing scores <= cap (-1 = off)
   bool same_gpu_count = false;           // Lucid: only jobs with equal GPU counts share
+  bool mps_one_user_per_gpu = true;      // under MPS: only one user's jobs share a GPU
+  // Not a parameter: the driver's sharing mode (aegisd's `sharing`, aegis sim's
+  // --sharing), which says whether the MPS rules apply.
+  bool mps = false;
 
   // --- Stage 5: OOM-aware recovery -----------------------------------------------------
   std::string recovery = "ladder";       // ladder | retry

@@ -40,6 +40,8 @@ void add_sums(Load& c, const JobSpec& spec, bool exclusive, MiB admitted) {
   c.score_sum += spec.hints.sharing_score.value_or(2);
   c.min_gpu_count = c.job_count == 1 ? spec.num_gpus : std::min(c.min_gpu_count, spec.num_gpus);
   c.max_gpu_count = std::max(c.max_gpu_count, spec.num_gpus);
+  if (c.job_count == 1) c.owner = spec.owner;
+  else c.owners_differ = c.owners_differ || spec.owner != c.owner;
 }
 
 struct Tick {
@@ -56,6 +58,8 @@ struct Tick {
     c.score_sum = l.score_sum;
     c.min_gpu_count = l.min_gpu_count;
     c.max_gpu_count = l.max_gpu_count;
+    c.owner = l.owner;
+    c.owners_differ = l.owners_differ;
     // Shut while the latest gate of its jobs is ahead (then the latest is the one that opens last).
     c.observing = cfg.observation && snap.now < l.gate_opens_at;
     c.opens_at = c.observing ? std::max<Seconds>(0, l.gate_opens_at) : 0;
@@ -161,6 +165,7 @@ Engine::RequestShape Engine::request_shape(const QueuedJob& job) const {
   if (reads_.has(JobField::SharingScoreHint))
     mix(static_cast<std::uint64_t>(job.spec.hints.sharing_score.value_or(-1) + 2));
   if (reads_.has(JobField::SubmitTime)) mix_double(job.spec.submit_time);
+  if (reads_.has(JobField::Owner)) mix(static_cast<std::uint64_t>(job.spec.owner));
   return {h, req.required_free_mib, std::max(req.estimate.value_or(0), job.recovery.floor_mib)};
 }
 

@@ -35,6 +35,8 @@ struct GpuLoad {
   double util_sum = 0;
   int score_sum = 0;
   int min_gpu_count = 0, max_gpu_count = 0;
+  std::int64_t owner = -1;     // its first job's owner ...
+  bool owners_differ = false;  // ... and whether another job's differs (MPS one-user rule)
   Seconds gate_opens_at = -std::numeric_limits<Seconds>::infinity();  // latest observation gate of its jobs
 };
 

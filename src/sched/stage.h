@@ -35,6 +35,8 @@ struct GpuCandidate {
   int score_sum = 0;         // sharing scores of its jobs (Lucid)
   int min_gpu_count = 0;     // GPU counts of its jobs (Lucid: equal counts share)
   int max_gpu_count = 0;
+  std::int64_t owner = -1;     // the owner of its first job ...
+  bool owners_differ = false;  // ... and whether a job of another owner is on it too
 
   // Free memory after the guard, as reported by the GPU.
   MiB reported_free() const { return view->free_mib - guard_mib; }
@@ -72,14 +74,15 @@ enum class JobField : std::uint32_t {
   GpuUtilHint = 1u << 4,       // spec.hints.gpu_util
   SharingScoreHint = 1u << 5,  // spec.hints.sharing_score
   SubmitTime = 1u << 6,        // spec.submit_time
+  Owner = 1u << 7,             // spec.owner
 };
 // A new JobField needs its encoding in Engine::request_shape (MemoryNeed has none: it is
 // the shape's two memory figures, compared by RequestShape::covers).
 
 enum class GpuFact : std::uint32_t {
   Memory = 1u << 0,       // capacity, reported, booked and effective free memory
-  Jobs = 1u << 1,         // the jobs on it (count, exclusive flag, their hints and GPU
-                          // counts) and the processes seen on it
+  Jobs = 1u << 1,         // the jobs on it (count, exclusive flag, their hints, GPU
+                          // counts and owners) and the processes seen on it
   Telemetry = 1u << 2,    // telemetry level and window (risk scores)
   Observation = 1u << 3,  // the observation gate: its jobs' launch and first-activity times, now
   Mig = 1u << 4,          // whether it is a MIG instance

@@ -20,6 +20,7 @@ constexpr FilterEntry kFilters[] = {
     {"mig-single-gpu",  20, always,                                                    make_mig_single_gpu, true},
     {"job-count",       30, [](const EngineConfig& c) { return c.max_jobs_per_gpu > 0; },  make_job_count_cap},
     {"gpu-count",       40, [](const EngineConfig& c) { return c.same_gpu_count; },        make_same_gpu_count},
+    {"mps-one-user",    45, [](const EngineConfig& c) { return c.mps && c.mps_one_user_per_gpu; }, make_mps_one_user},
     {"sharing-score",   50, [](const EngineConfig& c) { return c.sharing_score_cap >= 0; }, make_sharing_score_cap},
     {"util-cap",        60, [](const EngineConfig& c) { return c.util_cap > 0; },          make_util_cap},
     {"memory",          70, always,                                                    make_memory_fit},

@@ -9,6 +9,7 @@
 #include <queue>
 #include <set>
 
+#include "core/mig_models.h"
 #include "lifecycle/lifecycle.h"
 #include "sched/engine.h"
 #include "sim/csv.h"
@@ -127,8 +128,8 @@ class Run {
  public:
   Run(const WorkloadCatalog& cat, const Trace& trace, const SimOptions& o)
       : opt_(o),
-        engine_(o.engine),
-        life_(o.engine, lifecycle_options(o)),
+        engine_(engine_config(o)),
+        life_(engine_config(o), lifecycle_options(o)),
         placer_(*this),
         model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff} {
     validate(o.sim);
@@ -263,6 +264,7 @@ class Run {
         spec.id = e.id;
         spec.num_gpus = j.tj->num_gpus;
         spec.submit_time = j.tj->submit_time;
+        spec.owner = j.tj->owner;
         spec.estimates = j.w->estimates;
         spec.hints = j.w->hints;
         life_.submitted(std::move(spec), false, false, e.t);
@@ -935,6 +937,13 @@ class Run {
     Run& run_;
   };
 
+  // The policy's engine, told whether the MPS rules apply (--sharing).
+  static EngineConfig engine_config(const SimOptions& o) {
+    EngineConfig c = o.engine;
+    c.mps = o.sim.sharing == "mps";
+    return c;
+  }
+
   static LifecycleOptions lifecycle_options(const SimOptions& o) {
     LifecycleOptions l;
     l.report_changes = false;  // no store: the jobs that finished are all it needs
@@ -1119,22 +1128,17 @@ int ClusterSpec::max_gpus_per_server() const {
 }
 
 ClusterSpec ClusterSpec::with_mig(const std::string& layout) const {
-  // Per-GPU lists, then each list's profiles.
-  std::vector<std::vector<DeviceSpec>> lists;
+  // Per-GPU lists of profile names; each GPU's memory names its model (core/mig_models.h),
+  // whose table gives the instances' real memory and SMs and says which layouts exist.
+  std::vector<std::vector<std::string>> lists;
   std::size_t pos = 0;
   while (pos <= layout.size()) {
     const std::size_t semi = std::min(layout.find(';', pos), layout.size());
-    std::vector<DeviceSpec> list;
+    std::vector<std::string> list;
     std::size_t p = pos;
     while (p <= semi) {
       const std::size_t comma = std::min(layout.find(',', p), semi);
-      const std::string prof = layout.substr(p, comma - p);
-      unsigned slices = 0, gib = 0;
-      char tail = 0;
-      if (std::sscanf(prof.c_str(), "%ug.%ugb%c", &slices, &gib, &tail) != 2 || slices < 1 || slices > 7 || gib < 1 ||
-          prof != fmt::format("{}g.{}gb", slices, gib))
-        throw InputError(fmt::format("--sharing mig: '{}' is not a MIG profile like 3g.20gb", prof));
-      list.push_back({static_cast<MiB>(gib) * 1024, slices / 7.0, prof});
+      list.push_back(layout.substr(p, comma - p));
       p = comma + 1;
     }
     lists.push_back(std::move(list));
@@ -1144,20 +1148,20 @@ ClusterSpec ClusterSpec::with_mig(const std::string& layout) const {
   out.servers.clear();
   std::size_t next = 0;
   for (const auto& s : servers) {
+    const mig::Model* model = mig::model_for_memory(s.gpu_memory_mib);
+    if (!model)
+      throw InputError(fmt::format("--sharing mig: a GPU of {} MiB is no MIG-capable model aegis knows ({})",
+                                   s.gpu_memory_mib, mig::known_models()));
     ServerSpec m = s;
     m.devices.clear();
     for (int g = 0; g < s.gpus; ++g) {
       const auto& list = lists[next++ % lists.size()];
-      double slices = 0;
-      MiB mem = 0;
-      for (const auto& d : list) {
-        slices += d.sm_fraction * 7;
-        mem += d.memory_mib;
-        m.devices.push_back(d);
+      if (const std::string why = mig::check_layout(*model, list); !why.empty())
+        throw InputError("--sharing mig: " + why);
+      for (const auto& name : list) {
+        const mig::Profile& p = *mig::find_profile(*model, name);
+        m.devices.push_back({p.memory_mib, mig::sm_share(*model, p), name});
       }
-      if (slices > 7.0 + 1e-9) throw InputError("--sharing mig: the instances of one GPU use more than 7 slices");
-      if (mem > s.gpu_memory_mib)
-        throw InputError(fmt::format("--sharing mig: the instances of one GPU need {} MiB; it has {}", mem, s.gpu_memory_mib));
     }
     out.servers.push_back(std::move(m));
   }

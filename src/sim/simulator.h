@@ -22,7 +22,7 @@ namespace aegis {
 // One schedulable device: a whole GPU, or a MIG instance with a fraction of its SMs.
 struct DeviceSpec {
   MiB memory_mib = 40960;
-  double sm_fraction = 1.0;  // MIG: slices / 7
+  double sm_fraction = 1.0;  // MIG: the instance's SMs / the whole GPU's
   std::string profile;       // "" for a whole GPU, e.g. "3g.20gb"
 };
 
@@ -44,9 +44,9 @@ struct ClusterSpec {
   std::string describe() const;  // "64 x 8 x 40960 MiB"
 
   // Cuts every GPU into MIG instances: "3g.20gb,2g.10gb,1g.5gb,1g.5gb" for every GPU, or
-  // per-GPU lists separated by ';' (used in turn). Profiles are NVIDIA's names: <slices>g.
-  // <GiB>gb; slices of a GPU sum to at most 7 and memory to at most the GPU's. Throws
-  // InputError naming the bad profile.
+  // per-GPU lists separated by ';' (used in turn). A GPU's memory names its model
+  // (core/mig_models.h: 40960 MiB is an A100-40GB); its profiles, with their real memory
+  // and SMs, and only layouts NVIDIA allows. Throws InputError with one line otherwise.
   ClusterSpec with_mig(const std::string& layout) const;
 };
 

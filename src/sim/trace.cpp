@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
+#include <map>
 #include <set>
 
 #include "sim/csv.h"
@@ -94,8 +95,12 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   for (const char* col : {"job_index", "submit_time_s", "workload_name", "num_gpus"})
     if (!r.has_column(col)) throw InputError(fmt::format("{}:1: missing column '{}'", path, col));
   std::set<std::int64_t> seen;
+  // An optional `user` column: jobs of different users never share a GPU under MPS.
+  const bool users = r.has_column("user");
+  std::map<std::string, std::int64_t> user_ids;
   while (r.next()) {
     TraceJob j;
+    if (users) j.owner = user_ids.emplace(r.get_text("user"), static_cast<std::int64_t>(user_ids.size())).first->second;
     j.line = static_cast<std::uint32_t>(r.line());
     j.index = r.get_int("job_index");
     if (!seen.insert(j.index).second) r.fail("job_index", fmt::format("duplicate job index {}", j.index));

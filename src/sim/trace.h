@@ -28,6 +28,7 @@ struct TraceJob {
   std::optional<Seconds> duration_s;     // its own runtime alone; absent = the workload's
   double gpu_fraction = 1.0;             // Alibaba gpu_milli / 1000 for fractional requests
   std::string source_id;                 // id in the source trace (pod name, ...), may be empty
+  std::int64_t owner = -1;               // its user, numbered in order of appearance (-1: no user column)
 };
 
 enum class TraceFormat { Aegis, Philly, Alibaba };

@@ -27,7 +27,7 @@ def main(build):
                                                  "telemetry_sample_hz": 4.0, "telemetry_window_samples": 4})
     try:
         d.start()
-        pipe = os.path.join(d.state, "mps", "pipe")
+        pipe = os.path.join(d.dir, "mps")  # beside the socket: every user reaches it
         if not os.path.exists(os.path.join(pipe, "control")):
             fail("aegisd did not start the MPS control daemon in " + pipe)
         job = lambda name, declared, uses, secs: d.submit(
@@ -68,7 +68,7 @@ def main(build):
         except RuntimeError as e:
             if "gpus: no GPU '9'" not in str(e):
                 fail("unexpected start failure: " + str(e)[-300:])
-        if os.path.exists(os.path.join(d.state, "mps", "pipe", "control")):
+        if os.path.exists(os.path.join(d.dir, "mps", "control")):
             fail("a failed start left the MPS control daemon running")
     finally:
         d.cleanup()

@@ -49,7 +49,7 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
     P("mps_control", mps_control, 0, 0, "managed,external",
       "managed: aegisd starts the MPS control daemon (pipe and log under the state directory); external: use a running one"),
     P("mps_control_binary", mps_control_binary, 0, 0, "", "The MPS control tool (looked up on PATH)"),
-    P("mps_pipe_dir", mps_pipe_dir, 0, 0, "", "CUDA_MPS_PIPE_DIRECTORY (default: <state_dir>/mps/pipe)"),
+    P("mps_pipe_dir", mps_pipe_dir, 0, 0, "", "CUDA_MPS_PIPE_DIRECTORY (default: mps beside the socket, which every user reaches)"),
     P("mps_log_dir", mps_log_dir, 0, 0, "", "CUDA_MPS_LOG_DIRECTORY (default: <state_dir>/mps/log)"),
     P("mps_thread_percentage", mps_thread_percentage, 0, 100, "",
       "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE given to collocated jobs (0 = not set)"),

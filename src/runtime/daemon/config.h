@@ -33,7 +33,7 @@ struct DaemonSettings {
   std::string sharing = "process";        // process | mps | auto
   std::string mps_control = "managed";    // managed: aegisd starts the MPS control daemon; external
   std::string mps_control_binary = "nvidia-cuda-mps-control";
-  std::string mps_pipe_dir;               // default: <state_dir>/mps/pipe
+  std::string mps_pipe_dir;               // default: <socket dir>/mps (reachable by every user)
   std::string mps_log_dir;                // default: <state_dir>/mps/log
   std::int64_t mps_thread_percentage = 0; // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE for collocated jobs (0 = unset)
   // Defences against one user harming the others (docs/security.md).

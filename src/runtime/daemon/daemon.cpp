@@ -19,7 +19,7 @@
 namespace aegis {
 
 Daemon::Daemon(DaemonConfig config, Env& env)
-    : cfg_(std::move(config)),
+    : cfg_(with_sharing(std::move(config))),
       env_(env),
       store_(cfg_.daemon.state_dir + "/aegis.db", cfg_.daemon.durability == "full"),
       engine_(cfg_.engine),
@@ -43,6 +43,11 @@ Daemon::Daemon(DaemonConfig config, Env& env)
   history_ = store_.peaks();
   select_gpus(env_.sample_gpus());
   recover_jobs(env_.now(), true);
+}
+
+DaemonConfig Daemon::with_sharing(DaemonConfig c) {
+  c.engine.mps = c.daemon.sharing == "mps";  // the MPS rules of the engine apply
+  return c;
 }
 
 LifecycleOptions Daemon::lifecycle_options(const DaemonConfig& c) {
@@ -153,6 +158,7 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   spec.name = j.request.name;
   spec.num_gpus = j.request.gpus;
   spec.submit_time = j.submitted_at;
+  spec.owner = j.uid;  // MPS serves one user per GPU at a time (filters/mps_one_user.cpp)
   // The estimate chain: whatever this server can know of the job's memory; the policy's
   // estimator picks one (estimate/source.h), and a job lacking what it needs was refused.
   spec.estimates.declared = j.request.mem_mib;

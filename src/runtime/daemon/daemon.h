@@ -91,6 +91,7 @@ class Daemon {
   // The estimates aegisd can give a job (for the policy check and `aegis config`).
   static JobInputs provided_inputs(const DaemonConfig& c);
   static LifecycleOptions lifecycle_options(const DaemonConfig& c);
+  static DaemonConfig with_sharing(DaemonConfig c);
 
  private:
   struct Gpu {

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/param_table.h"
+#include "runtime/daemon/secure_paths.h"
 
 namespace aegis {
 
@@ -33,6 +34,20 @@ std::string on_path(const std::string& tool) {
     const std::string cand = dirs.substr(pos, colon - pos) + "/" + tool;
     if (access(cand.c_str(), X_OK) == 0) return cand;
     pos = colon + 1;
+  }
+  return "";
+}
+
+// "" when users other than root can reach `dir` (every directory down to it searchable by
+// others), else the first that is not, with its mode. A job's MPS client runs as its user:
+// a pipe directory it cannot reach means a job without MPS and without its memory limit.
+std::string unreachable_part(const std::string& dir) {
+  for (std::size_t p = 1; p <= dir.size(); ++p) {
+    if (p != dir.size() && dir[p] != '/') continue;
+    const std::string part = dir.substr(0, p);
+    struct stat st {};
+    if (stat(part.c_str(), &st) != 0) return part + " (missing)";
+    if ((st.st_mode & S_IXOTH) == 0) return fmt::format("{} (mode {:04o})", part, st.st_mode & 07777);
   }
   return "";
 }
@@ -69,7 +84,9 @@ int run_control(const DaemonSettings& s, const std::string& tool, const char* ar
 }  // namespace
 
 bool setup_mps(DaemonSettings& s) {
-  if (s.mps_pipe_dir.empty()) s.mps_pipe_dir = s.state_dir + "/mps/pipe";
+  // Beside the socket, which every user reaches; not in the state directory (0700).
+  const std::string socket_dir = s.socket.substr(0, std::max<std::size_t>(s.socket.rfind('/'), 1));
+  if (s.mps_pipe_dir.empty()) s.mps_pipe_dir = socket_dir + "/mps";
   if (s.mps_log_dir.empty()) s.mps_log_dir = s.state_dir + "/mps/log";
   const std::string control = s.mps_pipe_dir + "/control";
   const std::string tool = on_path(s.mps_control_binary);
@@ -81,7 +98,12 @@ bool setup_mps(DaemonSettings& s) {
                       "; start one with CUDA_MPS_PIPE_DIRECTORY=" + s.mps_pipe_dir + " or set mps_control = \"managed\"");
   if (tool.empty())
     throw ConfigError("sharing = mps: " + s.mps_control_binary + " is not on PATH (install the NVIDIA driver's MPS tools)");
-  mkdirs(s.mps_pipe_dir);
+  // Root's control daemon writes there: a directory of root's own, open to others' reads.
+  if (auto e = check_daemon_dir("mps_pipe_dir", s.mps_pipe_dir, false); !e.empty()) throw ConfigError(e);
+  chmod(s.mps_pipe_dir.c_str(), 0755);
+  if (auto part = unreachable_part(s.mps_pipe_dir); !part.empty())
+    throw ConfigError("mps_pipe_dir: " + s.mps_pipe_dir + " cannot be reached by other users through " + part +
+                      ": their jobs would run without MPS and without their memory limit");
   mkdirs(s.mps_log_dir);
   const int rc = run_control(s, tool, "-d", "");
   for (int i = 0; i < 50 && !exists(control); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -101,7 +123,7 @@ std::map<std::string, std::string> mps_environment(const DaemonSettings& s, std:
   if (s.sharing != "mps") return env;
   env["CUDA_MPS_PIPE_DIRECTORY"] = s.mps_pipe_dir;
   env["CUDA_MPS_LOG_DIRECTORY"] = s.mps_log_dir;
-  if (!limit_mib) return env;  // alone on its GPUs: the whole memory is its own (the lifecycle's rule)
+  if (!limit_mib) return env;  // placed exclusive: the whole memory is its own (the lifecycle's rule)
   // Device indices are relative to the job's CUDA_VISIBLE_DEVICES.
   std::string limits;
   for (int i = 0; i < ngpus; ++i) limits += fmt::format("{}{}={}M", i ? "," : "", i, *limit_mib);

@@ -22,8 +22,8 @@ bool setup_mps(DaemonSettings& s);
 void stop_mps(const DaemonSettings& s);
 
 // The environment of a job attempt under MPS: the pipe directory, and, when the lifecycle
-// gave it one (placed next to others), its memory limit on each of its `ngpus` devices and
-// the optional SM share.
+// gave it one (every job not placed exclusive), its memory limit on each of its `ngpus`
+// devices and the optional SM share.
 std::map<std::string, std::string> mps_environment(const DaemonSettings& s, std::optional<MiB> limit_mib, int ngpus);
 
 }  // namespace aegis

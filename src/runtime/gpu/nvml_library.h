@@ -67,6 +67,7 @@ class Library {
   nvmlDeviceGetMemoryInfo_v2_fn getMemoryInfo_v2 = nullptr;
   nvmlDeviceGetUtilizationRates_fn getUtilizationRates = nullptr;
   nvmlDeviceGetComputeRunningProcesses_v3_fn getProcesses_v3 = nullptr;
+  nvmlDeviceGetMPSComputeRunningProcesses_v3_fn getMpsProcesses_v3 = nullptr;  // optional
   nvmlDeviceGetComputeRunningProcesses_v2_fn getProcesses_v2 = nullptr;
   nvmlDeviceGetComputeRunningProcesses_fn getProcesses_v1 = nullptr;
   nvmlDeviceGetPowerUsage_fn getPowerUsage = nullptr;
@@ -116,6 +117,7 @@ class Library {
     find(&getMemoryInfo_v2, "nvmlDeviceGetMemoryInfo_v2");
     find(&getUtilizationRates, "nvmlDeviceGetUtilizationRates");
     find(&getProcesses_v3, "nvmlDeviceGetComputeRunningProcesses_v3");
+    find(&getMpsProcesses_v3, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
     find(&getProcesses_v2, "nvmlDeviceGetComputeRunningProcesses_v2");
     find(&getProcesses_v1, "nvmlDeviceGetComputeRunningProcesses");
     find(&getPowerUsage, "nvmlDeviceGetPowerUsage");

@@ -108,6 +108,7 @@ class NvmlSource final : public GpuSource {
   void read_memory(Device& d, GpuStatus& s);
   void read_optional(Device& d, GpuStatus& s);
   void read_processes(Device& d, GpuStatus& s);
+  void read_mps_processes(Device& d, GpuStatus& s);
   void read_gpm(Device& d, GpuStatus& s);
   nvmlReturn_t list_processes(nvmlDevice_t h, unsigned int* count);
 
@@ -280,6 +281,7 @@ void NvmlSource::read_processes(Device& d, GpuStatus& s) {
         if (p.usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) gp.used_mib = to_mib(p.usedGpuMemory);
         s.processes.push_back(gp);
       }
+      read_mps_processes(d, s);
       return;
     }
     if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
@@ -294,6 +296,30 @@ void NvmlSource::read_processes(Device& d, GpuStatus& s) {
       if (rc == NVML_ERROR_NOT_SUPPORTED) d.processes = false;
       return;
     }
+  }
+}
+
+// MPS clients appear in NVML's MPS list, not the compute list (nvtop reads both): without
+// it a job running as an MPS client would look absent from its GPU.
+void NvmlSource::read_mps_processes(Device& d, GpuStatus& s) {
+  if (!lib_->getMpsProcesses_v3 || api_ != ProcessApi::V3) return;
+  std::vector<nvmlProcessInfo_v3_t> buf(process_capacity_);
+  for (int attempt = 0; attempt < kProcessAttempts; ++attempt) {
+    unsigned int count = static_cast<unsigned int>(buf.size());
+    const nvmlReturn_t rc = lib_->getMpsProcesses_v3(d.handle, &count, buf.data());
+    if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+      buf.resize(count + count / 2 + 1);
+      continue;
+    }
+    if (rc != NVML_SUCCESS) return;  // an older driver or no MPS: the compute list is all
+    for (unsigned int i = 0; i < count && i < buf.size(); ++i) {
+      const auto same = [&](const GpuProcess& p) { return p.pid == buf[i].pid; };
+      if (std::any_of(s.processes.begin(), s.processes.end(), same)) continue;
+      GpuProcess gp{buf[i].pid, std::nullopt};
+      if (buf[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) gp.used_mib = to_mib(buf[i].usedGpuMemory);
+      s.processes.push_back(gp);
+    }
+    return;
   }
 }
 

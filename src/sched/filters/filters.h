@@ -25,6 +25,8 @@ std::unique_ptr<Filter> make_job_count_cap(const EngineConfig& c);
 std::unique_ptr<Filter> make_util_cap(const EngineConfig& c);
 // Lucid: sharing scores of the GPU's jobs plus the new one stay within sharing_score_cap.
 std::unique_ptr<Filter> make_sharing_score_cap(const EngineConfig& c);
+// Under MPS: a GPU's jobs all belong to one user (mps_one_user_per_gpu).
+std::unique_ptr<Filter> make_mps_one_user(const EngineConfig& c);
 // Lucid: only jobs with equal GPU counts share.
 std::unique_ptr<Filter> make_same_gpu_count(const EngineConfig& c);
 

@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "core/mig_models.h"
 #include "runtime/gpu/emulated/device_ids.h"
 
 namespace aegis::emu {
@@ -64,17 +65,28 @@ std::string check_mig_layout(std::span<const MigGpu> layout, std::span<const MiB
     const std::string gpu = "AEGIS_EMULATED_MIG: GPU " + std::to_string(m.gpu);
     if (static_cast<std::size_t>(m.gpu) >= gpu_total_mib.size())
       return gpu + " does not exist (there are " + std::to_string(gpu_total_mib.size()) + " GPUs)";
-    int slices = 0;
-    MiB mib = 0;
-    for (const auto& p : m.instances) slices += p.slices, mib += p.memory_mib();
-    if (slices > kMigSlices)
-      return gpu + ": its instances use " + std::to_string(slices) + " SM slices; a GPU has " +
-             std::to_string(kMigSlices);
     const MiB total = gpu_total_mib[static_cast<std::size_t>(m.gpu)];
-    if (mib > total)
-      return gpu + ": its instances need " + std::to_string(mib) + " MiB; it has " + std::to_string(total);
+    const mig::Model* model = mig::model_for_memory(total);
+    if (!model)
+      return gpu + " has " + std::to_string(total) + " MiB, the memory of no MIG-capable model aegis knows (" +
+             mig::known_models() + ")";
+    std::vector<std::string> names;
+    for (const auto& p : m.instances) names.push_back(p.name());
+    if (const std::string why = mig::check_layout(*model, names); !why.empty()) return gpu + ": " + why;
   }
   return "";
+}
+
+MiB instance_memory_mib(MiB gpu_total_mib, const MigProfile& profile) {
+  const mig::Model* model = mig::model_for_memory(gpu_total_mib);
+  const mig::Profile* p = model ? mig::find_profile(*model, profile.name()) : nullptr;
+  return p ? p->memory_mib : profile.memory_mib();
+}
+
+double instance_sm_share(MiB gpu_total_mib, std::string_view profile, int slices) {
+  const mig::Model* model = mig::model_for_memory(gpu_total_mib);
+  const mig::Profile* p = model ? mig::find_profile(*model, profile) : nullptr;
+  return p ? mig::sm_share(*model, *p) : slices / static_cast<double>(kMigSlices);
 }
 
 }  // namespace aegis::emu

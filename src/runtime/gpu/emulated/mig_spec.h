@@ -1,8 +1,8 @@
 // The emulated MIG layout as AEGIS_EMULATED_MIG writes it: per GPU, NVIDIA profile names,
 // e.g. "0:3g.20gb,2g.10gb,1g.5gb,1g.5gb;2:7g.40gb". A GPU listed is in MIG mode (with no
 // instances when its list is empty, as right after `nvidia-smi -mig 1`); the others are not.
-// The rules are the simulator's (`--sharing mig`): at most 7 SM slices and at most the
-// GPU's memory per GPU.
+// The rules are the simulator's (`--sharing mig`): the GPU's memory names its model
+// (core/mig_models.h), whose profiles, real instance memory and placements are the rule.
 #pragma once
 #include <optional>
 #include <span>
@@ -31,7 +31,15 @@ struct MigGpu {
 // to one line for bad syntax or a GPU listed twice.
 std::optional<std::vector<MigGpu>> parse_mig_layout(std::string_view text, std::string* error);
 
-// "" when the layout fits GPUs of these sizes, else one line saying what does not fit.
+// "" when the layout fits GPUs of these sizes, else one line saying what does not fit: a
+// GPU whose memory is no MIG model's, a profile not of its model, a layout NVIDIA would
+// refuse (mig::check_layout).
 std::string check_mig_layout(std::span<const MigGpu> layout, std::span<const MiB> gpu_total_mib);
+
+// An instance of `profile` on a GPU of `gpu_total_mib` (a layout check_mig_layout passed):
+// its real memory and its share of the GPU's SMs; nominal (gib x 1024, slices / 7) for a
+// profile the tables do not have.
+MiB instance_memory_mib(MiB gpu_total_mib, const MigProfile& profile);
+double instance_sm_share(MiB gpu_total_mib, std::string_view profile, int slices);
 
 }  // namespace aegis::emu

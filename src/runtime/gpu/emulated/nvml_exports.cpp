@@ -3,9 +3,11 @@
 // libnvidia-ml, answered from the shared state, so the loader cannot tell the two apart.
 // A handle is a whole GPU or a MIG instance; each call answers for either as a driver
 // does (what only a whole GPU has, such as power, is NOT_SUPPORTED on an instance).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <type_traits>
 
 #include "runtime/gpu/emulated/driver.h"
@@ -54,12 +56,16 @@ nvmlReturn_t on_gpu(nvmlDevice_t device, F&& f) {
 // The INSUFFICIENT_SIZE protocol of every nvmlDeviceGet*RunningProcesses version: with
 // too small a buffer, say how many entries are needed and write none.
 template <class Info>
-nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, Info* infos, int api) {
+nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, Info* infos, int api, bool mps = false) {
   if (api > driver_options().process_api) return NVML_ERROR_FUNCTION_NOT_FOUND;  // an older driver
   return on_device(device, [&](int id) -> nvmlReturn_t {
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
-    aegis::emu::ProcessEntry entries[aegis::emu::kMaxProcesses];
-    const std::size_t n = driver_state()->processes(id, entries);
+    aegis::emu::ProcessEntry all[aegis::emu::kMaxProcesses], entries[aegis::emu::kMaxProcesses];
+    // MPS clients are in the MPS list only, as a real driver keeps them (nvtop reads both).
+    const std::size_t listed = std::min(driver_state()->processes(id, all), std::size(all));
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < listed; ++i)
+      if (all[i].mps_client == mps) entries[n++] = all[i];
     if (*count < n) {
       *count = static_cast<unsigned int>(n);
       return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -193,6 +199,11 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevic
   return list_processes(device, count, infos, 3);
 }
 
+AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
+                                                                           nvmlProcessInfo_v3_t* infos) {
+  return list_processes(device, count, infos, 3, true);
+}
+
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* milliwatts) {
   return on_gpu(device, [&](int id) -> nvmlReturn_t {
     if (!milliwatts) return NVML_ERROR_INVALID_ARGUMENT;
@@ -227,5 +238,7 @@ static_assert(
     std::is_same_v<decltype(&nvmlDeviceGetComputeRunningProcesses_v2), nvmlDeviceGetComputeRunningProcesses_v2_fn>);
 static_assert(
     std::is_same_v<decltype(&nvmlDeviceGetComputeRunningProcesses_v3), nvmlDeviceGetComputeRunningProcesses_v3_fn>);
+static_assert(std::is_same_v<decltype(&nvmlDeviceGetMPSComputeRunningProcesses_v3),
+                             nvmlDeviceGetMPSComputeRunningProcesses_v3_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetPowerUsage), nvmlDeviceGetPowerUsage_fn>);
 static_assert(std::is_same_v<decltype(&nvmlDeviceGetTotalEnergyConsumption), nvmlDeviceGetTotalEnergyConsumption_fn>);

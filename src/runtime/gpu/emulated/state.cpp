@@ -132,9 +132,10 @@ DeviceInfo State::device(int device) const {
   const auto& d = f.devices[device];
   info.total_mib = d.total_mib;
   info.mig_mode = !is_mig_device(device) && d.mig;
-  if (is_mig_device(device)) info.slices = d.slices;
   info.name.assign(d.name, strnlen(d.name, sizeof d.name));
   info.profile.assign(d.profile, strnlen(d.profile, sizeof d.profile));
+  if (is_mig_device(device))
+    info.sm_share = instance_sm_share(f.devices[gpu_of(device)].total_mib, info.profile, d.slices);
   return info;
 }
 
@@ -233,6 +234,13 @@ GpuReading State::read(int device) {
   return r;
 }
 
+void State::mark_mps_client(std::uint32_t pid) {
+  Guard guard(file_);
+  File& f = *file_;
+  for (int i = 0; i < f.process_count; ++i)
+    if (f.processes[i].pid == pid) f.processes[i].mps_client = 1;
+}
+
 std::size_t State::processes(int device, std::span<ProcessEntry> out) {
   Guard guard(file_);
   File& f = *file_;
@@ -243,7 +251,7 @@ std::size_t State::processes(int device, std::span<ProcessEntry> out) {
   for (int i = 0; i < f.process_count; ++i) {
     const auto& p = f.processes[i];
     if (!on(p.device, device)) continue;
-    if (n < out.size()) out[n] = {p.pid, p.used_mib, p.device};
+    if (n < out.size()) out[n] = {p.pid, p.used_mib, p.device, p.mps_client != 0};
     ++n;
   }
   return n;

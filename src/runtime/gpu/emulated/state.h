@@ -46,6 +46,7 @@ struct ProcessEntry {
   std::uint32_t pid;
   MiB used_mib;
   std::int32_t device;  // where it runs: on a GPU in MIG mode, which instance
+  bool mps_client;      // connected through MPS: NVML lists it among the MPS processes
 };
 
 // Sums over the other active processes of one device, as the interference model (and
@@ -58,13 +59,13 @@ struct CoRunners {
 struct DeviceInfo {
   MiB total_mib = 0;        // 0: no such device (or an empty MIG slot)
   bool mig_mode = false;    // a GPU in MIG mode: its instances are the CUDA devices, it is not one
-  int slices = kMigSlices;  // an instance's share of the GPU's SMs, in sevenths
+  double sm_share = 1;      // an instance's share of the GPU's SMs (its profile's, mig_models.h)
   std::string name;
   std::string profile;      // an instance: "3g.20gb"
   bool exists() const { return total_mib > 0; }
   // Where CUDA can allocate: a GPU off MIG, or a MIG instance.
   bool cuda_device() const { return exists() && !mig_mode; }
-  double sm_fraction() const { return slices / static_cast<double>(kMigSlices); }
+  double sm_fraction() const { return sm_share; }
 };
 
 namespace layout {
@@ -101,6 +102,9 @@ class State {
   // instance with a fraction f of the SMs that sum / f, capped at 1. False for a device
   // CUDA cannot use or a full table.
   bool set_activity(int device, std::uint32_t pid, const Activity& solo, double speed = 1.0);
+  // Marks every entry of `pid` as an MPS client's (NVML then lists it with
+  // nvmlDeviceGetMPSComputeRunningProcesses, not the plain compute list).
+  void mark_mps_client(std::uint32_t pid);
   // Drops every entry of `pid`.
   void release(std::uint32_t pid);
   CoRunners co_runners(int device, std::uint32_t pid);

@@ -45,13 +45,21 @@ void clear_instances(File& f, int gpu) {
   f.devices[gpu].mig = 0;
 }
 
-// What `gpu`'s instances are now, as a layout entry (for comparing with a new one).
-std::vector<MigProfile> current_instances(const File& f, int gpu) {
-  std::vector<MigProfile> out;
+std::string profile_of(const Device& d) { return {d.profile, strnlen(d.profile, sizeof d.profile)}; }
+
+// What `gpu`'s instances are now, by profile name (for comparing with a new layout).
+std::vector<std::string> current_instances(const File& f, int gpu) {
+  std::vector<std::string> out;
   for (int s = 0; s < kMigSlices; ++s) {
     const Device& d = f.devices[mig_device(gpu, s)];
-    if (d.total_mib > 0) out.push_back({d.slices, static_cast<int>(d.total_mib / 1024)});
+    if (d.total_mib > 0) out.push_back(profile_of(d));
   }
+  return out;
+}
+
+std::vector<std::string> names_of(const std::vector<MigProfile>& instances) {
+  std::vector<std::string> out;
+  for (const auto& p : instances) out.push_back(p.name());
   return out;
 }
 
@@ -86,15 +94,17 @@ void recompute(File& f) {
     if (p.active) add(d.raw, p.solo, p.speed);
   }
   // A GPU in MIG mode holds what its instances hold and does what they do. Its own SMs
-  // are the whole chip; an instance's are `slices` sevenths of it.
+  // are the whole chip; an instance's are its profile's (mig_models.h).
   for_each_device(f, [&](int id, Device& d) {
     if (!is_mig_device(id)) return;
     Device& gpu = f.devices[gpu_of(id)];
     gpu.used_mib += d.used_mib;
     add(gpu.raw, d.raw, 1);
   });
-  for_each_device(f, [](int id, Device& d) {
-    d.activity = capped(d.raw, is_mig_device(id) ? d.slices / static_cast<double>(kMigSlices) : 1.0);
+  for_each_device(f, [&](int id, Device& d) {
+    const double share =
+        is_mig_device(id) ? instance_sm_share(f.devices[gpu_of(id)].total_mib, profile_of(d), d.slices) : 1.0;
+    d.activity = capped(d.raw, share);
   });
 }
 
@@ -186,7 +196,7 @@ void configure_mig(File& f, std::span<const MigGpu> layout) {
   for (int g = 0; g < f.gpu_count; ++g) {
     const auto want = std::find_if(layout.begin(), layout.end(), [&](const MigGpu& m) { return m.gpu == g; });
     const bool mig = want != layout.end();
-    if (mig == static_cast<bool>(f.devices[g].mig) && (!mig || current_instances(f, g) == want->instances)) continue;
+    if (mig == static_cast<bool>(f.devices[g].mig) && (!mig || current_instances(f, g) == names_of(want->instances))) continue;
     // A changed GPU starts afresh: its processes go (those on the whole GPU too).
     for (int i = f.process_count - 1; i >= 0; --i)
       if (gpu_of(f.processes[i].device) == g) remove_at(f, i);
@@ -197,7 +207,7 @@ void configure_mig(File& f, std::span<const MigGpu> layout) {
     for (std::size_t s = 0; s < want->instances.size(); ++s) {
       const MigProfile& p = want->instances[s];
       Device& d = f.devices[mig_device(g, static_cast<int>(s))];
-      d.total_mib = p.memory_mib();
+      d.total_mib = instance_memory_mib(f.devices[g].total_mib, p);
       d.slices = p.slices;
       std::snprintf(d.profile, sizeof d.profile, "%s", p.name().c_str());
       std::snprintf(d.name, sizeof d.name, "%s", (gpu_name + " MIG " + p.name()).c_str());

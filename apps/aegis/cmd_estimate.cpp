@@ -12,6 +12,7 @@
 #include <set>
 
 #include "apps/aegis/commands.h"
+#include "apps/aegis/estimate_real.h"
 #include "estimate/analytical.h"
 #include "estimate/evaluation.h"
 #include "estimate/gpumemnet_data.h"
@@ -294,7 +295,7 @@ struct EvalArgs {
   std::uint64_t seed = 7;
   double quantile = 0.95;
   int epochs = 300;
-  std::string json_path, workloads, model = kDefaultModel;
+  std::string json_path, workloads, model = kDefaultModel, specs = kDefaultSpecs;
 };
 
 void add_eval(CLI::App& est) {
@@ -310,6 +311,10 @@ void add_eval(CLI::App& est) {
   cmd->add_option("--json", a.json_path, "Write every figure as JSON");
   cmd->add_option("--workloads", a.workloads, "Also compare on a profiled catalog (data/aegis/workloads.csv)");
   cmd->add_option("--model", a.model, "Learned model for the catalog comparison")->capture_default_str();
+  cmd->add_option("--specs", a.specs,
+                  "With --workloads: the catalog's model specs, for the leave-one-model-out tables "
+                  "(memory and utilisation) on real networks")
+      ->capture_default_str();
   cmd->callback([] {
     const auto files = a.data.empty() ? kDefaultData : a.data;
     const auto samples = load_gpumemnet(files);
@@ -352,6 +357,7 @@ void add_eval(CLI::App& est) {
       else fmt::print("(no learned model at {}: the catalog comparison leaves it out)\n", a.model);
       out["workloads"] = compare_catalog(a.workloads, net ? &*net : nullptr);
       if (net) out["workloads"]["model"] = a.model;
+      out["real_networks"] = evaluate_real_networks(a.workloads, a.specs, files);
     }
     if (!a.json_path.empty()) {
       std::ofstream f(a.json_path);
@@ -362,7 +368,7 @@ void add_eval(CLI::App& est) {
 }
 
 struct PredictArgs {
-  std::string features, model = kDefaultModel;
+  std::string features, model = kDefaultModel, calibrated = kDefaultCalibrated, gpu = "A100-40GB";
   bool json = false;
 };
 
@@ -371,6 +377,9 @@ void add_predict(CLI::App& est) {
   auto* cmd = est.add_subcommand("predict", "Estimate the peak GPU memory of one model spec (features JSON)");
   cmd->add_option("--features", a.features, "Model spec JSON (scripts/model_spec.py writes one)")->required();
   cmd->add_option("--model", a.model, "Learned model file")->capture_default_str();
+  cmd->add_option("--calibrated", a.calibrated, "Calibrated model file (real networks)")->capture_default_str();
+  cmd->add_option("--gpu-model", a.gpu, "GPU model the calibrated estimate is for (its context)")
+      ->capture_default_str();
   cmd->add_flag("--json", a.json, "Print JSON instead of a table");
   cmd->callback([] {
     std::ifstream in(a.features);
@@ -388,6 +397,10 @@ void add_predict(CLI::App& est) {
     const auto outside = net.encoder.outside(f);
     const double h = horus_mib(f), full = analytical_full_mib(f);
     const double reg = net.regression_mib(f), cls = net.classification_mib(f);
+    // The calibrated model is optional where it is the default and not there (a build
+    // directory run elsewhere); named explicitly, it must load.
+    const bool no_calibrated = a.calibrated == kDefaultCalibrated && !std::filesystem::exists(a.calibrated);
+    const auto cal = no_calibrated ? nlohmann::json::object() : calibrated_prediction(f, a.calibrated, a.gpu);
     if (a.json) {
       nlohmann::json o = {{"features", to_json(f)},
                           {"model", a.model},
@@ -398,6 +411,7 @@ void add_predict(CLI::App& est) {
                           {"quantile", net.quantile},
                           {"bin_mib", net.bin_mib},
                           {"outside_training", outside ? nlohmann::json(*outside) : nlohmann::json()}};
+      o.update(cal);
       fmt::print("{}\n", o.dump(2));
       return;
     }
@@ -405,6 +419,9 @@ void add_predict(CLI::App& est) {
                f.depth, f.batch_size, f.total_parameters, f.total_activations, f.activation);
     fmt::print("{:<34} {:>10.0f} MiB\n", "analytical (Horus formula)", std::ceil(h));
     fmt::print("{:<34} {:>10.0f} MiB\n", "analytical+context+optimizer", std::ceil(full));
+    if (!no_calibrated)
+      fmt::print("{:<34} {:>10.0f} MiB{}\n", "calibrated (" + a.gpu + ")", std::ceil(cal["calibrated_mib"].get<double>()),
+               cal["out_of_distribution"].get<bool>() ? "  out of distribution: " + cal["why"].get<std::string>() : "");
     if (outside) {
       fmt::print("{:<34} no estimate: {}\n", "learned (" + a.model + ")", *outside);
     } else {
@@ -418,11 +435,12 @@ void add_predict(CLI::App& est) {
 }  // namespace
 
 void add_estimate(CLI::App& app) {
-  auto* est = app.add_subcommand("estimate", "GPU memory estimators: train, evaluate, predict (docs/estimators.md)");
+  auto* est = app.add_subcommand("estimate", "GPU memory estimators: train, calibrate, evaluate, predict (docs/estimators.md)");
   est->require_subcommand(1);
   add_train(*est);
   add_eval(*est);
   add_predict(*est);
+  add_calibrate_estimator(*est, kDefaultData);
 }
 
 }  // namespace aegis::cli

@@ -422,6 +422,12 @@ void add_predict(CLI::App& est) {
     if (!no_calibrated)
       fmt::print("{:<34} {:>10.0f} MiB{}\n", "calibrated (" + a.gpu + ")", std::ceil(cal["calibrated_mib"].get<double>()),
                cal["out_of_distribution"].get<bool>() ? "  out of distribution: " + cal["why"].get<std::string>() : "");
+    if (!no_calibrated && !cal["utilisation"].empty()) {
+      std::vector<std::string> parts;
+      for (const auto& [name, v] : cal["utilisation"].items())
+        parts.push_back(fmt::format("{} {:.2f}", name, v.get<double>()));
+      fmt::print("{:<34} {}\n", "utilisation (calibrated)", fmt::join(parts, ", "));
+    }
     if (outside) {
       fmt::print("{:<34} no estimate: {}\n", "learned (" + a.model + ")", *outside);
     } else {

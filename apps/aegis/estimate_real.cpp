@@ -33,22 +33,9 @@ struct RealRun {
   bool catalog = false;
 };
 
-std::set<std::string> types_of(const std::map<std::string, int>& counts) {
-  std::set<std::string> t;
-  for (const auto& [k, n] : counts)
-    if (n > 0) t.insert(k);
-  return t;
-}
-
 CalibrationRun run_of(const ModelFeatures& f, const std::string& model, const std::string& gpu, bool half) {
-  CalibrationRun r;
+  CalibrationRun r = calibration_run(f, gpu, half);
   r.model = model;
-  r.gpu = gpu;
-  r.parameters = f.total_parameters;
-  r.activations = f.total_activations;
-  r.batch_size = f.batch_size;
-  r.activation_bytes = half ? 2 : 4;
-  r.layer_types = types_of(f.layer_counts);
   return r;
 }
 
@@ -210,6 +197,12 @@ nlohmann::json memory_table(const std::vector<RealRun>& all) {
   return {{"estimators", table}, {"rows", rows}, {"chosen", chosen}};
 }
 
+// The utilisation targets: the name the model file and aegisd use, and the measured column.
+std::vector<std::pair<std::string, double RealRun::*>> utilisation_targets() {
+  return {{"smact", &RealRun::smact}, {"smocc", &RealRun::smocc}, {"drama", &RealRun::drama},
+          {"gpu_util", &RealRun::util}};
+}
+
 nlohmann::json utilisation_table(const std::vector<RealRun>& all) {
   const auto runs = calibration_runs(all);
   struct Target {
@@ -294,6 +287,15 @@ void add_calibrate_estimator(CLI::App& est, const std::vector<std::string>& defa
     o.default_gpu = kCatalogGpu;
     const auto m = CalibratedModel::fit(calibration_runs(all), o);
     auto j = m.to_json();
+    // The utilisation regressions, on the same runs, for aegisd's hints (calibrated_model).
+    std::map<std::string, UtilisationModel> util;
+    const auto runs = calibration_runs(all);
+    for (const auto& [name, field] : utilisation_targets()) {
+      std::vector<double> y;
+      for (const auto& x : all) y.push_back(x.*field);
+      util[name] = fit_utilisation(runs, y);
+    }
+    j["utilisation"] = to_json(util);
     j["training"] = {{"workloads", a.workloads}, {"specs", a.specs}, {"runs", all.size()},
                      {"command", fmt::format("aegis estimate calibrate --quantile {:g} --out {}", a.quantile, a.out)}};
     std::ofstream f(a.out);
@@ -309,13 +311,20 @@ nlohmann::json calibrated_prediction(const ModelFeatures& f, const std::string& 
   std::ifstream in(model_file);
   if (!in) throw InputError(model_file + ": cannot open");
   CalibratedModel m;
+  std::map<std::string, UtilisationModel> utilisation;
   try {
-    m = CalibratedModel::from_json(nlohmann::json::parse(in));
+    const auto j = nlohmann::json::parse(in);
+    m = CalibratedModel::from_json(j);
+    if (j.contains("utilisation")) utilisation = utilisation_from_json(j.at("utilisation"));
   } catch (const std::exception& e) {
     throw InputError(fmt::format("{}: {}", model_file, e.what()));
   }
-  const auto e = m.estimate(run_of(f, "", gpu, false), gpu);
+  const auto job = calibration_run(f, gpu);
+  const auto e = m.estimate(job, gpu);
+  nlohmann::json util = nlohmann::json::object();
+  for (const auto& [name, u] : utilisation) util[name] = u.predict(job);
   return {{"calibrated_mib", e.mib},
+          {"utilisation", util},
           {"gpu_model", gpu},
           {"out_of_distribution", e.out_of_distribution},
           {"why", e.why.empty() ? nlohmann::json() : nlohmann::json(e.why)},

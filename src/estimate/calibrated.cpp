@@ -40,6 +40,18 @@ double slack(double lo, double hi) { return std::max(kRangeSlackShare * (hi - lo
 
 }  // namespace
 
+CalibrationRun calibration_run(const ModelFeatures& f, const std::string& gpu, bool half) {
+  CalibrationRun r;
+  r.gpu = gpu;
+  r.parameters = f.total_parameters;
+  r.activations = f.total_activations;
+  r.batch_size = f.batch_size;
+  r.activation_bytes = half ? 2 : 4;
+  for (const auto& [type, n] : f.layer_counts)
+    if (n > 0) r.layer_types.insert(type);
+  return r;
+}
+
 double CalibrationRun::parameter_mib() const { return 4.0 * parameters / kMiB; }
 double CalibrationRun::activation_mib() const {
   return activation_bytes * activations * batch_size / kMiB;

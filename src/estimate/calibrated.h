@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "estimate/features.h"
+
 namespace aegis {
 
 // One measured run (training data), or a job to estimate (peak_mib unused).
@@ -28,6 +30,9 @@ struct CalibrationRun {
   double parameter_mib() const;   // 4 x P / 2^20: the fp32 weights
   double activation_mib() const;  // bytes x A x B / 2^20
 };
+
+// A model spec as a job to estimate (no group, no peak); `half` for bf16/fp16 activations.
+CalibrationRun calibration_run(const ModelFeatures& f, const std::string& gpu, bool half = false);
 
 struct CalibrationOptions {
   // The margin is this quantile, over the training runs, of (measured - context) / fitted

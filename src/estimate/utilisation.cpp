@@ -6,6 +6,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <stdexcept>
 
 namespace aegis {
 namespace {
@@ -98,6 +99,28 @@ AgreementMetrics agreement(std::span<const double> predicted, std::span<const do
   a.mae /= static_cast<double>(a.n);
   a.spearman = pearson(ranks(p), ranks(m));
   return a;
+}
+
+nlohmann::json to_json(const std::map<std::string, UtilisationModel>& models) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, m] : models) j[name] = m.coefficients;
+  return j;
+}
+
+std::map<std::string, UtilisationModel> utilisation_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::runtime_error("utilisation: expected an object");
+  std::map<std::string, UtilisationModel> out;
+  for (const auto& [name, v] : j.items()) {
+    if (!v.is_array() || v.size() != 4) throw std::runtime_error("utilisation." + name + ": expected 4 coefficients");
+    UtilisationModel m;
+    for (const auto& c : v) {
+      if (!c.is_number() || !std::isfinite(c.get<double>()))
+        throw std::runtime_error("utilisation." + name + ": expected 4 coefficients");
+      m.coefficients.push_back(c.get<double>());
+    }
+    out[name] = m;
+  }
+  return out;
 }
 
 }  // namespace aegis

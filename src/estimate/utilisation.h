@@ -4,7 +4,10 @@
 // Evaluated leave-one-model-out with the mean absolute error and the rank correlation.
 #pragma once
 #include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "estimate/calibrated.h"
@@ -15,6 +18,11 @@ struct UtilisationModel {
   std::vector<double> coefficients;  // intercept, ln(1+P), ln(1+A*B), ln(B)
   double predict(const CalibrationRun& job) const;
 };
+
+// The targets by name ("gpu_util", "smact", "smocc", "drama") as the calibrated model file
+// keeps them under "utilisation". from_json throws std::runtime_error naming the field.
+nlohmann::json to_json(const std::map<std::string, UtilisationModel>& models);
+std::map<std::string, UtilisationModel> utilisation_from_json(const nlohmann::json& j);
 
 // Every model's runs weigh 1 together; `target` reads the measured share of a run.
 UtilisationModel fit_utilisation(std::span<const CalibrationRun> runs, std::span<const double> target);

@@ -210,18 +210,11 @@ nlohmann::json compare_catalog(const std::string& path, const LearnedNet* net) {
     }
     out_rows.push_back(j);
   }
-  nlohmann::json summary = nlohmann::json::array();
-  fmt::print("\n{:<30} {:>4} {:>8} {:>8} {:>8} {:>8}\n", "estimator (catalog)", "n", "median", "p95", "under",
-             "MAPE");
-  for (const char* name : {"analytical", "analytical+context+optimizer", "published-horus", "published-faketensor",
-                           "published-gpumemnet", "learned-regression"}) {
-    const auto m = ratio_metrics(est[name], peaks);
-    fmt::print("{:<30} {:>4} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f}\n", name, m.n, m.median_ratio, m.p95_ratio,
-               m.underestimate_share, m.mape);
-    nlohmann::json s = {{"estimator", name}};
-    s.update(to_json(m));
-    summary.push_back(s);
-  }
+  fmt::print("\n");
+  const auto summary = print_ratio_table("estimator (catalog)",
+                                         {"analytical", "analytical+context+optimizer", "published-horus",
+                                          "published-faketensor", "published-gpumemnet", "learned-regression"},
+                                         est, peaks, 30, 2);
   if (net)
     fmt::print("learned model: {} of the workloads with a model summary lie outside its training data "
                "(no estimate; docs/estimators.md)\n",
@@ -420,7 +413,8 @@ void add_predict(CLI::App& est) {
     fmt::print("{:<34} {:>10.0f} MiB\n", "analytical (Horus formula)", std::ceil(h));
     fmt::print("{:<34} {:>10.0f} MiB\n", "analytical+context+optimizer", std::ceil(full));
     if (!no_calibrated)
-      fmt::print("{:<34} {:>10.0f} MiB{}\n", "calibrated (" + a.gpu + ")", std::ceil(cal["calibrated_mib"].get<double>()),
+      fmt::print("{:<34} {:>10.0f} MiB{}\n", "calibrated (" + a.gpu + ")",
+                 std::ceil(cal["calibrated_mib"].get<double>()),
                cal["out_of_distribution"].get<bool>() ? "  out of distribution: " + cal["why"].get<std::string>() : "");
     if (!no_calibrated && !cal["utilisation"].empty()) {
       std::vector<std::string> parts;
@@ -441,7 +435,8 @@ void add_predict(CLI::App& est) {
 }  // namespace
 
 void add_estimate(CLI::App& app) {
-  auto* est = app.add_subcommand("estimate", "GPU memory estimators: train, calibrate, evaluate, predict (docs/estimators.md)");
+  auto* est = app.add_subcommand("estimate",
+                                 "GPU memory estimators: train, calibrate, evaluate, predict (docs/estimators.md)");
   est->require_subcommand(1);
   add_train(*est);
   add_eval(*est);

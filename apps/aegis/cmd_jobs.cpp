@@ -486,6 +486,9 @@ void add_job_commands(CLI::App& app) {
                      "The aegis binary the batch script runs on the node (default: this one's path)")
       ->check(non_empty("leave --slurm-aegis out for this binary's path"));
   submit->callback([] {
+    // The batch script passes files to `aegis run` on the node, not the features computed here.
+    if (slurm.enabled && !sa.model.model.empty())
+      throw ClientError("--model: not with --slurm; write the spec with scripts/model_spec.py and give --model-spec");
     const auto r = build_request(sa);
     if (slurm.enabled) {
       auto absolute = [](const std::string& path) {

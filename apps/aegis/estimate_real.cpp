@@ -170,16 +170,7 @@ nlohmann::json memory_table(const std::vector<RealRun>& all) {
     names.push_back(n);
   fmt::print("\nMemory, leave-one-model-out on {} profiled runs of real networks (A100 40 GB); "
              "estimate / measured peak\n", peaks.size());
-  fmt::print("{:<32} {:>4} {:>8} {:>8} {:>8} {:>8}\n", "estimator", "n", "median", "p95", "under", "MAPE");
-  nlohmann::json table = nlohmann::json::array();
-  for (const auto& n : names) {
-    const auto m = ratio_metrics(est[n], peaks);
-    fmt::print("{:<32} {:>4} {:>8.3f} {:>8.3f} {:>8.3f} {:>8.3f}\n", n, m.n, m.median_ratio, m.p95_ratio,
-               m.underestimate_share, m.mape);
-    nlohmann::json j = {{"estimator", n}};
-    j.update(to_json(m));
-    table.push_back(j);
-  }
+  const auto table = print_ratio_table("estimator", names, est, peaks, 32, 3);
   fmt::print("(calibrated: fitted without the held-out model's runs; the others need no training. "
              "Published columns: 40000 and empty count as no estimate)\n");
   nlohmann::json rows = nlohmann::json::array();
@@ -249,6 +240,23 @@ nlohmann::json utilisation_table(const std::vector<RealRun>& all) {
 
 }  // namespace
 
+nlohmann::json print_ratio_table(const std::string& title, const std::vector<std::string>& names,
+                                 const std::map<std::string, std::vector<double>>& estimates,
+                                 const std::vector<double>& peaks, int width, int decimals) {
+  fmt::print("{:<{}} {:>4} {:>8} {:>8} {:>8} {:>8}\n", title, width, "n", "median", "p95", "under", "MAPE");
+  nlohmann::json table = nlohmann::json::array();
+  for (const auto& n : names) {
+    const auto it = estimates.find(n);
+    const auto m = ratio_metrics(it != estimates.end() ? it->second : std::vector<double>{}, peaks);
+    fmt::print("{:<{}} {:>4} {:>8.{}f} {:>8.{}f} {:>8.{}f} {:>8.{}f}\n", n, width, m.n, m.median_ratio, decimals,
+               m.p95_ratio, decimals, m.underestimate_share, decimals, m.mape, decimals);
+    nlohmann::json j = {{"estimator", n}};
+    j.update(to_json(m));
+    table.push_back(j);
+  }
+  return table;
+}
+
 nlohmann::json evaluate_real_networks(const std::string& workloads, const std::string& specs,
                                       const std::vector<std::string>& mlp_files) {
   auto all = load_catalog_runs(workloads, specs);
@@ -269,7 +277,8 @@ void add_calibrate_estimator(CLI::App& est, const std::vector<std::string>& defa
   static Args a;
   static std::vector<std::string> defaults;
   defaults = default_mlp_files;
-  auto* cmd = est.add_subcommand("calibrate", "Fit the calibrated memory estimator for real networks; write it as JSON");
+  auto* cmd =
+      est.add_subcommand("calibrate", "Fit the calibrated memory estimator for real networks; write it as JSON");
   cmd->add_option("--workloads", a.workloads, "Profiled catalog (measured peaks)")->capture_default_str();
   cmd->add_option("--specs", a.specs, "Model specs of the catalog (scripts/workload_specs.py)")->capture_default_str();
   cmd->add_option("--data", a.data, "GPUMemNet CSV (repeatable; default: both files in data/gpumemnet/)");
@@ -302,7 +311,8 @@ void add_calibrate_estimator(CLI::App& est, const std::vector<std::string>& defa
     if (!f) throw InputError(a.out + ": cannot write the model file");
     f << j.dump(2) << "\n";
     if (!f) throw InputError(a.out + ": write failed");
-    fmt::print("fitted on {} runs: context {}, {:.3f} x parameter MiB, {:.3f} x activation MiB, margin {:.3f}; wrote {}\n",
+    fmt::print("fitted on {} runs: context {}, {:.3f} x parameter MiB, {:.3f} x activation MiB, margin {:.3f}; "
+               "wrote {}\n",
                all.size(), j["context_mib"].dump(), m.per_parameter_mib(), m.per_activation_mib(), m.margin(), a.out);
   });
 }

@@ -4,6 +4,7 @@
 // estimates' table (docs/estimators.md, "Real networks").
 #pragma once
 #include <CLI/CLI.hpp>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -14,6 +15,12 @@ namespace aegis::cli {
 
 inline const std::string kDefaultSpecs = "data/aegis/workload_specs.csv";
 inline const std::string kDefaultCalibrated = "data/models/calibrated_memory.json";
+
+// Prints one row of ratio metrics (n, median, p95, under, MAPE) per estimator in `names`,
+// each against `peaks`, under a header row naming the first column `title`; returns them.
+nlohmann::json print_ratio_table(const std::string& title, const std::vector<std::string>& names,
+                                 const std::map<std::string, std::vector<double>>& estimates,
+                                 const std::vector<double>& peaks, int width, int decimals);
 
 // Prints the leave-one-model-out tables (memory and utilisation); returns their figures.
 nlohmann::json evaluate_real_networks(const std::string& workloads, const std::string& specs,

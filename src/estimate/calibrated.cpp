@@ -93,7 +93,10 @@ CalibratedModel CalibratedModel::fit(std::span<const CalibrationRun> runs, const
     beta = X.colPivHouseholderQr().solve(y);
     bool changed = false;
     for (int c = slope0; c < cols; ++c)
-      if (active[static_cast<std::size_t>(c)] && beta(c) < 0) active[static_cast<std::size_t>(c)] = false, changed = true;
+      if (active[static_cast<std::size_t>(c)] && beta(c) < 0) {
+        active[static_cast<std::size_t>(c)] = false;
+        changed = true;
+      }
     for (int c = slope0; c < cols; ++c)
       if (!active[static_cast<std::size_t>(c)]) beta(c) = 0;
     if (!changed) break;
@@ -141,7 +144,8 @@ CalibratedEstimate CalibratedModel::estimate(const CalibrationRun& job, const st
   for (const auto& t : job.layer_types)
     if (!layer_types_.count(t)) unseen.push_back(t);
   if (!unseen.empty()) why.push_back(fmt::format("layer types never seen in training: {}", fmt::join(unseen, ", ")));
-  if (!knows_gpu(gpu)) why.push_back(fmt::format("GPU model '{}' not calibrated: {}'s context used", gpu, default_gpu_));
+  if (!knows_gpu(gpu))
+    why.push_back(fmt::format("GPU model '{}' not calibrated: {}'s context used", gpu, default_gpu_));
   e.out_of_distribution = !why.empty();
   e.why = fmt::format("{}", fmt::join(why, "; "));
   return e;
@@ -174,7 +178,8 @@ CalibratedModel CalibratedModel::from_json(const nlohmann::json& j) {
   };
   auto number = [&](const nlohmann::json& o, const char* key) {
     const auto& v = need(o, key);
-    if (!v.is_number() || !std::isfinite(v.get<double>())) throw std::runtime_error(fmt::format("{}: expected a number", key));
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+      throw std::runtime_error(fmt::format("{}: expected a number", key));
     return v.get<double>();
   };
   auto range = [&](const nlohmann::json& o, const char* key, double& lo, double& hi) {
@@ -189,7 +194,8 @@ CalibratedModel CalibratedModel::from_json(const nlohmann::json& j) {
   const auto& ctx = need(j, "context_mib");
   if (!ctx.is_object() || ctx.empty()) throw std::runtime_error("context_mib: expected a non-empty object");
   for (const auto& [g, v] : ctx.items()) {
-    if (!v.is_number() || v.get<double>() < 0) throw std::runtime_error(fmt::format("context_mib.{}: expected a number >= 0", g));
+    if (!v.is_number() || v.get<double>() < 0)
+      throw std::runtime_error(fmt::format("context_mib.{}: expected a number >= 0", g));
     m.context_[g] = v.get<double>();
   }
   m.per_parameter_ = number(j, "per_parameter_mib");

@@ -1180,10 +1180,13 @@ std::map<std::string, MiB> Store::peaks() {
 void Store::record_run_peak(const std::string& signature, const std::string& gpu_model, MiB peak_mib, Seconds t,
                             int keep) {
   {
-    sqlite3_stmt* st = cached(db_, "INSERT INTO history_runs(signature, gpu_model, peak_mib, t) VALUES(?1, ?2, ?3, ?4)");
+    sqlite3_stmt* st =
+        cached(db_, "INSERT INTO history_runs(signature, gpu_model, peak_mib, t) VALUES(?1, ?2, ?3, ?4)");
     Use use{st};
-    check(sqlite3_bind_text(st, 1, signature.data(), static_cast<int>(signature.size()), SQLITE_STATIC), "record run peak");
-    check(sqlite3_bind_text(st, 2, gpu_model.data(), static_cast<int>(gpu_model.size()), SQLITE_STATIC), "record run peak");
+    check(sqlite3_bind_text(st, 1, signature.data(), static_cast<int>(signature.size()), SQLITE_STATIC),
+          "record run peak");
+    check(sqlite3_bind_text(st, 2, gpu_model.data(), static_cast<int>(gpu_model.size()), SQLITE_STATIC),
+          "record run peak");
     check(sqlite3_bind_int64(st, 3, peak_mib), "record run peak");
     check(sqlite3_bind_double(st, 4, t), "record run peak");
     step_done(st, "record run peak");
@@ -1194,8 +1197,10 @@ void Store::record_run_peak(const std::string& signature, const std::string& gpu
                             "(SELECT id FROM history_runs WHERE signature = ?1 AND gpu_model = ?2 "
                             "ORDER BY id DESC LIMIT ?3)");
   Use use{st};
-  check(sqlite3_bind_text(st, 1, signature.data(), static_cast<int>(signature.size()), SQLITE_STATIC), "prune run peaks");
-  check(sqlite3_bind_text(st, 2, gpu_model.data(), static_cast<int>(gpu_model.size()), SQLITE_STATIC), "prune run peaks");
+  check(sqlite3_bind_text(st, 1, signature.data(), static_cast<int>(signature.size()), SQLITE_STATIC),
+        "prune run peaks");
+  check(sqlite3_bind_text(st, 2, gpu_model.data(), static_cast<int>(gpu_model.size()), SQLITE_STATIC),
+        "prune run peaks");
   check(sqlite3_bind_int64(st, 3, std::max(1, keep)), "prune run peaks");
   step_done(st, "prune run peaks");
 }

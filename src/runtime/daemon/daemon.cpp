@@ -41,7 +41,7 @@ Daemon::Daemon(DaemonConfig config, Env& env)
   if (auto why = missing_for_policy(cfg_.daemon.policy, cfg_.engine, provided_inputs(cfg_)))
     throw ConfigError(*why + (cfg_.daemon.learned_model.empty() && required_inputs(cfg_.engine).test(
                                                                        static_cast<std::size_t>(JobInput::Learned))
-                                  ? "; set learned_model to the learned estimator's weights"
+                                  ? "; set learned_model to the learned estimator's weights (or calibrated_model)"
                                   : ""));
   if (!cfg_.daemon.calibrated_model.empty()) {
     try {
@@ -69,11 +69,13 @@ LifecycleOptions Daemon::lifecycle_options(const DaemonConfig& c) {
 
 JobInputs Daemon::provided_inputs(const DaemonConfig& c) {
   // The user's figures (declared, a profiled peak, FakeTensor's), the history of earlier
-  // runs, the analytical formula and (with weights) the learned model over a model spec,
-  // and the hints given at submit.
+  // runs, the analytical formula and (with weights) the learned or calibrated model over a
+  // model spec, and the hints given at submit.
   JobInputs in = inputs({JobInput::Declared, JobInput::Profiled, JobInput::FakeTensor, JobInput::History,
                          JobInput::Analytical, JobInput::GpuUtilHint, JobInput::SharingScoreHint});
-  if (!c.daemon.learned_model.empty()) in |= inputs({JobInput::Learned});
+  // The calibrated model answers for every spec (flagged where it extrapolates): it fills
+  // the learned slot where the learned model is absent or refuses.
+  if (!c.daemon.learned_model.empty() || !c.daemon.calibrated_model.empty()) in |= inputs({JobInput::Learned});
   return in;
 }
 
@@ -177,6 +179,7 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   if (j.request.model) {
     spec.estimates.analytical = static_cast<MiB>(std::ceil(horus_mib(*j.request.model)));
     if (learned_) spec.estimates.learned = learned_->regression(*j.request.model);
+    if (!spec.estimates.learned && calibrated_) spec.estimates.learned = calibrated_estimate_of(*j.request.model);
   }
   spec.hints.gpu_util = j.request.hint_gpu_util;
   // No hint typed but a model spec: the calibrated model's utilisation estimate, which
@@ -207,6 +210,15 @@ std::optional<MiB> Daemon::history_estimate_of(const std::string& signature) con
   }
   if (auto h = history_.find(signature); h != history_.end()) return h->second;
   return std::nullopt;
+}
+
+// The calibrated estimate of a spec on the GPU model of this server that needs the most
+// (a job may land on any of them).
+MiB Daemon::calibrated_estimate_of(const ModelFeatures& f) const {
+  double most = 0;
+  for (const auto& g : gpus_)
+    most = std::max(most, calibrated_->estimate(calibration_run(f, g.status.name), g.status.name).mib);
+  return static_cast<MiB>(std::ceil(most));
 }
 
 // A completed run's peak, on the GPU model of its first GPU (a job's GPUs are alike).

@@ -152,6 +152,7 @@ class Daemon {
   std::optional<CalibratedModel> calibrated_;  // its per-GPU-model contexts translate history
   std::map<std::string, UtilisationModel> utilisation_;  // its utilisation estimates ("gpu_util", ...)
   std::optional<MiB> history_estimate_of(const std::string& signature) const;
+  MiB calibrated_estimate_of(const ModelFeatures& f) const;
   void record_history(const std::string& signature, const std::vector<std::string>& gpu_uuids, MiB peak, Seconds now);
   std::string blocked_reason_;
   EngineState engine_state_;

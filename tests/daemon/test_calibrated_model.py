@@ -1,11 +1,15 @@
-"""The utilisation estimate in place of a typed hint: under policy horus (its cap reads
-each job's expected GPU utilisation) a job with a model spec but no --hint-gpu-util is
-refused without calibrated_model, and with it is accepted and runs, the calibrated
-model's estimate standing in for the hint. Then `aegis submit --model FILE.py:NAME`
-(where /usr/bin/python3 has PyTorch): the job carries the spec and the FakeTensor
-estimate the helpers computed on the client. Usage: test_utilisation_hint.py BUILD_DIR
+"""aegisd with calibrated_model. Memory: under aegis-learned without learned weights, a
+job with a model spec (VGG-16, which the learned model would refuse) is admitted with the
+calibrated estimate for this server's GPU model. Utilisation: under policy horus (its cap
+reads each job's expected GPU utilisation) a job with a model spec but no
+--hint-gpu-util is refused without calibrated_model, and with it is accepted and runs,
+the calibrated model's estimate standing in for the hint. Then `aegis submit --model
+FILE.py:NAME` (where /usr/bin/python3 has PyTorch): the job carries the spec and the
+FakeTensor estimate the helpers computed on the client.
+Usage: test_calibrated_model.py BUILD_DIR
 """
 import json
+import math
 import os
 import subprocess
 import sys
@@ -26,6 +30,26 @@ def submit_with_spec(d):
 
 
 def main(build):
+    learned = Daemon(build, settings={"policy": "aegis-learned", "calibrated_model": os.path.abspath(MODEL),
+                                      "observation_window_s": 1.0})
+    try:
+        learned.start()
+        r = submit_with_spec(learned)
+        if r.returncode != 0:
+            fail(f"aegis-learned with calibrated_model refused the job: {r.stdout}{r.stderr}")
+        job = int(r.stdout.strip())
+        learned.wait_all_final([job], timeout=60)
+        predicted = json.loads(subprocess.run(
+            [learned.aegis, "estimate", "predict", "--json", "--features", os.path.join(learned.dir, "spec.json"),
+             "--calibrated", os.path.abspath(MODEL), "--gpu-model", "Aegis Emulated GPU 40960 MiB"],
+            capture_output=True, text=True, check=True, cwd=os.path.join(HERE, "..", "..")).stdout)
+        admitted = learned.show(job)["attempt_log"][0]["admitted_mib"]
+        if predicted["learned_regression_mib"] is not None or admitted != math.ceil(predicted["calibrated_mib"]):
+            fail(f"admitted with {admitted} MiB; predict says {predicted}")
+        print(f"OK: VGG-16's spec admitted with the calibrated {admitted} MiB (the learned model refuses it)")
+    finally:
+        learned.cleanup()
+
     plain = Daemon(build, settings={"policy": "horus"})
     try:
         plain.start()

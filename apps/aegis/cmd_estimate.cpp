@@ -350,7 +350,7 @@ void add_eval(CLI::App& est) {
       else fmt::print("(no learned model at {}: the catalog comparison leaves it out)\n", a.model);
       out["workloads"] = compare_catalog(a.workloads, net ? &*net : nullptr);
       if (net) out["workloads"]["model"] = a.model;
-      out["real_networks"] = evaluate_real_networks(a.workloads, a.specs, files);
+      out["real_networks"] = evaluate_real_networks(a.workloads, a.specs, files, net ? &*net : nullptr);
     }
     if (!a.json_path.empty()) {
       std::ofstream f(a.json_path);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "estimate/features.h"
+#include "estimate/learned_net.h"
 
 namespace aegis::cli {
 
@@ -23,8 +24,10 @@ nlohmann::json print_ratio_table(const std::string& title, const std::vector<std
                                  const std::vector<double>& peaks, int width, int decimals);
 
 // Prints the leave-one-model-out tables (memory and utilisation); returns their figures.
+// `learned` (may be null): the shipped learned model, a row of its own (it never saw these
+// networks, so every one is held out), estimating only inside its coverage.
 nlohmann::json evaluate_real_networks(const std::string& workloads, const std::string& specs,
-                                      const std::vector<std::string>& mlp_files);
+                                      const std::vector<std::string>& mlp_files, const LearnedNet* learned);
 
 // `aegis estimate calibrate`: fits the calibrated model on everything and writes it.
 void add_calibrate_estimator(CLI::App& est, const std::vector<std::string>& default_mlp_files);

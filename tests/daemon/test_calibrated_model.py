@@ -29,16 +29,26 @@ def submit_with_spec(d):
     return d.run_cli("submit", "--model-spec", spec, "--", "true", check=False)
 
 
+def with_calibrated(build, policy):
+    return Daemon(build, settings={"policy": policy, "calibrated_model": os.path.abspath(MODEL),
+                                   "observation_window_s": 1.0})
+
+
+def run_spec_job(d):
+    """Submits VGG-16's spec and waits for the job; fails if it is refused."""
+    r = submit_with_spec(d)
+    if r.returncode != 0:
+        fail(f"with calibrated_model the job was refused: {r.stdout}{r.stderr}")
+    job = int(r.stdout.strip())
+    d.wait_all_final([job], timeout=60)
+    return job
+
+
 def main(build):
-    learned = Daemon(build, settings={"policy": "aegis-learned", "calibrated_model": os.path.abspath(MODEL),
-                                      "observation_window_s": 1.0})
+    learned = with_calibrated(build, "aegis-learned")
     try:
         learned.start()
-        r = submit_with_spec(learned)
-        if r.returncode != 0:
-            fail(f"aegis-learned with calibrated_model refused the job: {r.stdout}{r.stderr}")
-        job = int(r.stdout.strip())
-        learned.wait_all_final([job], timeout=60)
+        job = run_spec_job(learned)
         predicted = json.loads(subprocess.run(
             [learned.aegis, "estimate", "predict", "--json", "--features", os.path.join(learned.dir, "spec.json"),
              "--calibrated", os.path.abspath(MODEL), "--gpu-model", "Aegis Emulated GPU 40960 MiB"],
@@ -59,15 +69,10 @@ def main(build):
     finally:
         plain.cleanup()
 
-    d = Daemon(build, settings={"policy": "horus", "calibrated_model": os.path.abspath(MODEL),
-                                "observation_window_s": 1.0})
+    d = with_calibrated(build, "horus")
     try:
         d.start()
-        r = submit_with_spec(d)
-        if r.returncode != 0:
-            fail(f"with calibrated_model the job was refused: {r.stdout}{r.stderr}")
-        job = int(r.stdout.strip())
-        d.wait_all_final([job], timeout=60)
+        job = run_spec_job(d)
         if d.show(job)["state"] != "completed":
             fail(f"the job did not complete: {d.show(job)}")
         # Without a model spec there is nothing to estimate from: still refused.

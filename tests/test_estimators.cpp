@@ -444,5 +444,26 @@ TEST(EstimateCli, PredictPrintsEveryEstimateOrNamesTheBadField) {
   EXPECT_EQ(r.out, "aegis: error: /nonexistent.json: cannot open the model file\n");
 }
 
+// The calibrated estimator through `aegis estimate predict`: a model far from the real
+// networks it was fitted on still gets an estimate, with the flag naming why, and a GPU
+// model it was never calibrated on is named too.
+TEST(EstimateCli, PredictFlagsAFarModelAndAnUncalibratedGpu) {
+  json far = valid_spec();
+  far["total_parameters"] = 5e12;
+  far["layer_counts"] = {{"linear", 3}, {"conv3d", 2}};
+  test::TempFile spec(far.dump(), ".json");
+  auto r = run_cli("estimate predict --json --features " + spec.path() + " --gpu-model H100-80GB");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const auto j = json::parse(r.out);
+  EXPECT_GT(j["calibrated_mib"].get<double>(), 0);
+  EXPECT_TRUE(j["out_of_distribution"].get<bool>());
+  const auto why = j["why"].get<std::string>();
+  EXPECT_NE(why.find("conv3d"), std::string::npos) << why;
+  EXPECT_NE(why.find("H100-80GB"), std::string::npos) << why;
+  r = run_cli("estimate predict --features " + spec.path() + " --calibrated /nonexistent.json");
+  EXPECT_EQ(r.out, "aegis: error: /nonexistent.json: cannot open\n");
+}
+
 }  // namespace
 }  // namespace aegis
+

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "apps/aegis/commands.h"
+#include "apps/aegis/estimate_real.h"
 #include "estimate/analytical.h"
 #include "estimate/evaluation.h"
 #include "estimate/gpumemnet_data.h"
@@ -209,18 +210,11 @@ nlohmann::json compare_catalog(const std::string& path, const LearnedNet* net) {
     }
     out_rows.push_back(j);
   }
-  nlohmann::json summary = nlohmann::json::array();
-  fmt::print("\n{:<30} {:>4} {:>8} {:>8} {:>8} {:>8}\n", "estimator (catalog)", "n", "median", "p95", "under",
-             "MAPE");
-  for (const char* name : {"analytical", "analytical+context+optimizer", "published-horus", "published-faketensor",
-                           "published-gpumemnet", "learned-regression"}) {
-    const auto m = ratio_metrics(est[name], peaks);
-    fmt::print("{:<30} {:>4} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.2f}\n", name, m.n, m.median_ratio, m.p95_ratio,
-               m.underestimate_share, m.mape);
-    nlohmann::json s = {{"estimator", name}};
-    s.update(to_json(m));
-    summary.push_back(s);
-  }
+  fmt::print("\n");
+  const auto summary = print_ratio_table("estimator (catalog)",
+                                         {"analytical", "analytical+context+optimizer", "published-horus",
+                                          "published-faketensor", "published-gpumemnet", "learned-regression"},
+                                         est, peaks, 30, 2);
   if (net)
     fmt::print("learned model: {} of the workloads with a model summary lie outside its training data "
                "(no estimate; docs/estimators.md)\n",
@@ -294,7 +288,7 @@ struct EvalArgs {
   std::uint64_t seed = 7;
   double quantile = 0.95;
   int epochs = 300;
-  std::string json_path, workloads, model = kDefaultModel;
+  std::string json_path, workloads, model = kDefaultModel, specs = kDefaultSpecs;
 };
 
 void add_eval(CLI::App& est) {
@@ -310,6 +304,10 @@ void add_eval(CLI::App& est) {
   cmd->add_option("--json", a.json_path, "Write every figure as JSON");
   cmd->add_option("--workloads", a.workloads, "Also compare on a profiled catalog (data/aegis/workloads.csv)");
   cmd->add_option("--model", a.model, "Learned model for the catalog comparison")->capture_default_str();
+  cmd->add_option("--specs", a.specs,
+                  "With --workloads: the catalog's model specs, for the leave-one-model-out tables "
+                  "(memory and utilisation) on real networks")
+      ->capture_default_str();
   cmd->callback([] {
     const auto files = a.data.empty() ? kDefaultData : a.data;
     const auto samples = load_gpumemnet(files);
@@ -352,6 +350,7 @@ void add_eval(CLI::App& est) {
       else fmt::print("(no learned model at {}: the catalog comparison leaves it out)\n", a.model);
       out["workloads"] = compare_catalog(a.workloads, net ? &*net : nullptr);
       if (net) out["workloads"]["model"] = a.model;
+      out["real_networks"] = evaluate_real_networks(a.workloads, a.specs, files, net ? &*net : nullptr);
     }
     if (!a.json_path.empty()) {
       std::ofstream f(a.json_path);
@@ -362,7 +361,7 @@ void add_eval(CLI::App& est) {
 }
 
 struct PredictArgs {
-  std::string features, model = kDefaultModel;
+  std::string features, model = kDefaultModel, calibrated = kDefaultCalibrated, gpu = "A100-40GB";
   bool json = false;
 };
 
@@ -371,6 +370,9 @@ void add_predict(CLI::App& est) {
   auto* cmd = est.add_subcommand("predict", "Estimate the peak GPU memory of one model spec (features JSON)");
   cmd->add_option("--features", a.features, "Model spec JSON (scripts/model_spec.py writes one)")->required();
   cmd->add_option("--model", a.model, "Learned model file")->capture_default_str();
+  cmd->add_option("--calibrated", a.calibrated, "Calibrated model file (real networks)")->capture_default_str();
+  cmd->add_option("--gpu-model", a.gpu, "GPU model the calibrated estimate is for (its context)")
+      ->capture_default_str();
   cmd->add_flag("--json", a.json, "Print JSON instead of a table");
   cmd->callback([] {
     std::ifstream in(a.features);
@@ -388,6 +390,10 @@ void add_predict(CLI::App& est) {
     const auto outside = net.encoder.outside(f);
     const double h = horus_mib(f), full = analytical_full_mib(f);
     const double reg = net.regression_mib(f), cls = net.classification_mib(f);
+    // The calibrated model is optional where it is the default and not there (a build
+    // directory run elsewhere); named explicitly, it must load.
+    const bool no_calibrated = a.calibrated == kDefaultCalibrated && !std::filesystem::exists(a.calibrated);
+    const auto cal = no_calibrated ? nlohmann::json::object() : calibrated_prediction(f, a.calibrated, a.gpu);
     if (a.json) {
       nlohmann::json o = {{"features", to_json(f)},
                           {"model", a.model},
@@ -398,6 +404,7 @@ void add_predict(CLI::App& est) {
                           {"quantile", net.quantile},
                           {"bin_mib", net.bin_mib},
                           {"outside_training", outside ? nlohmann::json(*outside) : nlohmann::json()}};
+      o.update(cal);
       fmt::print("{}\n", o.dump(2));
       return;
     }
@@ -405,6 +412,16 @@ void add_predict(CLI::App& est) {
                f.depth, f.batch_size, f.total_parameters, f.total_activations, f.activation);
     fmt::print("{:<34} {:>10.0f} MiB\n", "analytical (Horus formula)", std::ceil(h));
     fmt::print("{:<34} {:>10.0f} MiB\n", "analytical+context+optimizer", std::ceil(full));
+    if (!no_calibrated)
+      fmt::print("{:<34} {:>10.0f} MiB{}\n", "calibrated (" + a.gpu + ")",
+                 std::ceil(cal["calibrated_mib"].get<double>()),
+               cal["out_of_distribution"].get<bool>() ? "  out of distribution: " + cal["why"].get<std::string>() : "");
+    if (!no_calibrated && !cal["utilisation"].empty()) {
+      std::vector<std::string> parts;
+      for (const auto& [name, v] : cal["utilisation"].items())
+        parts.push_back(fmt::format("{} {:.2f}", name, v.get<double>()));
+      fmt::print("{:<34} {}\n", "utilisation (calibrated)", fmt::join(parts, ", "));
+    }
     if (outside) {
       fmt::print("{:<34} no estimate: {}\n", "learned (" + a.model + ")", *outside);
     } else {
@@ -418,11 +435,13 @@ void add_predict(CLI::App& est) {
 }  // namespace
 
 void add_estimate(CLI::App& app) {
-  auto* est = app.add_subcommand("estimate", "GPU memory estimators: train, evaluate, predict (docs/estimators.md)");
+  auto* est = app.add_subcommand("estimate",
+                                 "GPU memory estimators: train, calibrate, evaluate, predict (docs/estimators.md)");
   est->require_subcommand(1);
   add_train(*est);
   add_eval(*est);
   add_predict(*est);
+  add_calibrate_estimator(*est, kDefaultData);
 }
 
 }  // namespace aegis::cli

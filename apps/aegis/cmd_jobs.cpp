@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "apps/aegis/client.h"
+#include "apps/aegis/model_helpers.h"
 #include "apps/aegis/commands.h"
 #include "apps/aegis/job_runner.h"
 #include "estimate/features.h"
@@ -192,6 +193,7 @@ std::int64_t parse_id(const std::string& s) {
 struct SubmitArgs {
   int gpus = 0;
   std::string mem, name, spec, workdir, model_spec, profiled_mem, faketensor_mem;
+  ModelHelperArgs model;  // --model FILE.py:NAME and its input: the helpers run here
   std::optional<double> hint_gpu_util;
   std::optional<int> hint_sharing_score;
   bool exclusive = false;
@@ -259,6 +261,14 @@ api::JobRequest build_request(const SubmitArgs& a) {
     if (auto* e = std::get_if<std::string>(&parsed)) throw ClientError(a.model_spec + ": " + *e);
     r.model = std::get<ModelFeatures>(parsed);
   }
+  if (!a.model.model.empty()) {
+    if (!a.model_spec.empty()) throw ClientError("--model: give --model or --model-spec, not both");
+    if (a.model.batch_size < 1 || a.model.input_shape.empty())
+      throw ClientError("--model: needs --batch-size and --input-shape (one sample's shape, e.g. 3,224,224)");
+    const auto h = run_model_helpers(a.model);
+    r.model = h.features;
+    if (!r.faketensor_mib) r.faketensor_mib = static_cast<MiB>(std::ceil(h.faketensor_mib));
+  }
   for (const auto& kv : a.env) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0) throw ClientError("--env: expected NAME=VALUE, got '" + kv + "'");
@@ -323,6 +333,16 @@ void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
   cmd->add_option("--model-spec", sa.model_spec,
                   "Model features for the learned memory estimator (JSON from scripts/model_spec.py)")
       ->check(non_empty("the path of a JSON model spec"));
+  cmd->add_option("--model", sa.model.model,
+                  "PyTorch model FILE.py:NAME: runs scripts/model_spec.py and faketensor_estimate.py here (as you, "
+                  "with /usr/bin/python3 or AEGIS_PYTHON) so that the job carries its model spec and FakeTensor "
+                  "estimate")
+      ->check(non_empty("FILE.py:NAME"));
+  cmd->add_option("--batch-size", sa.model.batch_size, "With --model: the batch size")->check(CLI::Range(1, 1 << 30));
+  cmd->add_option("--input-shape", sa.model.input_shape, "With --model: one sample's shape, e.g. 3,224,224")
+      ->check(non_empty("one sample's shape"));
+  cmd->add_option("--input-dtype", sa.model.input_dtype, "With --model: float32, float16 or int64 (token ids)")
+      ->check(CLI::IsMember({"float32", "float16", "int64"}));
   cmd->add_option("--env", sa.env, "Set NAME=VALUE in the job's environment (repeatable)")
       ->expected(1)
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -466,6 +486,9 @@ void add_job_commands(CLI::App& app) {
                      "The aegis binary the batch script runs on the node (default: this one's path)")
       ->check(non_empty("leave --slurm-aegis out for this binary's path"));
   submit->callback([] {
+    // The batch script passes files to `aegis run` on the node, not the features computed here.
+    if (slurm.enabled && !sa.model.model.empty())
+      throw ClientError("--model: not with --slurm; write the spec with scripts/model_spec.py and give --model-spec");
     const auto r = build_request(sa);
     if (slurm.enabled) {
       auto absolute = [](const std::string& path) {

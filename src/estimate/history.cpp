@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 namespace aegis {
 
@@ -30,6 +31,35 @@ std::string job_signature(const std::vector<std::string>& argv, const std::strin
   sig += "\x1f";
   for (const auto& t : tags) sig += t + "\x1e";
   return sig;
+}
+
+std::optional<MiB> recent_peak_statistic(std::span<const MiB> peaks, int window, double quantile) {
+  if (peaks.empty() || window < 1) return std::nullopt;
+  const auto n = std::min(peaks.size(), static_cast<std::size_t>(window));
+  std::vector<MiB> recent(peaks.end() - static_cast<std::ptrdiff_t>(n), peaks.end());
+  std::sort(recent.begin(), recent.end());
+  const double rank = std::ceil(std::clamp(quantile, 0.0, 1.0) * static_cast<double>(n));
+  return recent[static_cast<std::size_t>(std::clamp(rank, 1.0, static_cast<double>(n))) - 1];
+}
+
+std::optional<MiB> history_estimate(
+    const std::map<std::string, std::vector<MiB>>& peaks_by_model, const std::vector<std::string>& server_models,
+    int window, double quantile, const std::function<MiB(MiB, const std::string&, const std::string&)>& translate) {
+  const std::string* most = nullptr;
+  for (const auto& [model, peaks] : peaks_by_model)
+    if (!peaks.empty() && (!most || peaks.size() > peaks_by_model.at(*most).size())) most = &model;
+  if (!most) return std::nullopt;
+  if (server_models.empty()) return recent_peak_statistic(peaks_by_model.at(*most), window, quantile);
+  std::optional<MiB> out;
+  for (const auto& model : server_models) {
+    std::optional<MiB> here;
+    if (auto it = peaks_by_model.find(model); it != peaks_by_model.end() && !it->second.empty())
+      here = recent_peak_statistic(it->second, window, quantile);
+    else if (auto from = recent_peak_statistic(peaks_by_model.at(*most), window, quantile))
+      here = translate(*from, *most, model);
+    if (here && (!out || *here > *out)) out = here;
+  }
+  return out;
 }
 
 }  // namespace aegis

@@ -1,9 +1,15 @@
 // The history estimator: a job's signature (its command with numbers normalised, working
 // directory, GPU count and tags), and the peak GPU memory recorded for earlier runs with
-// the same signature. Repeated jobs are the common case on a shared server.
+// the same signature, per GPU model. Repeated jobs are the common case on a shared server.
 #pragma once
+#include <functional>
+#include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
+
+#include "core/units.h"
 
 namespace aegis {
 
@@ -13,5 +19,18 @@ std::string job_signature(const std::vector<std::string>& argv, const std::strin
 
 // The command with every run of digits (and decimal numbers) replaced by '#'.
 std::string normalise_numbers(const std::string& s);
+
+// A high quantile of the last `window` peaks (oldest first), by nearest rank rounding up:
+// with few runs it is their largest, and one stray run among many stops counting once
+// the window has moved past it. Empty when there are none.
+std::optional<MiB> recent_peak_statistic(std::span<const MiB> peaks, int window, double quantile);
+
+// The history estimate of a job that may land on any of `server_models` (GPU model names),
+// from its signature's peaks per GPU model: the largest, over those models, of that
+// model's statistic, or, for a model without runs of its own, the statistic of the model
+// with the most runs moved across by `translate(mib, from, to)`. Empty without any peak.
+std::optional<MiB> history_estimate(
+    const std::map<std::string, std::vector<MiB>>& peaks_by_model, const std::vector<std::string>& server_models,
+    int window, double quantile, const std::function<MiB(MiB, const std::string&, const std::string&)>& translate);
 
 }  // namespace aegis

@@ -42,6 +42,13 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
     P("shim", shim, 0, 0, "", "Path of aegis-shim, which runs each job attempt (default: next to aegisd)"),
     P("learned_model", learned_model, 0, 0, "",
       "Weights of the learned memory estimator for jobs submitted with a model spec (\"\" = off)"),
+    P("calibrated_model", calibrated_model, 0, 0, "",
+      "Calibrated memory estimator (aegis estimate calibrate): its per-GPU-model CUDA contexts translate a job's "
+      "history from a GPU model it ran on to one it did not (\"\" = history moves across unchanged)"),
+    P("history_window", history_window, 1, 1000, "",
+      "Completed runs per job signature and GPU model that the history estimate reads (the most recent)"),
+    P("history_quantile", history_quantile, 0.5, 1, "",
+      "Quantile of those runs' peaks taken as the history estimate (nearest rank, rounding up; 1 = their largest)"),
     P("emulated_mig", emulated_mig, 0, 0, "",
       "Emulated MIG layout: GPU:PROFILES;... e.g. 0:3g.20gb,2g.10gb,1g.5gb,1g.5gb (\"\" = none)"),
     P("sharing", sharing, 0, 0, "process,mps,auto",

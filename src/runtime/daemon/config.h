@@ -29,6 +29,9 @@ struct DaemonSettings {
   std::string durability = "full";        // full: fsync every commit; normal: survive crashes only
   std::string shim;                       // default: aegis-shim next to aegisd
   std::string learned_model;              // learned estimator weights (JSON); "" = off
+  std::string calibrated_model;           // calibrated estimator (JSON): per-GPU-model contexts; "" = off
+  std::int64_t history_window = 10;       // runs per signature and GPU model the history estimate reads
+  double history_quantile = 0.9;          // the quantile of those runs it takes (nearest rank, up)
   std::string emulated_mig;               // emulated MIG layout, e.g. "0:3g.20gb,2g.10gb,1g.5gb,1g.5gb"
   std::string sharing = "process";        // process | mps | auto
   std::string mps_control = "managed";    // managed: aegisd starts the MPS control daemon; external

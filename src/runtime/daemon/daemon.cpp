@@ -5,12 +5,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <fmt/format.h>
+#include <fstream>
 #include <sys/wait.h>
 
 #include "estimate/analytical.h"
 #include "estimate/history.h"
+#include "estimate/utilisation.h"
 #include "runtime/daemon/daemon_util.h"
 #include "runtime/daemon/mps.h"
 #include "runtime/job/classify.h"
@@ -38,9 +41,21 @@ Daemon::Daemon(DaemonConfig config, Env& env)
   if (auto why = missing_for_policy(cfg_.daemon.policy, cfg_.engine, provided_inputs(cfg_)))
     throw ConfigError(*why + (cfg_.daemon.learned_model.empty() && required_inputs(cfg_.engine).test(
                                                                        static_cast<std::size_t>(JobInput::Learned))
-                                  ? "; set learned_model to the learned estimator's weights"
+                                  ? "; set learned_model to the learned estimator's weights (or calibrated_model)"
                                   : ""));
+  if (!cfg_.daemon.calibrated_model.empty()) {
+    try {
+      std::ifstream in(cfg_.daemon.calibrated_model);
+      if (!in) throw std::runtime_error("cannot open " + cfg_.daemon.calibrated_model);
+      const auto j = nlohmann::json::parse(in);
+      calibrated_ = CalibratedModel::from_json(j);
+      if (j.contains("utilisation")) utilisation_ = utilisation_from_json(j.at("utilisation"));
+    } catch (const std::exception& e) {
+      throw ConfigError(std::string("calibrated_model: ") + e.what());
+    }
+  }
   history_ = store_.peaks();
+  run_peaks_ = store_.run_peaks();
   select_gpus(env_.sample_gpus());
   recover_jobs(env_.now(), true);
 }
@@ -59,11 +74,13 @@ LifecycleOptions Daemon::lifecycle_options(const DaemonConfig& c) {
 
 JobInputs Daemon::provided_inputs(const DaemonConfig& c) {
   // The user's figures (declared, a profiled peak, FakeTensor's), the history of earlier
-  // runs, the analytical formula and (with weights) the learned model over a model spec,
-  // and the hints given at submit.
+  // runs, the analytical formula and (with weights) the learned or calibrated model over a
+  // model spec, and the hints given at submit.
   JobInputs in = inputs({JobInput::Declared, JobInput::Profiled, JobInput::FakeTensor, JobInput::History,
                          JobInput::Analytical, JobInput::GpuUtilHint, JobInput::SharingScoreHint});
-  if (!c.daemon.learned_model.empty()) in |= inputs({JobInput::Learned});
+  // The calibrated model answers for every spec (flagged where it extrapolates): it fills
+  // the learned slot where the learned model is absent or refuses.
+  if (!c.daemon.learned_model.empty() || !c.daemon.calibrated_model.empty()) in |= inputs({JobInput::Learned});
   return in;
 }
 
@@ -164,14 +181,65 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   spec.estimates.declared = j.request.mem_mib;
   spec.estimates.profiled = j.request.profiled_mib;
   spec.estimates.faketensor = j.request.faketensor_mib;
-  if (auto h = history_.find(signature_of(j)); h != history_.end()) spec.estimates.history = h->second;
+  spec.estimates.history = history_estimate_of(signature_of(j));
   if (j.request.model) {
     spec.estimates.analytical = static_cast<MiB>(std::ceil(horus_mib(*j.request.model)));
     if (learned_) spec.estimates.learned = learned_->regression(*j.request.model);
+    if (!spec.estimates.learned && calibrated_) spec.estimates.learned = calibrated_estimate_of(*j.request.model);
   }
   spec.hints.gpu_util = j.request.hint_gpu_util;
+  // No hint typed but a model spec: the calibrated model's utilisation estimate, which
+  // Horus' cap and the lpu order read as they would the user's figure.
+  if (!spec.hints.gpu_util && j.request.model)
+    if (auto u = utilisation_.find("gpu_util"); u != utilisation_.end())
+      spec.hints.gpu_util = u->second.predict(calibration_run(*j.request.model, ""));
   spec.hints.sharing_score = j.request.hint_sharing_score;
   return spec;
+}
+
+// The history estimate for a job of `signature` that may land on any of this server's GPU
+// models: per model, a high quantile of its recent peaks there; a model it never ran on
+// gets the most-run model's figure with the CUDA context swapped (calibrated_model), or
+// unchanged without one. Signatures recorded before history_runs keep their largest peak.
+std::optional<MiB> Daemon::history_estimate_of(const std::string& signature) const {
+  if (auto it = run_peaks_.find(signature); it != run_peaks_.end()) {
+    std::vector<std::string> models;
+    for (const auto& g : gpus_)
+      if (std::find(models.begin(), models.end(), g.status.name) == models.end()) models.push_back(g.status.name);
+    auto translate = [&](MiB mib, const std::string& from, const std::string& to) {
+      if (!calibrated_) return mib;
+      const double moved = static_cast<double>(mib) + calibrated_->context_mib(to) - calibrated_->context_mib(from);
+      return static_cast<MiB>(std::ceil(std::max(moved, 0.0)));
+    };
+    return history_estimate(it->second, models, static_cast<int>(cfg_.daemon.history_window),
+                            cfg_.daemon.history_quantile, translate);
+  }
+  if (auto h = history_.find(signature); h != history_.end()) return h->second;
+  return std::nullopt;
+}
+
+// The calibrated estimate of a spec on the GPU model of this server that needs the most
+// (a job may land on any of them).
+MiB Daemon::calibrated_estimate_of(const ModelFeatures& f) const {
+  double most = 0;
+  for (const auto& g : gpus_)
+    most = std::max(most, calibrated_->estimate(calibration_run(f, g.status.name), g.status.name).mib);
+  return static_cast<MiB>(std::ceil(most));
+}
+
+// A completed run's peak, on the GPU model of its first GPU (a job's GPUs are alike).
+void Daemon::record_history(const std::string& signature, const std::vector<std::string>& gpu_uuids, MiB peak,
+                            Seconds now) {
+  std::string model = "unknown";
+  for (const auto& g : gpus_)
+    if (!gpu_uuids.empty() && g.uuid == gpu_uuids.front()) model = g.status.name;
+  store_.record_peak(signature, peak, now);  // what an older aegisd reads
+  store_.record_run_peak(signature, model, peak, now, static_cast<int>(cfg_.daemon.history_window));
+  history_[signature] = std::max(history_[signature], peak);
+  auto& runs = run_peaks_[signature][model];
+  runs.push_back(peak);
+  if (runs.size() > static_cast<std::size_t>(cfg_.daemon.history_window)) runs.erase(runs.begin());
+  refresh_estimates(signature);
 }
 
 // A peak was recorded for `signature`: the queued jobs of that signature wait with it.
@@ -364,10 +432,7 @@ void Daemon::collect_ends(Seconds now) {
           case ExitKind::Success:
             e.outcome = AttemptOutcome::Completed;
             if (a.peak_mib > 0) {
-              const std::string sig = signature_of(rec);
-              store_.record_peak(sig, a.peak_mib, now);
-              history_[sig] = std::max(history_[sig], a.peak_mib);
-              refresh_estimates(sig);
+              record_history(signature_of(rec), a.gpu_uuids, a.peak_mib, now);
             }
             break;
           case ExitKind::Cancelled: e.outcome = AttemptOutcome::Cancelled; break;

@@ -14,6 +14,8 @@
 #include <sys/types.h>
 #include <vector>
 
+#include "estimate/calibrated.h"
+#include "estimate/utilisation.h"
 #include "estimate/learned.h"
 #include "lifecycle/inputs.h"
 #include "lifecycle/lifecycle.h"
@@ -145,8 +147,14 @@ class Daemon {
   std::vector<JobId> stop_signals_;     // cancelled, recorded, not signalled yet
   DaemonStats stats_;
   std::string gpu_error_;               // why sampling failed last, for `aegis gpus`
-  std::map<std::string, MiB> history_;  // job signature -> largest recorded peak (per GPU)
+  std::map<std::string, MiB> history_;  // job signature -> largest recorded peak (before history_runs)
+  Store::RunPeaks run_peaks_;           // job signature -> GPU model -> last peaks, oldest first
   std::optional<LearnedModel> learned_;
+  std::optional<CalibratedModel> calibrated_;  // its per-GPU-model contexts translate history
+  std::map<std::string, UtilisationModel> utilisation_;  // its utilisation estimates ("gpu_util", ...)
+  std::optional<MiB> history_estimate_of(const std::string& signature) const;
+  MiB calibrated_estimate_of(const ModelFeatures& f) const;
+  void record_history(const std::string& signature, const std::vector<std::string>& gpu_uuids, MiB peak, Seconds now);
   std::string blocked_reason_;
   EngineState engine_state_;
   Seconds launch_backoff_until_ = 0;    // after a launch failed for want of disk or descriptors

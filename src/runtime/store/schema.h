@@ -92,7 +92,12 @@
 // Kept from schema 1, unchanged:
 // events(id, job_id, t, kind, detail)   every state change of a job, in order (aegis show)
 // history(signature, peak_mib, runs, updated_at)
-//                                   peak GPU memory per job signature (the history estimator)
+//                                   peak GPU memory per job signature (the history estimator
+//                                   until history_runs; still read for signatures without them)
+// history_runs(id, signature, gpu_model, peak_mib, t)
+//                                   added in schema 2 without a version change (a table an
+//                                   older aegisd never reads): each completed run's peak per
+//                                   GPU model, the last history_window per signature and model
 // quarantine(id, uid, state, data, reason, t)
 //                                   jobs whose rows could not be read at start, set aside
 //                                   (their ids are never given out again): `data` is the
@@ -213,6 +218,14 @@ CREATE TABLE IF NOT EXISTS history (
   runs INTEGER NOT NULL,
   updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS history_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  signature TEXT NOT NULL,
+  gpu_model TEXT NOT NULL,
+  peak_mib INTEGER NOT NULL,
+  t REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_runs_key ON history_runs(signature, gpu_model, id);
 CREATE TABLE IF NOT EXISTS quarantine (id INTEGER PRIMARY KEY, uid, state, data, reason TEXT, t REAL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 )";

@@ -1177,4 +1177,44 @@ std::map<std::string, MiB> Store::peaks() {
   return out;
 }
 
+void Store::record_run_peak(const std::string& signature, const std::string& gpu_model, MiB peak_mib, Seconds t,
+                            int keep) {
+  {
+    sqlite3_stmt* st =
+        cached(db_, "INSERT INTO history_runs(signature, gpu_model, peak_mib, t) VALUES(?1, ?2, ?3, ?4)");
+    Use use{st};
+    check(sqlite3_bind_text(st, 1, signature.data(), static_cast<int>(signature.size()), SQLITE_STATIC),
+          "record run peak");
+    check(sqlite3_bind_text(st, 2, gpu_model.data(), static_cast<int>(gpu_model.size()), SQLITE_STATIC),
+          "record run peak");
+    check(sqlite3_bind_int64(st, 3, peak_mib), "record run peak");
+    check(sqlite3_bind_double(st, 4, t), "record run peak");
+    step_done(st, "record run peak");
+  }
+  // Older runs than the window are never read again: the table stays as small as the window.
+  sqlite3_stmt* st = cached(db_,
+                            "DELETE FROM history_runs WHERE signature = ?1 AND gpu_model = ?2 AND id NOT IN "
+                            "(SELECT id FROM history_runs WHERE signature = ?1 AND gpu_model = ?2 "
+                            "ORDER BY id DESC LIMIT ?3)");
+  Use use{st};
+  check(sqlite3_bind_text(st, 1, signature.data(), static_cast<int>(signature.size()), SQLITE_STATIC),
+        "prune run peaks");
+  check(sqlite3_bind_text(st, 2, gpu_model.data(), static_cast<int>(gpu_model.size()), SQLITE_STATIC),
+        "prune run peaks");
+  check(sqlite3_bind_int64(st, 3, std::max(1, keep)), "prune run peaks");
+  step_done(st, "prune run peaks");
+}
+
+Store::RunPeaks Store::run_peaks() {
+  Stmt st{prepare("SELECT signature, gpu_model, peak_mib FROM history_runs ORDER BY id")};
+  RunPeaks out;
+  int rc;
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
+    if (sqlite3_column_type(st.s, 0) == SQLITE_NULL || sqlite3_column_type(st.s, 1) == SQLITE_NULL) continue;
+    out[column_string(st.s, 0)][column_string(st.s, 1)].push_back(sqlite3_column_int64(st.s, 2));
+  }
+  if (rc != SQLITE_DONE) fail("select history runs");
+  return out;
+}
+
 }  // namespace aegis

@@ -104,6 +104,10 @@ class Store {
   // Peak GPU memory (per GPU) observed for job signatures (estimate/history.h).
   void record_peak(const std::string& signature, MiB peak_mib, Seconds t);
   std::map<std::string, MiB> peaks();  // signature -> largest recorded peak
+  // One completed run's peak on a GPU model; only the last `keep` per signature and model stay.
+  void record_run_peak(const std::string& signature, const std::string& gpu_model, MiB peak_mib, Seconds t, int keep);
+  using RunPeaks = std::map<std::string, std::map<std::string, std::vector<MiB>>>;
+  RunPeaks run_peaks();  // signature -> GPU model -> peaks, oldest first
 
  private:
   enum class Write { Insert, InsertWithId, Update };

@@ -86,6 +86,8 @@ def check_files():
     unit = open("/lib/systemd/system/aegisd.service").read()
     if "ExecStart=/usr/sbin/aegisd --config /etc/aegis/aegisd.toml" not in unit:
         fail("the unit does not start the installed aegisd with the installed config:\n" + unit)
+    if "StateDirectoryMode=0700" not in unit or "KillMode=process" not in unit:
+        fail("the unit must keep /var/lib/aegis private and leave jobs running when aegisd stops:\n" + unit)
     r = run("systemd-analyze", "verify", "/lib/systemd/system/aegisd.service", check=False)
     if r.returncode != 0 or "aegisd.service:" in r.stderr:
         fail(f"systemd-analyze verify: rc={r.returncode}\n{r.stdout}{r.stderr}")
@@ -154,6 +156,8 @@ def run_job_and_reload(proc, log):
     j = wait_for(f"job {job} to end", final)
     if j["state"] != "completed" or not os.path.isdir(f"/var/lib/aegis/jobs/{job}"):
         fail(f"job through the installed CLI: {j}")
+    if os.stat("/var/lib/aegis").st_mode & 0o777 != 0o700:
+        fail(f"/var/lib/aegis has mode {oct(os.stat('/var/lib/aegis').st_mode & 0o777)}, not 0700")
 
     # SIGHUP: a live setting applies, an engine parameter waits for a restart (one line).
     with open("/etc/aegis/aegisd.toml", "a") as f:

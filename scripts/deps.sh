@@ -19,6 +19,7 @@ PACKAGES=(
 )
 if [ "${1:-}" = "--test" ]; then
   PACKAGES+=(slurm-wlm slurmdbd munge mariadb-server)   # tests/slurm/: a real Slurm with accounting
+  PACKAGES+=(dpkg-dev systemd)   # tests/package/: dpkg-shlibdeps for cpack, systemd-analyze verify
 fi
 
 missing=()

@@ -2,10 +2,10 @@
 # A live demo of aegisd on three emulated 40 GiB GPUs: a burst of emulated training jobs
 # (one too big to share, so it runs out of memory and climbs the recovery ladder), shown
 # with `aegis gpus` and `aegis queue` as they run. Stops the daemon and cleans up at the end.
-# Expects a build in build/ (scripts/run.sh does it). About a minute.
+# Expects a build in build/ (or $AEGIS_BUILD_DIR: scripts/run.sh builds build-run/). About a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B="$PWD/build"
+B="$PWD/${AEGIS_BUILD_DIR:-build}"   # scripts/run.sh: build-run
 dir=$(mktemp -d /tmp/aegis-demo.XXXXXX)
 chmod 755 "$dir"
 export AEGIS_SOCKET="$dir/aegisd.sock"

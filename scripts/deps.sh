@@ -16,9 +16,11 @@ PACKAGES=(
   python3   # the test scripts (tests/sim_golden.py, tests/daemon/, tests/security/)
   python3-torch python3-torchvision   # Debian's PyTorch (/usr/bin/python3): estimator helpers, workload smoke tests
   patchelf   # scripts/gpu-validate.sh --prepare: the bundle's RPATH
+  help2man   # the man pages of the package (packaging/)
 )
 if [ "${1:-}" = "--test" ]; then
   PACKAGES+=(slurm-wlm slurmdbd munge mariadb-server)   # tests/slurm/: a real Slurm with accounting
+  PACKAGES+=(dpkg-dev systemd)   # tests/package/: dpkg-shlibdeps for cpack, systemd-analyze verify
 fi
 
 missing=()

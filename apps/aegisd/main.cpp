@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "runtime/daemon/config.h"
+#include "runtime/daemon/config_reload.h"
 #include "runtime/daemon/daemon.h"
 #include "runtime/daemon/mps.h"
 #include "runtime/daemon/secure_paths.h"
@@ -29,11 +30,26 @@ bool exists(const std::string& p) {
   return stat(p.c_str(), &st) == 0;
 }
 
-// Installed layout first (bin/ and lib/), then the build tree.
+// Installed layout first (the package's private directories, found relative to aegisd
+// so that any install prefix works), then the build tree.
 std::string default_emulated_library() {
-  for (const std::string& p : {exe_dir() + "/../lib/libaegis-nvml-emulated.so", std::string(AEGIS_EMULATED_NVML_BUILD)})
+  const std::string installed = exe_dir() + "/" + AEGIS_EMULATED_NVML_INSTALLED;
+  for (const std::string& p : {installed, std::string(AEGIS_EMULATED_NVML_BUILD)})
     if (exists(p)) return p;
-  return exe_dir() + "/../lib/libaegis-nvml-emulated.so";
+  return installed;
+}
+
+std::string default_shim() {
+  const std::string installed = exe_dir() + "/" + AEGIS_SHIM_INSTALLED;
+  return exists(installed) ? installed : exe_dir() + "/aegis-shim";
+}
+
+// Fills in the defaults that depend on where aegisd is.
+aegis::DaemonConfig load_config(const std::string& path, const std::vector<std::string>& sets) {
+  aegis::DaemonConfig cfg = aegis::load_daemon_config(path, sets);
+  if (cfg.daemon.shim.empty()) cfg.daemon.shim = default_shim();
+  if (cfg.daemon.emulated_library.empty()) cfg.daemon.emulated_library = default_emulated_library();
+  return cfg;
 }
 
 }  // namespace
@@ -42,13 +58,19 @@ int main(int argc, char** argv) {
   CLI::App app{"aegisd: shares the GPUs of this server between training jobs safely"};
   std::string config_path;
   std::vector<std::string> sets;
-  bool print = false;
+  bool print = false, print_default = false;
   std::string state_dir, socket;
   app.add_option("--config", config_path, "TOML configuration file (see docs/daemon.md)");
   app.add_option("--set", sets, "Override a setting or engine parameter: NAME=VALUE (repeatable)");
   app.add_option("--state-dir", state_dir, "Same as --set state_dir=DIR");
   app.add_option("--socket", socket, "Same as --set socket=PATH");
   app.add_flag("--print-config", print, "Print the effective configuration as TOML and exit");
+  app.add_flag("--print-default-config", print_default,
+               "Print every setting with its meaning and default, commented out (the installed "
+               "/etc/aegis/aegisd.toml), and exit");
+  app.footer("Signals: SIGTERM or SIGINT stop aegisd (running jobs continue and are re-adopted at the next "
+             "start); SIGHUP reads the configuration again and applies the settings marked [reload] in "
+             "--print-default-config, saying in one line which others need a restart.");
   app.set_version_flag("--version", "aegisd 0.1.0");
   try {
     app.parse(argc, argv);
@@ -56,11 +78,13 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    if (print_default) {
+      fmt::print("{}", aegis::config_file_template());
+      return 0;
+    }
     if (!state_dir.empty()) sets.push_back("state_dir=" + state_dir);
     if (!socket.empty()) sets.push_back("socket=" + socket);
-    aegis::DaemonConfig cfg = aegis::load_daemon_config(config_path, sets);
-    if (cfg.daemon.shim.empty()) cfg.daemon.shim = exe_dir() + "/aegis-shim";
-    if (cfg.daemon.emulated_library.empty()) cfg.daemon.emulated_library = default_emulated_library();
+    aegis::DaemonConfig cfg = load_config(config_path, sets);
     if (print) {
       fmt::print("{}", aegis::to_toml(cfg));
       return 0;
@@ -87,6 +111,7 @@ int main(int argc, char** argv) {
       else unsetenv("AEGIS_EMULATED_MIG");
       library = cfg.daemon.emulated_library;
     }
+    aegis::DaemonConfig loaded = cfg;  // as read, before setup_mps resolves its defaults: what SIGHUP compares
     std::string error;
     auto source = aegis::open_nvml(library, &error);
     if (!source) throw std::runtime_error("GPUs: " + error);
@@ -110,6 +135,17 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "aegisd: {} unfinished job(s) recovered; engine: {}; job processes: {}; up to {} client "
                "connections\n", daemon->active_jobs(), aegis::Engine(cfg.engine).describe(), daemon->tracking(),
                server->max_connections());
+    // SIGHUP: the file and --set flags again; a file that no longer reads keeps what runs.
+    server->on_hangup([&] {
+      try {
+        const auto outcome = aegis::reload_config(loaded, load_config(config_path, sets));
+        daemon->set_live_settings(outcome.config.daemon);
+        loaded = outcome.config;
+        fmt::print(stderr, "{}\n", aegis::reload_summary(outcome));
+      } catch (const std::exception& e) {
+        fmt::print(stderr, "aegisd: reload: error: {}; the running configuration is kept\n", e.what());
+      }
+    });
     server->run();
     if (daemon->running_jobs() == 0) aegis::stop_mps(cfg.daemon);  // clients would lose their server
     fmt::print(stderr, "aegisd: stopping; running jobs continue and are re-adopted at the next start\n");

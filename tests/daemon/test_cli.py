@@ -4,17 +4,50 @@ Usage: test_cli.py BUILD_DIR
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 import urllib.request
 
-from harness import Daemon, fail
+from harness import Daemon, fail, wait_for
 
 
 def expect_error(r, text):
     if r.returncode == 0 or text not in r.stderr:
         fail(f"expected an error containing {text!r}, got rc={r.returncode} stderr={r.stderr!r}")
+
+
+def check_job_metrics(d, port):
+    """Per-job series for running jobs, at most metrics_max_jobs (1 here) of them; every
+    metric the Grafana dashboard queries is served."""
+    def metrics():
+        return urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    first = d.submit("--", d.fakejob, "--mem", "3000", "--smact", "0.5", "--seconds", "300")
+    second = d.submit("--", d.fakejob, "--mem", "2000", "--smact", "0.5", "--seconds", "300")
+    mem = re.compile(rf'^aegis_job_memory_used_mib{{job="{first}",user="[^"]+",gpu="GPU-[^"]+"}} 3000$', re.M)
+    body = wait_for("job memory in the metrics", lambda: (lambda b: mem.search(b) and b)(metrics()))
+    wait_for("both jobs running", lambda: all(d.show(j)["state"] == "running" for j in (first, second)))
+    body = wait_for("the second job counted as dropped",
+                    lambda: (lambda b: "aegis_job_series_dropped 1\n" in b and b)(metrics()))
+    for pattern in (rf'^aegis_job_state{{job="{first}",user="[^"]+",state="active"}} 1$',
+                    rf'^aegis_job_attempts{{job="{first}",user="[^"]+"}} 1$',
+                    rf'^aegis_job_oom_recoveries{{job="{first}",user="[^"]+"}} 0$',
+                    rf'^aegis_job_gpu_sm_activity{{job="{first}",user="[^"]+",gpu="GPU-[^"]+"}} [0-9.e-]+$'):
+        if not re.search(pattern, body, re.M):
+            fail(f"metrics lack {pattern}:\n{body}")
+    if f'job="{second}"' in body:
+        fail("a job beyond metrics_max_jobs has series")
+    dashboard = json.load(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "packaging",
+                                            "grafana", "aegis-dashboard.json")))
+    queried = {m for p in dashboard["panels"] for t in p["targets"] for m in re.findall(r"aegis_[a-z_]+", t["expr"])}
+    served = set(re.findall(r"^# TYPE (aegis_[a-z_]+) ", body, re.M))
+    if not queried or queried - served:
+        fail(f"the Grafana dashboard queries metrics aegisd does not serve: {sorted(queried - served)}")
+    d.run_cli("cancel", str(first), str(second))
+    wait_for("the jobs cancelled", lambda: all(d.show(j)["state"] == "cancelled" for j in (first, second)))
+    if "aegis_job_memory_used_mib{" in metrics():
+        fail("series of ended jobs remain")
 
 
 def main(build):
@@ -27,7 +60,8 @@ def main(build):
 
     port = 19900 + os.getpid() % 90
     model = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "data", "models", "gpumemnet_mlp.json")
-    d = Daemon(build, settings={"metrics_port": port, "observation_window_s": 1.0, "learned_model": model})
+    d = Daemon(build, settings={"metrics_port": port, "observation_window_s": 1.0, "learned_model": model,
+                                "metrics_max_jobs": 1})
     try:
         d.start()
         expect_error(d.run_cli("submit", "--mem", "12X", "--", "true", check=False), "--mem: '12X' is not a memory size")
@@ -87,6 +121,7 @@ def main(build):
                      "aegis_tick_seconds_count", "aegis_submissions_total 3"):
             if name not in body:
                 fail("metrics lack " + name)
+        check_job_metrics(d, port)
     finally:
         d.cleanup()
 

@@ -36,6 +36,9 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
       "Scheduling policy, from the one registry `aegis policies` lists (its preset applies before the engine keys of "
       "this file; aegisd refuses a policy that needs what it cannot give its jobs)"),
     P("metrics_port", metrics_port, 0, 65535, "", "Loopback TCP port of the Prometheus endpoint (0 = off)"),
+    P("metrics_max_jobs", metrics_max_jobs, 0, 100000, "",
+      "Running jobs that get per-job Prometheus series (aegis_job_*), lowest ids first; the rest are counted in "
+      "aegis_job_series_dropped"),
     P("kill_grace_s", kill_grace_s, 0, 3600, "", "Seconds between SIGTERM and SIGKILL when a job is cancelled"),
     P("durability", durability, 0, 0, "full,normal",
       "full: fsync every commit (survives power loss); normal: survives daemon crashes only"),

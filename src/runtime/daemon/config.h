@@ -25,6 +25,7 @@ struct DaemonSettings {
   std::string gpus = "all";               // "all" or a comma list of NVML indices or UUIDs
   std::string policy = "aegis-auto";     // aegis with the estimate chain a server can give
   std::int64_t metrics_port = 0;          // loopback HTTP port for Prometheus (0 = off)
+  std::int64_t metrics_max_jobs = 256;    // running jobs with per-job series (bounds their cardinality)
   double kill_grace_s = 10;
   std::string durability = "full";        // full: fsync every commit; normal: survive crashes only
   std::string shim;                       // default: aegis-shim next to aegisd
@@ -64,5 +65,9 @@ DaemonConfig load_daemon_config(const std::string& toml_path, const std::vector<
 
 // The effective config as TOML, each key with its meaning as a comment.
 std::string to_toml(const DaemonConfig& c);
+
+// The installed /etc/aegis/aegisd.toml: every setting and engine parameter with its meaning
+// and its default, commented out, those a SIGHUP applies marked (config_template.cpp).
+std::string config_file_template();
 
 }  // namespace aegis

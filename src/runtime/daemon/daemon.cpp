@@ -355,6 +355,7 @@ void Daemon::note_activity(Seconds now) {
   // peak for the history estimator.
   std::vector<Env::AttemptKey> running;
   for (JobId id : life_.holding_gpus()) running.push_back({id, life_.find(id)->current()->number});
+  job_memory_now_.clear();
   if (running.empty()) return;
   std::vector<pid_t> pids;
   for (const auto& g : gpus_)
@@ -378,8 +379,10 @@ void Daemon::note_activity(Seconds now) {
       }
     }
     for (const auto& [id, mib] : used_here)
-      if (auto rec = records_.find(id); rec != records_.end())
+      if (auto rec = records_.find(id); rec != records_.end()) {
         rec->second.current()->peak_mib = std::max(rec->second.current()->peak_mib, mib);
+        job_memory_now_[id][g.uuid] = mib;
+      }
   }
 }
 

@@ -21,6 +21,7 @@
 #include "lifecycle/lifecycle.h"
 #include "runtime/api/request.h"
 #include "runtime/daemon/config.h"
+#include "runtime/daemon/config_reload.h"
 #include "runtime/env/env.h"
 #include "runtime/job/job.h"
 #include "runtime/store/store.h"
@@ -84,6 +85,8 @@ class Daemon {
 
   Store& store() { return store_; }
   const DaemonConfig& config() const { return cfg_; }
+  // A reload (config_reload.h): the live settings of `s` replace the running ones.
+  void set_live_settings(const DaemonSettings& s) { copy_live_settings(s, cfg_.daemon); }
   const DaemonStats& stats() const { return stats_; }
   std::string metrics_text() const;  // Prometheus text format
   std::size_t active_jobs() const { return records_.size(); }
@@ -147,6 +150,8 @@ class Daemon {
   std::vector<JobId> stop_signals_;     // cancelled, recorded, not signalled yet
   DaemonStats stats_;
   std::string gpu_error_;               // why sampling failed last, for `aegis gpus`
+  // Memory of each running job's processes per GPU at the last sample (per-job metrics).
+  std::map<JobId, std::map<std::string, MiB>> job_memory_now_;
   std::map<std::string, MiB> history_;  // job signature -> largest recorded peak (before history_runs)
   Store::RunPeaks run_peaks_;           // job signature -> GPU model -> last peaks, oldest first
   std::optional<LearnedModel> learned_;

@@ -1,11 +1,30 @@
 // aegisd's Prometheus metrics (text format 0.0.4): the GPUs as the engine sees them, the
-// queues, attempts by outcome, submissions and the latency of scheduling passes.
+// queues, attempts by outcome, submissions, the latency of scheduling passes, and series
+// per running job (at most metrics_max_jobs of them, so that their number stays bounded).
 #include <algorithm>
 #include <fmt/format.h>
+#include <map>
+#include <vector>
 
 #include "runtime/daemon/daemon.h"
 
 namespace aegis {
+
+namespace {
+
+// A label value as the text format wants it (user names come from the system, but who
+// knows what an admin allowed in them).
+std::string label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string Daemon::metrics_text() const {
   std::string o;
@@ -44,6 +63,55 @@ std::string Daemon::metrics_text() const {
   line("# HELP aegis_jobs_running Jobs running");
   line("# TYPE aegis_jobs_running gauge");
   line(fmt::format("aegis_jobs_running {}", running));
+
+  // Per running job: lowest ids first, at most metrics_max_jobs (a running job holds a
+  // GPU, so there are few; the cap bounds the series whatever the collocation).
+  std::map<std::string, double> smact_of;
+  for (const auto& g : reply["gpus"])
+    smact_of[g["uuid"].get<std::string>()] = g["smact"].is_number() ? g["smact"].get<double>() : -1;
+  std::vector<const DaemonJob*> jobs;
+  for (const auto& [id, j] : records_)
+    if (j.state == JobState::Running && j.current()) jobs.push_back(&j);
+  const auto cap = static_cast<std::size_t>(cfg_.daemon.metrics_max_jobs);
+  const std::size_t dropped = jobs.size() > cap ? jobs.size() - cap : 0;
+  jobs.resize(jobs.size() - dropped);
+  line("# HELP aegis_job_memory_used_mib GPU memory of a running job's processes on one of its GPUs (NVML)");
+  line("# TYPE aegis_job_memory_used_mib gauge");
+  for (const auto* j : jobs) {
+    const auto mem = job_memory_now_.find(j->id);
+    for (const auto& uuid : j->current()->gpu_uuids) {
+      MiB mib = 0;
+      if (mem != job_memory_now_.end())
+        if (auto it = mem->second.find(uuid); it != mem->second.end()) mib = it->second;
+      line(fmt::format("aegis_job_memory_used_mib{{job=\"{}\",user=\"{}\",gpu=\"{}\"}} {}", j->id, label(j->user),
+                       uuid, mib));
+    }
+  }
+  line("# HELP aegis_job_gpu_sm_activity SM activity of a GPU a running job is on (NVML reports it per GPU, not "
+       "per process; absent without GPM)");
+  line("# TYPE aegis_job_gpu_sm_activity gauge");
+  for (const auto* j : jobs)
+    for (const auto& uuid : j->current()->gpu_uuids)
+      if (auto it = smact_of.find(uuid); it != smact_of.end() && it->second >= 0)
+        line(fmt::format("aegis_job_gpu_sm_activity{{job=\"{}\",user=\"{}\",gpu=\"{}\"}} {}", j->id,
+                         label(j->user), uuid, it->second));
+  line("# HELP aegis_job_state 1 for the state of a running job: starting (no GPU process seen yet) or active");
+  line("# TYPE aegis_job_state gauge");
+  for (const auto* j : jobs)
+    line(fmt::format("aegis_job_state{{job=\"{}\",user=\"{}\",state=\"{}\"}} 1", j->id, label(j->user),
+                     j->current()->first_activity ? "active" : "starting"));
+  line("# HELP aegis_job_attempts Attempts of a running job so far, the current one included");
+  line("# TYPE aegis_job_attempts gauge");
+  for (const auto* j : jobs)
+    line(fmt::format("aegis_job_attempts{{job=\"{}\",user=\"{}\"}} {}", j->id, label(j->user), j->attempts.size()));
+  line("# HELP aegis_job_oom_recoveries Out-of-memory failures a running job has recovered from");
+  line("# TYPE aegis_job_oom_recoveries gauge");
+  for (const auto* j : jobs)
+    line(fmt::format("aegis_job_oom_recoveries{{job=\"{}\",user=\"{}\"}} {}", j->id, label(j->user),
+                     j->recovery.oom_count));
+  line("# HELP aegis_job_series_dropped Running jobs without per-job series (beyond metrics_max_jobs)");
+  line("# TYPE aegis_job_series_dropped gauge");
+  line(fmt::format("aegis_job_series_dropped {}", dropped));
   line("# HELP aegis_attempts_total Job attempts that ended, by outcome (since the daemon started)");
   line("# TYPE aegis_attempts_total counter");
   for (const char* k : {"completed", "oom", "failed", "failed-start", "cancelled", "lost", "unknown"})

@@ -459,6 +459,7 @@ void Server::run() {
       signalfd_siginfo si{};
       while (read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
         if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) stop = true;
+        if (si.ssi_signo == SIGHUP && on_hangup_) on_hangup_();
       }
       while (waitpid(-1, nullptr, WNOHANG) > 0) {
       }  // shims end: their exit records are read at the next sample

@@ -29,6 +29,9 @@ class Server {
   // Runs until SIGTERM or SIGINT. Jobs keep running when it returns (their shims own them).
   void run();
 
+  // Called on SIGHUP, between passes (aegisd's main reloads its configuration).
+  void on_hangup(std::function<void()> f) { on_hangup_ = std::move(f); }
+
   // Connections the limits allow now (max_connections, lowered to fit the fd limit).
   std::size_t max_connections() const { return max_connections_; }
 
@@ -63,6 +66,7 @@ class Server {
   bool evict_for(uid_t newcomer);
 
   Daemon& d_;
+  std::function<void()> on_hangup_;
   int listen_fd_ = -1;
   int metrics_fd_ = -1;
   int signal_fd_ = -1;

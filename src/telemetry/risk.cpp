@@ -25,60 +25,31 @@ WindowStats window_stats(std::span<const double> samples) {
   const std::size_t n = samples.size();
   if (n == 0) return s;
 
-  // Telemetry of a steady GPU is often one value repeated: every statistic is that value.
-  if (std::all_of(samples.begin(), samples.end(), [&](double x) { return x == samples[0]; })) {
-    s.mean = s.median = s.p95 = s.ewma = samples[0];
-    return s;
-  }
-
-  // One pass: the sum and EWMA in sample order (the results depend on it), and the
-  // window as runs of equal consecutive values while there are few: simulated telemetry
-  // changes in steps, so its quantiles come from sorting a few runs.
+  // Telemetry that changes in steps (a steady GPU, simulated telemetry) is a few runs of
+  // equal consecutive values: summarised from the runs, which sorts only the runs.
   constexpr std::size_t kMaxRuns = 8;
-  std::array<std::pair<double, std::size_t>, kMaxRuns> runs{};
+  std::array<SampleRun, kMaxRuns> runs;  // uninitialised: only the first nruns are read
   std::size_t nruns = 0;
   bool few = true;
+  for (double x : samples) {
+    if (nruns > 0 && runs[nruns - 1].value == x) ++runs[nruns - 1].count;
+    else if (nruns < kMaxRuns) runs[nruns++] = {x, 1};
+    else { few = false; break; }
+  }
+  if (few) return window_stats(std::span<const SampleRun>(runs.data(), nruns));
+
+  // Many distinct values: the sum and EWMA in sample order (the results depend on it),
+  // the quantiles from a sorted copy (windows are small, 30 samples by default).
   double sum = 0;
   const double alpha = 2.0 / (static_cast<double>(n) + 1.0);
   double ewma = samples[0];
   for (std::size_t i = 0; i < n; ++i) {
-    const double x = samples[i];
-    sum += x;
-    if (i > 0) ewma = alpha * x + (1 - alpha) * ewma;
-    if (!few) continue;
-    if (nruns > 0 && runs[nruns - 1].first == x) ++runs[nruns - 1].second;
-    else if (nruns < kMaxRuns) runs[nruns++] = {x, 1};
-    else few = false;
+    sum += samples[i];
+    if (i > 0) ewma = alpha * samples[i] + (1 - alpha) * ewma;
   }
   s.mean = sum / static_cast<double>(n);
   s.ewma = ewma;
-
-  if (few) {
-    for (std::size_t i = 1; i < nruns; ++i)  // insertion sort: at most kMaxRuns runs
-      for (std::size_t k = i; k > 0 && runs[k].first < runs[k - 1].first; --k) std::swap(runs[k], runs[k - 1]);
-    // The value at rank r of the sorted window.
-    auto at = [&](std::size_t r) {
-      for (std::size_t k = 0; k < nruns; ++k) {
-        if (r < runs[k].second) return runs[k].first;
-        r -= runs[k].second;
-      }
-      return runs[nruns - 1].first;
-    };
-    auto quantile = [&](double q) {
-      const double pos = q * static_cast<double>(n - 1);
-      const auto lo = static_cast<std::size_t>(std::floor(pos));
-      const auto hi = std::min(lo + 1, n - 1);
-      const double frac = pos - static_cast<double>(lo);
-      const double a = at(lo);
-      return a + (at(hi) - a) * frac;
-    };
-    s.median = quantile(0.5);
-    s.p95 = quantile(0.95);
-    return s;
-  }
-
-  // Windows are small (30 samples by default): sort a stack copy when it fits.
-  std::array<double, 128> small{};
+  std::array<double, 128> small;
   std::vector<double> big;
   std::span<double> sorted;
   if (n <= small.size()) {

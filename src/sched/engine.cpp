@@ -92,6 +92,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   for (const FilterEntry& e : filters_for(config_)) {
     filters_.push_back(e.make(config_));
     if (e.binds_alone) alone_rules_.push_back(filters_.back().get());
+    if (filters_.back()->name() == "pressure") pressure_ = filters_.back().get();
   }
   order_ = make_order(config_.order, config_);
   recovery_ = make_recovery(config_);
@@ -241,6 +242,9 @@ Decisions Engine::tick(const Snapshot& snap) const {
   t.gpus.resize(snap.gpus.size());
   const bool loads = !snap.loads.empty() && snap.loads.size() == t.gpus.size();
   MiB guard_of = -1, guard = 0;  // GPUs of a server are mostly alike: one guard per size
+  // The least any GPU here offers alone after the guard: a job needing no more can ever run
+  // on as many GPUs as there are (the common case, asked for every job: no count then).
+  MiB least_usable = std::numeric_limits<MiB>::max();
   for (std::size_t i = 0; i < snap.gpus.size(); ++i) {  // one pass per GPU when the loads are kept
     GpuCandidate& c = t.gpus[i];
     c.view = &snap.gpus[i];
@@ -248,6 +252,7 @@ Decisions Engine::tick(const Snapshot& snap) const {
     if (snap.gpus[i].total_mib != guard_of) {
       guard_of = snap.gpus[i].total_mib;
       guard = cfg.memory_guard(guard_of);
+      least_usable = std::min(least_usable, guard_of - guard);
     }
     c.guard_mib = guard;
     if (loads) {
@@ -291,8 +296,11 @@ Decisions Engine::tick(const Snapshot& snap) const {
       // could_ever_run on this server's GPUs, counted without sorting: at least n of them
       // must hold what the job needs alone after the guard.
       const MiB need = need_alone(*job);
-      int hold = 0;
-      for (const auto& g : t.gpus) hold += g.view->total_mib - g.guard_mib >= need ? 1 : 0;
+      int hold = static_cast<int>(t.gpus.size());
+      if (need > least_usable) {
+        hold = 0;
+        for (const auto& g : t.gpus) hold += g.view->total_mib - g.guard_mib >= need ? 1 : 0;
+      }
       if (n < 1 || hold < n) {
         // It needs more memory alone than any GPU here has: waiting would block the queue forever.
         d.stops.push_back({job->spec.id, fmt::format("needs {} MiB on a GPU alone; no GPU here has that much", need)});
@@ -343,7 +351,7 @@ Decisions Engine::tick(const Snapshot& snap) const {
           if (!failed) {
             pick.push_back(&g);
           } else {
-            if (failed->name() == "pressure") {
+            if (failed == pressure_) {
               by_pressure = true;
               pressure_gpus.push_back(g.view->index);
             }

@@ -876,6 +876,16 @@ class Run {
   // A job larger than any server runs alone on whole idle servers, lowest index first.
   std::optional<Placement> place_gang(const QueuedJob& job, Seconds t) {
     int remaining = job.spec.num_gpus;
+    // Too few whole idle servers: no part could be kept, so none is asked for (a gang job
+    // waiting at the head would otherwise be tried on every idle server at every pass).
+    int idle_total = 0;
+    for (const Server& srv : servers_)
+      if (srv.idle_gpus == srv.ngpus) idle_total += srv.ngpus;
+    n_visits_ += servers_.size();
+    if (idle_total < remaining) {
+      last_gang_blocked_ = job.spec.num_gpus;
+      return std::nullopt;
+    }
     Placement p;
     for (int s = 0; s < static_cast<int>(servers_.size()) && remaining > 0; ++s) {
       ++n_visits_;

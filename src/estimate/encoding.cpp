@@ -1,4 +1,5 @@
 #include "estimate/encoding.h"
+#include "estimate/model_file_error.h"
 
 #include <algorithm>
 #include <cctype>
@@ -20,18 +21,14 @@ std::string lower(std::string s) {
 // Parameter-free reshaping layers are harmless whether or not training saw them.
 bool reshaping(const std::string& type) { return type == "flatten" || type == "unflatten"; }
 
-[[noreturn]] void bad(const std::string& where, const std::string& what) {
-  throw std::runtime_error(where + ": " + what);
-}
-
 std::vector<double> numbers(const nlohmann::json& j, const std::string& key, const std::string& where,
                             std::size_t n) {
   const std::string w = where + "." + key;
   if (!j.contains(key) || !j[key].is_array() || j[key].size() != n)
-    bad(w, fmt::format("expected an array of {} numbers", n));
+    model_file_error(w, fmt::format("expected an array of {} numbers", n));
   std::vector<double> out;
   for (const auto& v : j[key]) {
-    if (!v.is_number() || !std::isfinite(v.get<double>())) bad(w, "expected finite numbers");
+    if (!v.is_number() || !std::isfinite(v.get<double>())) model_file_error(w, "expected finite numbers");
     out.push_back(v.get<double>());
   }
   return out;
@@ -39,10 +36,10 @@ std::vector<double> numbers(const nlohmann::json& j, const std::string& key, con
 
 std::vector<std::string> strings(const nlohmann::json& j, const std::string& key, const std::string& where) {
   const std::string w = where + "." + key;
-  if (!j.contains(key) || !j[key].is_array()) bad(w, "expected an array of strings");
+  if (!j.contains(key) || !j[key].is_array()) model_file_error(w, "expected an array of strings");
   std::vector<std::string> out;
   for (const auto& v : j[key]) {
-    if (!v.is_string() || v.get<std::string>().empty()) bad(w, "expected non-empty strings");
+    if (!v.is_string() || v.get<std::string>().empty()) model_file_error(w, "expected non-empty strings");
     out.push_back(v.get<std::string>());
   }
   return out;
@@ -162,10 +159,10 @@ nlohmann::json FeatureEncoder::to_json() const {
 }
 
 FeatureEncoder FeatureEncoder::from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) bad(where, "expected an object");
+  if (!j.is_object()) model_file_error(where, "expected an object");
   FeatureEncoder e;
   if (strings(j, "continuous_inputs", where) != continuous_inputs())
-    bad(where + ".continuous_inputs",
+    model_file_error(where + ".continuous_inputs",
         fmt::format("this model was made for other inputs (this build uses {})", fmt::join(continuous_inputs(), ", ")));
   e.activations_ = strings(j, "activation_vocabulary", where);
   e.layer_types_ = strings(j, "layer_types", where);
@@ -174,7 +171,7 @@ FeatureEncoder FeatureEncoder::from_json(const nlohmann::json& j, const std::str
   e.mean_ = numbers(j, "mean", where, n);
   e.scale_ = numbers(j, "scale", where, n);
   for (auto s : e.scale_)
-    if (s <= 0) bad(where + ".scale", "expected positive numbers");
+    if (s <= 0) model_file_error(where + ".scale", "expected positive numbers");
   e.min_ = numbers(j, "min", where, nc);
   e.max_ = numbers(j, "max", where, nc);
   return e;

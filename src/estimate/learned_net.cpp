@@ -1,4 +1,5 @@
 #include "estimate/learned_net.h"
+#include "estimate/model_file_error.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,23 +9,19 @@
 namespace aegis {
 namespace {
 
-[[noreturn]] void bad(const std::string& where, const std::string& what) {
-  throw std::runtime_error(where + ": " + what);
-}
-
 const nlohmann::json& object(const nlohmann::json& j, const std::string& key, const std::string& where) {
-  if (!j.contains(key) || !j[key].is_object()) bad(where.empty() ? key : where + "." + key, "expected an object");
+  if (!j.contains(key) || !j[key].is_object()) model_file_error(where.empty() ? key : where + "." + key, "expected an object");
   return j[key];
 }
 
 double number(const nlohmann::json& j, const std::string& key, const std::string& where, double lo, double hi,
               bool open) {
   const std::string w = where + "." + key;
-  if (!j.contains(key) || !j[key].is_number()) bad(w, "expected a number");
+  if (!j.contains(key) || !j[key].is_number()) model_file_error(w, "expected a number");
   const double v = j[key].get<double>();
   const bool ok = open ? (v > lo && v < hi) : (v >= lo && v <= hi);
   if (!std::isfinite(v) || !ok)
-    bad(w, "expected a number in " + std::string(open ? "(" : "[") + std::to_string(lo) + ", " +
+    model_file_error(w, "expected a number in " + std::string(open ? "(" : "[") + std::to_string(lo) + ", " +
                std::to_string(hi) + (open ? ")" : "]"));
   return v;
 }
@@ -62,9 +59,9 @@ nlohmann::json to_json(const LearnedNet& n) {
 }
 
 LearnedNet learned_net_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) bad("model", "expected a JSON object");
+  if (!j.is_object()) model_file_error("model", "expected a JSON object");
   if (j.value("format", std::string()) != kLearnedFormat)
-    bad("format", std::string("expected \"") + kLearnedFormat + "\"");
+    model_file_error("format", std::string("expected \"") + kLearnedFormat + "\"");
   LearnedNet n;
   n.encoder = FeatureEncoder::from_json(object(j, "features", ""), "features");
   const auto& r = object(j, "regression", "");
@@ -72,14 +69,14 @@ LearnedNet learned_net_from_json(const nlohmann::json& j) {
   n.target_mean = number(r, "target_mean", "regression", -1e6, 1e6, false);
   n.target_scale = number(r, "target_scale", "regression", 0, 1e6, true);
   n.regression = mlp_from_json(object(r, "network", "regression"), "regression.network");
-  if (n.regression.outputs() != 1) bad("regression.network", "expected one output");
+  if (n.regression.outputs() != 1) model_file_error("regression.network", "expected one output");
   const auto& c = object(j, "classification", "");
   n.bin_mib = number(c, "bin_mib", "classification", 0, 1e9, true);
   n.classifier = mlp_from_json(object(c, "network", "classification"), "classification.network");
-  if (n.classifier.outputs() < 1) bad("classification.network", "expected at least one output");
+  if (n.classifier.outputs() < 1) model_file_error("classification.network", "expected at least one output");
   for (const auto* net : {&n.regression, &n.classifier})
     if (static_cast<std::size_t>(net->inputs()) != n.encoder.size())
-      bad(net == &n.regression ? "regression.network" : "classification.network",
+      model_file_error(net == &n.regression ? "regression.network" : "classification.network",
           "expected " + std::to_string(n.encoder.size()) + " inputs (as many as the features)");
   if (j.contains("training")) n.training = j["training"];
   return n;

@@ -1,4 +1,5 @@
 #include "estimate/mlp.h"
+#include "estimate/model_file_error.h"
 
 #include <Eigen/Core>
 #include <cassert>
@@ -12,19 +13,15 @@ namespace {
 
 using RowMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-[[noreturn]] void bad(const std::string& where, const std::string& what) {
-  throw std::runtime_error(where + ": " + what);
-}
-
 std::vector<double> numbers(const nlohmann::json& j, const std::string& where, std::size_t n) {
-  if (!j.is_array()) bad(where, "expected an array of numbers");
-  if (j.size() != n) bad(where, "expected " + std::to_string(n) + " numbers, got " + std::to_string(j.size()));
+  if (!j.is_array()) model_file_error(where, "expected an array of numbers");
+  if (j.size() != n) model_file_error(where, "expected " + std::to_string(n) + " numbers, got " + std::to_string(j.size()));
   std::vector<double> out;
   out.reserve(n);
   for (const auto& v : j) {
-    if (!v.is_number()) bad(where, "expected numbers only");
+    if (!v.is_number()) model_file_error(where, "expected numbers only");
     const double d = v.get<double>();
-    if (!std::isfinite(d)) bad(where, "expected finite numbers");
+    if (!std::isfinite(d)) model_file_error(where, "expected finite numbers");
     out.push_back(d);
   }
   return out;
@@ -33,7 +30,7 @@ std::vector<double> numbers(const nlohmann::json& j, const std::string& where, s
 int positive_int(const nlohmann::json& j, const std::string& key, const std::string& where) {
   if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<long long>() < 1 ||
       j[key].get<long long>() > 1000000)
-    bad(where + "." + key, "expected a positive integer");
+    model_file_error(where + "." + key, "expected a positive integer");
   return j[key].get<int>();
 }
 
@@ -86,23 +83,23 @@ nlohmann::json to_json(const Mlp& m) {
 }
 
 Mlp mlp_from_json(const nlohmann::json& j, const std::string& where) {
-  if (!j.is_object()) bad(where, "expected an object");
+  if (!j.is_object()) model_file_error(where, "expected an object");
   Mlp m;
   const auto act = j.value("hidden_activation", std::string());
   if (act == "relu") m.hidden = HiddenActivation::Relu;
   else if (act == "tanh") m.hidden = HiddenActivation::Tanh;
-  else bad(where + ".hidden_activation", "expected \"relu\" or \"tanh\"");
+  else model_file_error(where + ".hidden_activation", "expected \"relu\" or \"tanh\"");
   if (!j.contains("layers") || !j["layers"].is_array() || j["layers"].empty())
-    bad(where + ".layers", "expected a non-empty array");
+    model_file_error(where + ".layers", "expected a non-empty array");
   for (std::size_t i = 0; i < j["layers"].size(); ++i) {
     const auto& lj = j["layers"][i];
     const std::string w = where + ".layers[" + std::to_string(i) + "]";
-    if (!lj.is_object()) bad(w, "expected an object");
+    if (!lj.is_object()) model_file_error(w, "expected an object");
     DenseLayer L;
     L.inputs = positive_int(lj, "inputs", w);
     L.outputs = positive_int(lj, "outputs", w);
     if (!m.layers.empty() && m.layers.back().outputs != L.inputs)
-      bad(w + ".inputs", "expected " + std::to_string(m.layers.back().outputs) + " (the previous layer's outputs)");
+      model_file_error(w + ".inputs", "expected " + std::to_string(m.layers.back().outputs) + " (the previous layer's outputs)");
     L.weight = numbers(lj.value("weight", nlohmann::json()), w + ".weight",
                        static_cast<std::size_t>(L.inputs) * static_cast<std::size_t>(L.outputs));
     L.bias = numbers(lj.value("bias", nlohmann::json()), w + ".bias", static_cast<std::size_t>(L.outputs));

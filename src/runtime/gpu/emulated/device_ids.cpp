@@ -1,6 +1,6 @@
 #include "runtime/gpu/emulated/device_ids.h"
+#include "runtime/gpu/emulated/whole_number.h"
 
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
 
@@ -12,16 +12,11 @@ constexpr std::string_view kGpuPrefix = "GPU-aeg15000-0000-0000-0000-";
 constexpr std::string_view kMigPrefix = "MIG-aeg15000-0000-0000-0000-";
 constexpr int kSlotDigits = 100;  // the tail is gpu * 100 + slot
 
-bool parse_int(std::string_view s, std::int64_t* v) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return !s.empty() && ec == std::errc{} && end == s.data() + s.size();
-}
-
 // The GPU index of a full GPU UUID, or -1.
 int gpu_index(std::string_view uuid) {
   std::int64_t v = -1;
   if (!uuid.starts_with(kGpuPrefix) || uuid.size() != kGpuPrefix.size() + 12) return -1;
-  if (!parse_int(uuid.substr(kGpuPrefix.size()), &v) || v < 0 || v >= kMaxGpus) return -1;
+  if (!parse_whole_number(uuid.substr(kGpuPrefix.size()), &v) || v < 0 || v >= kMaxGpus) return -1;
   return static_cast<int>(v);
 }
 
@@ -29,7 +24,7 @@ int gpu_index(std::string_view uuid) {
 int mig_uuid_device(std::string_view uuid) {
   std::int64_t v = -1;
   if (!uuid.starts_with(kMigPrefix) || uuid.size() != kMigPrefix.size() + 12) return -1;
-  if (!parse_int(uuid.substr(kMigPrefix.size()), &v) || v < 0) return -1;
+  if (!parse_whole_number(uuid.substr(kMigPrefix.size()), &v) || v < 0) return -1;
   const std::int64_t gpu = v / kSlotDigits, slot = v % kSlotDigits;
   if (gpu >= kMaxGpus || slot >= kMigSlices) return -1;
   return mig_device(static_cast<int>(gpu), static_cast<int>(slot));
@@ -42,7 +37,7 @@ int legacy_mig_device(std::string_view id) {
   if (!id.starts_with("MIG-GPU-") || b == std::string_view::npos) return -1;
   const int gpu = gpu_index(id.substr(4, a - 4));
   std::int64_t gi = -1, ci = -1;
-  if (gpu < 0 || !parse_int(id.substr(a + 1, b - a - 1), &gi) || !parse_int(id.substr(b + 1), &ci) || ci != 0)
+  if (gpu < 0 || !parse_whole_number(id.substr(a + 1, b - a - 1), &gi) || !parse_whole_number(id.substr(b + 1), &ci) || ci != 0)
     return -1;
   for (int slot = 0; slot < kMigSlices; ++slot)
     if (gpu_instance_id(slot) == static_cast<std::uint64_t>(gi)) return mig_device(gpu, slot);

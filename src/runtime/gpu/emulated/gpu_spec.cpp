@@ -1,6 +1,6 @@
 #include "runtime/gpu/emulated/gpu_spec.h"
+#include "runtime/gpu/emulated/whole_number.h"
 
-#include <charconv>
 #include <cstdint>
 
 namespace aegis::emu {
@@ -8,11 +8,6 @@ namespace aegis::emu {
 namespace {
 
 constexpr MiB kMaxMib = MiB{1} << 24;  // 16 TiB: anything larger is a typo
-
-bool parse_int(std::string_view s, std::int64_t* v) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return ec == std::errc{} && end == s.data() + s.size();
-}
 
 }  // namespace
 
@@ -29,8 +24,8 @@ std::vector<GpuSpec> parse_gpu_specs(std::string_view text, std::string* error) 
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
     const auto x = part.find('x');
     std::int64_t count = 1, mib = 0;
-    if (x != std::string_view::npos && !parse_int(part.substr(0, x), &count)) return fail(part, "has a bad count");
-    if (!parse_int(x == std::string_view::npos ? part : part.substr(x + 1), &mib)) return fail(part, "has a bad size");
+    if (x != std::string_view::npos && !parse_whole_number(part.substr(0, x), &count)) return fail(part, "has a bad count");
+    if (!parse_whole_number(x == std::string_view::npos ? part : part.substr(x + 1), &mib)) return fail(part, "has a bad size");
     if (count < 1) return fail(part, "has a count below 1");
     if (mib < 1 || mib > kMaxMib) return fail(part, "has a size out of range");
     if (static_cast<std::int64_t>(out.size()) + count > kMaxGpus) return fail(part, "makes more than 64 GPUs");

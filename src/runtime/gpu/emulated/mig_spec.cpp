@@ -1,9 +1,9 @@
 #include "runtime/gpu/emulated/mig_spec.h"
 
-#include <charconv>
 
 #include "core/mig_models.h"
 #include "runtime/gpu/emulated/device_ids.h"
+#include "runtime/gpu/emulated/whole_number.h"
 
 namespace aegis::emu {
 
@@ -12,17 +12,12 @@ namespace {
 constexpr std::string_view kHelp =
     " (write GPU:PROFILE,...;GPU:..., e.g. 0:3g.20gb,2g.10gb,1g.5gb,1g.5gb;2:7g.40gb)";
 
-bool parse_int(std::string_view s, int* v) {
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
-  return !s.empty() && ec == std::errc{} && end == s.data() + s.size();
-}
-
 // "<slices>g.<GiB>gb", written exactly as NVIDIA names profiles (no leading zeros).
 std::optional<MigProfile> parse_profile(std::string_view s) {
   const auto g = s.find("g.");
   if (g == std::string_view::npos || !s.ends_with("gb")) return std::nullopt;
   MigProfile p;
-  if (!parse_int(s.substr(0, g), &p.slices) || !parse_int(s.substr(g + 2, s.size() - g - 4), &p.gib))
+  if (!parse_whole_number(s.substr(0, g), &p.slices) || !parse_whole_number(s.substr(g + 2, s.size() - g - 4), &p.gib))
     return std::nullopt;
   if (p.slices < 1 || p.slices > kMigSlices || p.gib < 1 || p.gib > (1 << 14) || p.name() != s) return std::nullopt;
   return p;
@@ -42,7 +37,7 @@ std::optional<std::vector<MigGpu>> parse_mig_layout(std::string_view text, std::
     text = semi == std::string_view::npos ? std::string_view{} : text.substr(semi + 1);
     const auto colon = part.find(':');
     MigGpu m;
-    if (colon == std::string_view::npos || !parse_int(part.substr(0, colon), &m.gpu) || m.gpu < 0 || m.gpu >= kMaxGpus)
+    if (colon == std::string_view::npos || !parse_whole_number(part.substr(0, colon), &m.gpu) || m.gpu < 0 || m.gpu >= kMaxGpus)
       return fail(part, "does not start with a GPU index and ':'");
     for (const auto& o : out)
       if (o.gpu == m.gpu) return fail(part, "lists GPU " + std::to_string(m.gpu) + " again");

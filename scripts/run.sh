@@ -4,8 +4,9 @@
 # GPUs with a burst of jobs (scripts/demo.sh; AEGIS_NO_DEMO=1 skips it). Extra arguments
 # go to `aegis sim`.
 # To show results soon on a fresh clone it builds only the programs it runs, in build-run/
-# at -O1 without debug information (about half the compile work of -O2 -g), `aegis` first
-# and the daemon's programs while the simulator runs. scripts/test.sh builds everything,
+# at -O1 without debug information (about half the compile work of -O2 -g) and in unity
+# batches (AEGIS_UNITY_BUILD, the default: about 0.58x the work again), `aegis` first and
+# the daemon's programs while the simulator runs. scripts/test.sh builds everything,
 # tests included, in build/ (RelWithDebInfo, as CI).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -2,13 +2,12 @@
 // build dependency on DCGM, as for NVML (nvml_library.h). Destroying it shuts DCGM down and
 // unloads the library. Used only by dcgm_source.cpp.
 #pragma once
-#include <dlfcn.h>
-
 #include <memory>
 #include <string>
 #include <type_traits>
 
 #include "runtime/gpu/dcgm_api.h"
+#include "runtime/gpu/dl_library.h"
 
 namespace aegis::dcgm {
 
@@ -17,11 +16,8 @@ class Library {
   // Null, with `error` set to one line, when the library cannot be loaded or initialised.
   static std::unique_ptr<Library> open(const std::string& path, std::string* error) {
     std::unique_ptr<Library> lib(new Library);
-    lib->path_ = path;
-    lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib->handle_) {
-      const char* why = dlerror();
-      *error = "cannot load DCGM from '" + path + "' (" + (why ? why : "unknown reason") + ")";
+    if (std::string why; !lib->dl_.open(path, &why)) {
+      *error = "cannot load DCGM from '" + path + "' (" + why + ")";
       return nullptr;
     }
     if (const char* missing = lib->resolve()) {
@@ -37,13 +33,12 @@ class Library {
   }
 
   ~Library() {
-    if (initialised_) shutdown();
-    if (handle_) dlclose(handle_);
+    if (initialised_) shutdown();  // then dl_ unloads the library
   }
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return dl_.path(); }
 
   std::string error_string(dcgmReturn_t rc) const {
     const char* s = errorString ? errorString(rc) : nullptr;
@@ -75,8 +70,7 @@ class Library {
   const char* resolve() {
     const char* missing = nullptr;
     auto need = [&](auto* out, const char* name) {
-      // dlsym gives a data pointer; POSIX guarantees it converts to a function pointer.
-      *out = reinterpret_cast<std::remove_pointer_t<decltype(out)>>(dlsym(handle_, name));
+      *out = dl_.symbol<std::remove_pointer_t<decltype(out)>>(name);
       if (!*out && !missing) missing = name;
     };
     need(&init, "dcgmInit");
@@ -95,12 +89,11 @@ class Library {
     need(&unwatchFields, "dcgmUnwatchFields");
     need(&updateAllFields, "dcgmUpdateAllFields");
     need(&entityGetLatestValues, "dcgmEntityGetLatestValues");
-    errorString = reinterpret_cast<errorString_fn>(dlsym(handle_, "errorString"));
+    errorString = dl_.symbol<errorString_fn>("errorString");
     return missing;
   }
 
-  std::string path_;
-  void* handle_ = nullptr;
+  DlLibrary dl_;
   bool initialised_ = false;
 };
 

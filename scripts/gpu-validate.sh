@@ -3,13 +3,15 @@
 #
 #   scripts/gpu-validate.sh --prepare BUNDLE_DIR [BUILD_DIR]
 #       HERE (Debian 12): brings BUILD_DIR (default build/) up to date, copies aegisd, aegis,
-#       aegis-shim, aegis-gpu-query, aegis-fakejob and the emulated NVML library from it,
+#       aegis-shim, aegis-gpu-query, aegis-fakejob and the emulated NVML and DCGM libraries from it,
 #       builds nvml_probe against it, and puts next to them the shared libraries a stock
 #       system may lack (ldd); every binary finds them through its RPATH ($ORIGIN/../lib),
 #       so no LD_LIBRARY_PATH leaks into the jobs' environment.
 #
 #   scripts/gpu-validate.sh [--emulated [--scale X]] [--budget S] [--trace CSV] BUNDLE_DIR [OUT_DIR]
-#       ON THE GPU MACHINE: 1. NVML self-check and the cost of a sample against nvidia-smi;
+#       ON THE GPU MACHINE: 1. NVML self-check and the cost of a sample against nvidia-smi,
+#       and the telemetry source aegisd chooses (GPM, DCGM where libdcgm is installed, coarse)
+#       with what each source reads under load;
 #       2. the mini-trace (scripts/gpu-validate/minitrace.csv) through aegisd twice, policy
 #       exclusive (the solo profiles) then aegis; 3. everything packed into
 #       OUT_DIR/gpu-validation.tar.gz (rewritten after each phase), plus run.log and
@@ -35,7 +37,7 @@ prepare() {
   # two must agree, so bring the build up to date first (the tests, run on a fresh build,
   # skip this with AEGIS_VAL_NO_BUILD=1).
   if [ "${AEGIS_VAL_NO_BUILD:-0}" != 1 ]; then
-    cmake --build "$build" --target aegisd aegis-shim aegis aegis-gpu-query aegis-fakejob aegis-nvml-emulated aegis_gpu \
+    cmake --build "$build" --target aegisd aegis-shim aegis aegis-gpu-query aegis-fakejob aegis-nvml-emulated aegis-dcgm-emulated aegis_gpu \
       || die "building the bundle's targets in $build failed (see above)"
   fi
   local -A src=(
@@ -43,13 +45,15 @@ prepare() {
     [aegis-gpu-query]=apps/aegis-gpu-query/aegis-gpu-query [aegis-fakejob]=apps/aegis-fakejob/aegis-fakejob
   )
   local emu=$build/src/runtime/gpu/emulated/libaegis-nvml-emulated.so gpulib=$build/src/runtime/libaegis_gpu.a
+  local emu_dcgm=$build/src/runtime/gpu/emulated/libaegis-dcgm-emulated.so
   for n in "${!src[@]}"; do [ -x "$build/${src[$n]}" ] || die "$build/${src[$n]}: missing; build the project first"; done
   [ -f "$emu" ] || die "$emu: missing; build the project first"
+  [ -f "$emu_dcgm" ] || die "$emu_dcgm: missing; build the project first"
   [ -f "$gpulib" ] || die "$gpulib: missing; build the project first"
   rm -rf "$bundle"
   mkdir -p "$bundle/bin" "$bundle/lib"
   for n in "${!src[@]}"; do cp "$build/${src[$n]}" "$bundle/bin/$n"; done
-  cp "$emu" "$bundle/lib/"
+  cp "$emu" "$emu_dcgm" "$bundle/lib/"
   g++ -std=c++20 -O2 -Wall -Wextra -Werror -I "$REPO/src" "$HERE/nvml_probe.cpp" "$gpulib" -ldl \
     -o "$bundle/bin/nvml_probe" || die "nvml_probe did not build (see above)"
   # Every shared library the binaries need, less the C library and the C++ runtime: those
@@ -59,7 +63,7 @@ prepare() {
   local libs
   libs=$(ldd "$bundle"/bin/* "$bundle"/lib/*.so 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 }' |
     grep -Ev '/(libc|libm|libdl|libpthread|librt|libresolv|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
-    grep -v libnvidia-ml | sort -u)
+    grep -v libnvidia-ml | grep -v libdcgm | sort -u)
   for l in $libs; do cp -L "$l" "$bundle/lib/"; done
   # DT_RPATH (not RUNPATH): it also covers the libraries' own dependencies.
   for f in "$bundle"/bin/* "$bundle"/lib/*.so*; do
@@ -157,7 +161,9 @@ ENGINE=(
 )
 GPU_MEMORY=143771  # the emulated GPU: an H200 as nvidia-smi reports it
 EMU_LIB=$BUNDLE/lib/libaegis-nvml-emulated.so
-# AEGIS_VAL_EMULATED_GPM=0: an emulated GPU without GPM, to try the coarse-telemetry path.
+EMU_DCGM=$BUNDLE/lib/libaegis-dcgm-emulated.so
+# AEGIS_VAL_EMULATED_GPM=0: an emulated GPU without GPM (Ampere-like): its SM activity then
+# comes from the emulated libdcgm, the DCGM telemetry path.
 EMU_GPM=${AEGIS_VAL_EMULATED_GPM:-1}
 if [ "$MODE" = emulated ]; then
   export AEGIS_EMULATED_STATE=$WORK/emulated.state AEGIS_EMULATED_GPUS=1x$GPU_MEMORY AEGIS_EMULATED_GPM=$EMU_GPM
@@ -190,6 +196,22 @@ pack() {
 cp "$TRACE" "$RES/minitrace.csv"
 
 # --- 1. NVML self-check ----------------------------------------------------------------
+
+# Which telemetry source aegisd chooses on this GPU (--source auto: GPM, else DCGM, else
+# coarse) and what GPM and DCGM each read under the same load (--source gpm, dcgm: DCGM on
+# every GPU, to compare), one CSV and one description line each (summarize.py). Where no
+# libdcgm is installed the dcgm files say so and auto reads GPM or coarse: nothing fails.
+telemetry_sources() {
+  local d=$1 ms=$2 dcgm=()
+  if [ "$MODE" = emulated ]; then dcgm=(--dcgm-library "$EMU_DCGM"); fi
+  ldconfig -p 2>/dev/null | grep libdcgm > "$d/libdcgm.txt" || echo "no libdcgm known to ldconfig" > "$d/libdcgm.txt"
+  for s in auto gpm dcgm; do
+    "$BUNDLE/bin/aegis-gpu-query" --library "$NVML" "${dcgm[@]}" --source "$s" --gpm-interval "$ms" --describe \
+      > "$d/telemetry-$s.txt" 2>&1 || echo "exit $?" >> "$d/telemetry-$s.txt"
+    "$BUNDLE/bin/aegis-gpu-query" --library "$NVML" "${dcgm[@]}" --source "$s" --gpm-interval "$ms" --header \
+      > "$d/telemetry-$s.csv" 2>&1 || echo "exit $?" >> "$d/telemetry-$s.csv"
+  done
+}
 
 nvml_phase() {
   local d=$RES/nvml
@@ -230,6 +252,7 @@ nvml_phase() {
     if [ $waited -ge 60 ] || ! kill -0 "$load" 2>/dev/null; then log "the load job shows no GPU process (see nvml/load.log)"; break; fi
   done
   sleep "$(scaled 5)"  # past the first iterations: steady activity
+  telemetry_sources "$d" "${gpm_ms%.*}"
   if [ "$MODE" = real ]; then
     nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv > "$d/apps-before.csv" 2>&1 || true
   fi
@@ -263,6 +286,7 @@ trace_phase() {
       echo "gpu_backend = \"emulated\""
       echo "emulated_library = \"$EMU_LIB\""
       echo "emulated_gpus = \"1x$GPU_MEMORY\""
+      echo "dcgm_library = \"$EMU_DCGM\""
       if [ "$EMU_GPM" = 0 ]; then echo "emulated_gpm = false"; else echo "emulated_gpm = true"; fi
     else
       echo "gpu_backend = \"nvml\""
@@ -287,6 +311,7 @@ trace_phase() {
     [ $i -lt 100 ] || die "aegisd ($policy) did not answer within 20 s: $(tail -3 "$d/aegisd.log")"
   done
   "$BUNDLE/bin/aegis" --socket "$WORK/$policy.sock" gpus > "$d/gpus-start.txt" 2>&1 || true
+  "$BUNDLE/bin/aegis" --socket "$WORK/$policy.sock" gpus --json > "$d/gpus-start.json" 2>&1 || true
   "$PY" "$HERE/run_trace.py" --aegis "$BUNDLE/bin/aegis" --socket "$WORK/$policy.sock" --trace "$RES/minitrace.csv" \
     --repo "$REPO" --mode "$MODE" --python "$PY" --fakejob "$BUNDLE/bin/aegis-fakejob" --scale "$SCALE" \
     --interval "$(scaled 1)" --deadline-s "$deadline" --policy "$policy" --out "$d" ||

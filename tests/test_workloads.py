@@ -143,7 +143,7 @@ def dry_run(build):
         r = run([script, "--prepare", bundle, build], timeout=300, env={"AEGIS_VAL_NO_BUILD": "1"})
         check(r.returncode == 0, f"--prepare failed:\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
         for f in ("bin/aegisd", "bin/aegis", "bin/aegis-shim", "bin/aegis-gpu-query", "bin/aegis-fakejob",
-                  "bin/nvml_probe", "lib/libaegis-nvml-emulated.so", "lib/libfmt.so.9"):
+                  "bin/nvml_probe", "lib/libaegis-nvml-emulated.so", "lib/libaegis-dcgm-emulated.so", "lib/libfmt.so.9"):
             check(os.path.isfile(os.path.join(bundle, f)), f"bundle lacks {f}")
         check(not [f for f in os.listdir(os.path.join(bundle, "lib")) if "libnvidia-ml" in f], "bundle holds an NVML")
         ldd = run(["ldd", os.path.join(bundle, "bin/aegisd")], timeout=30).stdout
@@ -165,9 +165,19 @@ def dry_run(build):
             names = set(tf.getnames())
         for f in ("results/config.json", "results/minitrace.csv", "results/nvml/probe-idle.json",
                   "results/nvml/probe-load.json", "results/exclusive/jobs.json", "results/exclusive/telemetry.jsonl",
-                  "results/aegis/jobs.json", "results/aegis/aegisd.log", "results/aegis/metrics.txt"):
+                  "results/aegis/jobs.json", "results/aegis/aegisd.log", "results/aegis/metrics.txt",
+                  "results/nvml/telemetry-auto.csv", "results/nvml/telemetry-dcgm.txt", "results/aegis/gpus-start.json"):
             check(f in names, f"the archive lacks {f}")
         check(summary["nvml"]["load"]["gpm_metrics_present"], "the NVML self-check saw no GPM metrics")
+        # The telemetry sources: aegisd's choice on the emulated H200 is GPM; DCGM, asked to
+        # read the same GPU, reads it too (the emulated libdcgm shares the GPU's state; how
+        # much activity it sees depends on whether the short load still runs).
+        tel = summary["nvml"].get("telemetry") or {}
+        auto, dcgm = (tel.get(k, {}).get("gpus") or [{}] for k in ("auto", "dcgm"))
+        check(auto[0].get("source") == "gpm" and "DCGM: not needed" in tel["auto"]["describe"],
+              f"the telemetry check did not choose GPM on a GPM GPU: {tel.get('auto')}")
+        check(dcgm[0].get("source") == "dcgm" and dcgm[0].get("smact") is not None,
+              f"DCGM did not read the load's SM activity: {tel.get('dcgm')}")
         # The emulated GPU has an H200's memory: the MIG table of that model is the one checked.
         mig = summary["nvml"].get("mig_table") or {}
         check(mig.get("model") == "H200-141GB" and "results/nvml/mig-table-aegis.csv" in names,

@@ -1,7 +1,7 @@
-// aegis-gpu-query: one CSV line per GPU, through the same NVML loader as the daemon.
+// aegis-gpu-query: one CSV line per GPU, through the same loaders (NVML, DCGM) as the daemon.
 // What the published prototype paid per sample (a subprocess asking the driver) is what
 // bench_gpu_sample measures with it; it is also handy to look at emulated GPUs.
-//   aegis-gpu-query [--library PATH] [--gpm-interval MS] [--header]
+//   aegis-gpu-query [--library PATH] [--gpm-interval MS] [--header] [--source auto|gpm|dcgm] [--dcgm-library PATH]
 //   aegis-gpu-query --mig-table   (aegis's MIG profile tables, to compare with nvidia-smi mig -lgip)
 #include <chrono>
 #include <cstdio>
@@ -12,17 +12,23 @@
 
 #include "core/mig_models.h"
 #include "runtime/gpu/gpu_source.h"
+#include "runtime/gpu/telemetry_select.h"
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: aegis-gpu-query [--library PATH] [--gpm-interval MS] [--header]\n"
+    "usage: aegis-gpu-query [--library PATH] [--gpm-interval MS] [--header] [--source auto|gpm|dcgm]\n"
+    "                       [--dcgm-library PATH] [--dcgm-hostengine ADDR] [--describe]\n"
     "  --library PATH      NVML library to load (default libnvidia-ml.so.1)\n"
     "  --gpm-interval MS   take a second sample MS later, so GPM metrics (smact) appear\n"
     "  --header            print the column names first\n"
+    "  --source S          where SM activity comes from: auto (aegisd's choice: GPM, else DCGM), gpm (no DCGM),\n"
+    "                      dcgm (DCGM on every GPU, replacing GPM: to compare the two); default gpm\n"
+    "  --dcgm-library PATH DCGM library (default libdcgm.so.4, .so.3, .so); --dcgm-hostengine ADDR as aegisd's\n"
+    "  --describe          print the sources' one-line description instead of the rows\n"
     "  --mig-table         print aegis's MIG profile tables (core/mig_models.h) instead, as CSV\n"
     "columns: index,uuid,memory.total MiB,memory.used MiB,memory.free MiB,utilization [0,1],smact [0,1],"
-    "processes (pid:MiB ...)\n";
+    "processes (pid:MiB ...),smocc [0,1],drama [0,1],telemetry source (gpm|dcgm|coarse|memory-only)\n";
 
 void print_optional(const std::optional<double>& v) {
   if (v) std::printf("%.2f", *v);
@@ -49,7 +55,9 @@ int print_mig_table() {
 int main(int argc, char** argv) {
   std::string library = "libnvidia-ml.so.1";
   long gpm_ms = 0;
-  bool header = false;
+  bool header = false, describe = false;
+  std::string source_choice = "gpm";
+  aegis::DcgmOptions dcgm;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--library" && i + 1 < argc) {
@@ -63,6 +71,18 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--header") {
       header = true;
+    } else if (a == "--describe") {
+      describe = true;
+    } else if (a == "--source" && i + 1 < argc) {
+      source_choice = argv[++i];
+      if (source_choice != "auto" && source_choice != "gpm" && source_choice != "dcgm") {
+        std::fprintf(stderr, "aegis-gpu-query: --source: '%s' is not auto, gpm or dcgm\n", argv[i]);
+        return 2;
+      }
+    } else if (a == "--dcgm-library" && i + 1 < argc) {
+      dcgm.library = argv[++i];
+    } else if (a == "--dcgm-hostengine" && i + 1 < argc) {
+      dcgm.hostengine = argv[++i];
     } else if (a == "--mig-table") {
       return print_mig_table();
     } else if (a == "--help" || a == "-h") {
@@ -74,7 +94,9 @@ int main(int argc, char** argv) {
     }
   }
   std::string error;
-  auto source = aegis::open_nvml(library, &error);
+  if (source_choice == "gpm") dcgm.mode = "off";
+  if (gpm_ms > 0) dcgm.update_s = static_cast<double>(gpm_ms) / 1000;
+  auto source = aegis::open_gpus(library, dcgm, &error, source_choice == "dcgm");
   if (!source) {
     std::fprintf(stderr, "aegis-gpu-query: %s\n", error.c_str());
     return 1;
@@ -85,7 +107,11 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(gpm_ms));
       gpus = source->sample();
     }
-    if (header) std::puts("index,uuid,memory.total,memory.used,memory.free,utilization,smact,processes");
+    if (describe) {
+      std::printf("%s\n", source->describe().c_str());
+      return 0;
+    }
+    if (header) std::puts("index,uuid,memory.total,memory.used,memory.free,utilization,smact,processes,smocc,drama,source");
     for (const auto& g : gpus) {
       std::printf("%d,%s,%lld,%lld,%lld,", g.index, g.uuid.c_str(), static_cast<long long>(g.total_mib),
                   static_cast<long long>(g.used_mib), static_cast<long long>(g.free_mib));
@@ -99,7 +125,11 @@ int main(int argc, char** argv) {
         if (p.used_mib) std::printf("%lld", static_cast<long long>(*p.used_mib));
         else std::putchar('?');
       }
-      std::putchar('\n');
+      std::putchar(',');
+      print_optional(g.smocc);
+      std::putchar(',');
+      print_optional(g.drama);
+      std::printf(",%s\n", g.telemetry_source());
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "aegis-gpu-query: %s\n", e.what());

@@ -119,8 +119,8 @@ void print_jobs(const json& jobs) {
 void print_gpus(const json& r) {
   fmt::print("{}\n", text(r, "source"));
   if (const auto error = str(r, "error"); !error.empty()) fmt::print("telemetry error: {}\n", error);
-  fmt::print("{:>3}  {:<18} {:>17}  {:>5} {:>5} {:>5}  {:<10} {}\n", "GPU", "UUID", "MEMORY (MiB)", "SMACT", "SMOCC",
-             "DRAMA", "STATE", "JOBS");
+  fmt::print("{:>3}  {:<18} {:>17}  {:>5} {:>5} {:>5}  {:<11} {:<10} {}\n", "GPU", "UUID", "MEMORY (MiB)", "SMACT",
+             "SMOCC", "DRAMA", "TELEMETRY", "STATE", "JOBS");
   auto pct = [](const json& v) {
     return v.is_number() ? fmt::format("{:.0f}%", 100 * v.get<double>()) : std::string("-");
   };
@@ -128,9 +128,9 @@ void print_gpus(const json& r) {
     std::string jobs;
     for (const auto& id : items(g, "jobs")) jobs += (jobs.empty() ? "" : ",") + text(id);
     const json& observing = field(g, "observing");
-    fmt::print("{:>3}  {:<18} {:>8}/{:<8}  {:>5} {:>5} {:>5}  {:<10} {}\n", text(g, "index"),
+    fmt::print("{:>3}  {:<18} {:>8}/{:<8}  {:>5} {:>5} {:>5}  {:<11} {:<10} {}\n", text(g, "index"),
                short_uuid(text(g, "uuid")), text(g, "memory_used_mib"), text(g, "memory_total_mib"), pct(field(g, "smact")), pct(field(g, "smocc")),
-               pct(field(g, "drama")), observing.is_boolean() ? (observing.get<bool>() ? "observing" : "open") : "-",
+               pct(field(g, "drama")), str(g, "telemetry_source").empty() ? "-" : str(g, "telemetry_source"), observing.is_boolean() ? (observing.get<bool>() ? "observing" : "open") : "-",
                jobs.empty() ? "-" : jobs);
   }
 }

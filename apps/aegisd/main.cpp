@@ -14,6 +14,7 @@
 #include "runtime/daemon/secure_paths.h"
 #include "runtime/daemon/server.h"
 #include "runtime/env/os_env.h"
+#include "runtime/gpu/telemetry_select.h"
 
 namespace {
 
@@ -35,6 +36,14 @@ bool exists(const std::string& p) {
 std::string default_emulated_library() {
   const std::string installed = exe_dir() + "/" + AEGIS_EMULATED_NVML_INSTALLED;
   for (const std::string& p : {installed, std::string(AEGIS_EMULATED_NVML_BUILD)})
+    if (exists(p)) return p;
+  return installed;
+}
+
+// The emulated libdcgm, found as the emulated NVML library is.
+std::string default_emulated_dcgm() {
+  const std::string installed = exe_dir() + "/" + AEGIS_EMULATED_DCGM_INSTALLED;
+  for (const std::string& p : {installed, std::string(AEGIS_EMULATED_DCGM_BUILD)})
     if (exists(p)) return p;
   return installed;
 }
@@ -98,7 +107,7 @@ int main(int argc, char** argv) {
     if (slash == std::string::npos) throw aegis::ConfigError("socket: " + cfg.daemon.socket + " is not an absolute path");
     if (auto e = aegis::check_daemon_dir("socket", socket_dir, false); !e.empty()) throw aegis::ConfigError(e);
 
-    std::string library = cfg.daemon.nvml_library;
+    std::string library = cfg.daemon.nvml_library, dcgm_library = cfg.daemon.dcgm_library;
     if (cfg.daemon.gpu_backend == "emulated") {
       // The emulated library reads these at nvmlInit; jobs inherit them to find its state.
       setenv("AEGIS_EMULATED_GPUS", cfg.daemon.emulated_gpus.c_str(), 1);
@@ -110,10 +119,13 @@ int main(int argc, char** argv) {
       if (!cfg.daemon.emulated_mig.empty()) setenv("AEGIS_EMULATED_MIG", cfg.daemon.emulated_mig.c_str(), 1);
       else unsetenv("AEGIS_EMULATED_MIG");
       library = cfg.daemon.emulated_library;
+      if (dcgm_library.empty()) dcgm_library = default_emulated_dcgm();
     }
     aegis::DaemonConfig loaded = cfg;  // as read, before setup_mps resolves its defaults: what SIGHUP compares
     std::string error;
-    auto source = aegis::open_nvml(library, &error);
+    const aegis::DcgmOptions dcgm{cfg.daemon.dcgm, dcgm_library, cfg.daemon.dcgm_hostengine,
+                                  1.0 / cfg.engine.telemetry_sample_hz};
+    auto source = aegis::open_gpus(library, dcgm, &error);
     if (!source) throw std::runtime_error("GPUs: " + error);
     // After the GPUs opened, so that a failed start leaves no control daemon behind.
     const bool mps_started = aegis::setup_mps(cfg.daemon);

@@ -86,6 +86,34 @@ def mig_table_check(d):
     return out
 
 
+def telemetry_summary(d):
+    """What each telemetry source read under load (telemetry-{auto,gpm,dcgm}.csv, aegis-gpu-query):
+    per source its description line and, per GPU, the source and the three activity metrics."""
+    out = {}
+    for src in ("auto", "gpm", "dcgm"):
+        entry = {}
+        try:
+            with open(os.path.join(d, f"telemetry-{src}.txt")) as f:
+                entry["describe"] = f.read().strip()
+        except OSError:
+            continue
+        def num(v):
+            try:
+                return float(v)
+            except (TypeError, ValueError):
+                return None
+        try:
+            with open(os.path.join(d, f"telemetry-{src}.csv"), newline="") as f:
+                entry["gpus"] = [{"uuid": r.get("uuid"), "source": r.get("source"), "smact": num(r.get("smact")),
+                                  "smocc": num(r.get("smocc")), "drama": num(r.get("drama")),
+                                  "utilization": num(r.get("utilization"))}
+                                 for r in csv.DictReader(f) if r.get("uuid")]
+        except OSError:
+            entry["gpus"] = []
+        out[src] = entry
+    return out
+
+
 def nvml_summary(d):
     s = {}
     for phase in ("idle", "load"):
@@ -117,6 +145,9 @@ def nvml_summary(d):
     mig = mig_table_check(d)
     if mig is not None:
         s["mig_table"] = mig
+    tel = telemetry_summary(d)
+    if tel:
+        s["telemetry"] = tel
     return s
 
 
@@ -144,6 +175,11 @@ def print_nvml(s):
         m = s["mig_table"]
         print(f"  MIG table: GPU of {m['gpu_memory_total_mib']} MiB is aegis's {m['model']}; driver lists profiles: "
               f"{m['driver_lists_profiles']}; agree {m['agree']}, differ {m['differ']}")
+    for src, t in (s.get("telemetry") or {}).items():
+        print(f"  telemetry --source {src}: {t.get('describe')}")
+        for g in t.get("gpus") or []:
+            print(f"    {g['uuid']}: source {g['source']}, smact {g['smact']}, smocc {g['smocc']}, drama {g['drama']}, "
+                  f"util {g['utilization']}")
     if "process_check" in s:
         pc = s["process_check"]
         print(f"  process list against nvidia-smi: same pids {pc['same_pids']}, "

@@ -25,7 +25,8 @@ from harness import fail, wait_for  # noqa: E402
 PROGRAMS = ["/usr/bin/aegis", "/usr/sbin/aegisd", "/usr/libexec/aegis/aegis-shim", "/usr/bin/aegis-fakejob",
             "/usr/bin/aegis-gpu-query", "/usr/libexec/aegis/emulated-mps/nvidia-cuda-mps-control",
             "/usr/share/aegis/scripts/model_spec.py", "/usr/share/aegis/scripts/faketensor_estimate.py"]
-FILES = ["/usr/lib/aegis/libaegis-nvml-emulated.so", "/etc/aegis/aegisd.toml", "/lib/systemd/system/aegisd.service",
+FILES = ["/usr/lib/aegis/libaegis-nvml-emulated.so", "/usr/lib/aegis/libaegis-dcgm-emulated.so",
+         "/etc/aegis/aegisd.toml", "/lib/systemd/system/aegisd.service",
          "/usr/share/aegis/slurmd.service.d/aegis.conf", "/usr/share/aegis/grafana/aegis-dashboard.json", "/usr/share/bash-completion/completions/aegis",
          "/usr/share/bash-completion/completions/aegisd", "/usr/share/man/man1/aegis.1.gz",
          "/usr/share/man/man8/aegisd.8.gz", "/usr/share/man/man1/aegis-fakejob.1.gz",

@@ -30,7 +30,18 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
     P("emulated_state", emulated_state, 0, 0, "",
       "State file of the emulated GPUs (default: <state_dir>/emulated-gpus.state, which only the daemon's user can "
       "reach: give another path for other users' jobs)"),
-    P("emulated_gpm", emulated_gpm, 0, 0, "", "Emulated GPUs report SM activity/occupancy and DRAM activity (GPM)"),
+    P("emulated_gpm", emulated_gpm, 0, 0, "",
+      "Emulated GPUs report SM activity/occupancy and DRAM activity through NVML GPM, as Hopper does (false: as Ampere "
+      "and older, where only DCGM has them)"),
+    P("dcgm", dcgm, 0, 0, "auto,embedded,hostengine,off",
+      "SM activity, SM occupancy and DRAM activity for GPUs without NVML GPM (Ampere and older) from DCGM's profiling "
+      "fields: auto = a running nv-hostengine at dcgm_hostengine, else a host engine embedded in aegisd; off = those "
+      "GPUs use the coarse utilization.gpu rule"),
+    P("dcgm_library", dcgm_library, 0, 0, "",
+      "DCGM library loaded with dlopen (\"\" = libdcgm.so.4, then .so.3, then .so; with gpu_backend = emulated the "
+      "emulated libdcgm next to aegisd)"),
+    P("dcgm_hostengine", dcgm_hostengine, 0, 0, "",
+      "Address of nv-hostengine for dcgm = auto or hostengine: HOST[:PORT] (port 5555 by default) or a Unix socket path"),
     P("gpus", gpus, 0, 0, "", "GPUs to schedule: all, or a comma list of NVML indices or UUIDs"),
     P("policy", policy, 0, 0, policy_choices(),
       "Scheduling policy, from the one registry `aegis policies` lists (its preset applies before the engine keys of "

@@ -22,6 +22,9 @@ struct DaemonSettings {
   std::string emulated_gpus = "3x40960";
   std::string emulated_state;             // the emulated GPUs' state file; default: <state_dir>/emulated-gpus.state
   bool emulated_gpm = true;
+  std::string dcgm = "auto";              // auto | embedded | hostengine | off: DCGM for GPUs without GPM
+  std::string dcgm_library;               // "" = libdcgm.so.4, .so.3, .so (emulated: the emulated libdcgm next to aegisd)
+  std::string dcgm_hostengine = "127.0.0.1";  // nv-hostengine's address (HOST[:PORT] or a Unix socket path)
   std::string gpus = "all";               // "all" or a comma list of NVML indices or UUIDs
   std::string policy = "aegis-auto";     // aegis with the estimate chain a server can give
   std::int64_t metrics_port = 0;          // loopback HTTP port for Prometheus (0 = off)

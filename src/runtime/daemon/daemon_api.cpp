@@ -290,6 +290,7 @@ json Daemon::gpus_reply() const {
                    {"telemetry", st.level() == TelemetryLevel::Full     ? "full"
                                  : st.level() == TelemetryLevel::Coarse ? "coarse"
                                                                         : "memory-only"},
+                   {"telemetry_source", st.telemetry_source()},
                    {"risk", {{"smact", r.risk_smact}, {"smocc", r.risk_smocc}, {"drama", r.risk_drama}, {"util", r.risk_util}}},
                    {"observing", r.observing},
                    {"opens_at", r.opens_at ? json(*r.opens_at) : json(nullptr)},

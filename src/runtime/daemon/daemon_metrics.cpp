@@ -50,6 +50,11 @@ std::string Daemon::metrics_text() const {
   line("# TYPE aegis_gpu_observing gauge");
   for (const auto& g : reply["gpus"])
     line(fmt::format("aegis_gpu_observing{{gpu=\"{}\"}} {}", g["uuid"].get<std::string>(), g["observing"].get<bool>() ? 1 : 0));
+  line("# HELP aegis_gpu_telemetry_source 1 for the source of the GPU's activity metrics (gpm, dcgm, coarse, memory-only)");
+  line("# TYPE aegis_gpu_telemetry_source gauge");
+  for (const auto& g : reply["gpus"])
+    line(fmt::format("aegis_gpu_telemetry_source{{gpu=\"{}\",source=\"{}\"}} 1", g["uuid"].get<std::string>(),
+                     g["telemetry_source"].get<std::string>()));
   std::int64_t main_q = 0, rec_q = 0, running = 0;
   for (const auto& [id, j] : records_) {
     if (j.state == JobState::Running) ++running;

@@ -19,6 +19,9 @@ struct GpuProcess {
   std::optional<MiB> used_mib;  // empty when the driver does not say
 };
 
+// Where a device's SM activity, occupancy and DRAM activity came from (docs/daemon.md).
+enum class ActivitySource { None, Gpm, Dcgm };
+
 struct GpuStatus {
   int index = 0;                 // NVML index
   std::string uuid;              // "GPU-..." (or "MIG-..." for a MIG instance)
@@ -27,9 +30,11 @@ struct GpuStatus {
   MiB used_mib = 0;
   MiB free_mib = 0;
   std::optional<double> util;    // coarse utilisation, [0,1]
-  std::optional<double> smact;   // GPM SM activity, [0,1]
-  std::optional<double> smocc;   // GPM SM occupancy, [0,1]
-  std::optional<double> drama;   // GPM DRAM bandwidth utilisation, [0,1]
+  std::optional<double> smact;   // SM activity, [0,1] (GPM, or DCGM's DCGM_FI_PROF_SM_ACTIVE)
+  std::optional<double> smocc;   // SM occupancy, [0,1]
+  std::optional<double> drama;   // DRAM bandwidth utilisation, [0,1]
+  ActivitySource activity_from = ActivitySource::None;  // who gave smact, smocc and drama
+  bool gpm = false;              // NVML GPM is read for this device (its first sample has no metrics yet)
   std::optional<double> power_w;
   std::optional<double> energy_j;  // since driver load
   bool mig_enabled = false;           // on a whole GPU: its MIG mode (then its instances are listed instead)
@@ -42,6 +47,16 @@ struct GpuStatus {
     if (smact && smocc && drama) return TelemetryLevel::Full;
     if (util) return TelemetryLevel::Coarse;
     return TelemetryLevel::MemoryOnly;
+  }
+  // The telemetry source the pressure filter's input comes from, as `aegis gpus` and the
+  // metrics name it: "gpm", "dcgm", "coarse" (utilization.gpu) or "memory-only".
+  const char* telemetry_source() const {
+    switch (level()) {
+      case TelemetryLevel::Full: return activity_from == ActivitySource::Dcgm ? "dcgm" : "gpm";
+      case TelemetryLevel::Coarse: return "coarse";
+      case TelemetryLevel::MemoryOnly: break;
+    }
+    return "memory-only";
   }
   // The engine's sample (missing metrics read 0).
   GpuSample sample() const { return {smact.value_or(0), smocc.value_or(0), drama.value_or(0), util.value_or(0)}; }

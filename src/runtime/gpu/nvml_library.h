@@ -2,11 +2,10 @@
 // symbols are non-null, optional ones are null where the library lacks them. Destroying
 // it shuts NVML down and unloads the library. Used only by nvml_source.cpp.
 #pragma once
-#include <dlfcn.h>
-
 #include <memory>
 #include <string>
 
+#include "runtime/gpu/dl_library.h"
 #include "runtime/gpu/nvml_api.h"
 
 namespace aegis::nvml {
@@ -16,12 +15,8 @@ class Library {
   // Null, with `error` set to one line, when the library cannot be loaded or initialised.
   static std::unique_ptr<Library> open(const std::string& path, std::string* error) {
     std::unique_ptr<Library> lib(new Library);
-    lib->path_ = path;
-    lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib->handle_) {
-      const char* why = dlerror();
-      *error = "cannot load NVML from '" + path + "' (" + (why ? why : "unknown reason") +
-               "): is the NVIDIA driver installed?";
+    if (std::string why; !lib->dl_.open(path, &why)) {
+      *error = "cannot load NVML from '" + path + "' (" + why + "): is the NVIDIA driver installed?";
       return nullptr;
     }
     const char* missing = lib->resolve();
@@ -39,13 +34,12 @@ class Library {
   }
 
   ~Library() {
-    if (initialised_) shutdown();
-    if (handle_) dlclose(handle_);
+    if (initialised_) shutdown();  // then dl_ unloads the library
   }
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return dl_.path(); }
 
   std::string error_string(nvmlReturn_t rc) const {
     const char* s = errorString ? errorString(rc) : nullptr;
@@ -92,8 +86,7 @@ class Library {
 
   template <class F>
   void find(F* out, const char* name) {
-    // dlsym gives a data pointer; POSIX guarantees it converts to a function pointer.
-    *out = reinterpret_cast<F>(dlsym(handle_, name));
+    *out = dl_.symbol<F>(name);
   }
 
   // The name of the first required symbol missing, or null.
@@ -135,8 +128,7 @@ class Library {
     return nullptr;
   }
 
-  std::string path_;
-  void* handle_ = nullptr;
+  DlLibrary dl_;
   bool initialised_ = false;
 };
 

@@ -324,6 +324,7 @@ void NvmlSource::read_mps_processes(Device& d, GpuStatus& s) {
 }
 
 void NvmlSource::read_gpm(Device& d, GpuStatus& s) {
+  s.gpm = d.gpm;
   if (!d.gpm) return;
   const nvmlReturn_t rc = d.mig ? lib_->gpmMigSampleGet(d.parent, *d.gpu_instance, d.gpm_cur)
                                 : lib_->gpmSampleGet(d.handle, d.gpm_cur);
@@ -342,6 +343,7 @@ void NvmlSource::read_gpm(Device& d, GpuStatus& s) {
       std::optional<double>* fields[] = {&s.smact, &s.smocc, &s.drama};
       for (unsigned int i = 0; i < 3; ++i)
         if (metrics_.metrics[i].nvmlReturn == NVML_SUCCESS) *fields[i] = fraction(metrics_.metrics[i].value);
+      if (s.smact || s.smocc || s.drama) s.activity_from = ActivitySource::Gpm;
     }
   }
   std::swap(d.gpm_prev, d.gpm_cur);

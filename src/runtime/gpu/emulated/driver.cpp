@@ -35,6 +35,28 @@ bool read_switch(const char* name, bool* value) {
   return false;
 }
 
+// AEGIS_EMULATED_GPM: "0", "1", or a comma list of them, one per GPU index.
+bool read_gpm(std::uint64_t* mask) {
+  const char* v = std::getenv("AEGIS_EMULATED_GPM");
+  if (!v || !*v) return true;
+  std::uint64_t m = 0;
+  int gpu = 0;
+  bool last = true;
+  for (const char* p = v; *p; ++gpu) {
+    if ((*p != '0' && *p != '1') || (p[1] != ',' && p[1] != '\0') || gpu >= kMaxGpus) {
+      std::snprintf(g_detail, sizeof g_detail, "emulated driver: AEGIS_EMULATED_GPM='%s' (write 0, 1 or one per GPU: 0,1,1)", v);
+      return false;
+    }
+    last = *p == '1';
+    if (last) m |= std::uint64_t{1} << gpu;
+    p += p[1] == ',' ? 2 : 1;
+  }
+  for (; gpu < kMaxGpus; ++gpu)
+    if (last) m |= std::uint64_t{1} << gpu;
+  *mask = m;
+  return true;
+}
+
 nvml::nvmlReturn_t fail(const std::string& why) {
   std::snprintf(g_detail, sizeof g_detail, "emulated driver: %s", why.c_str());
   return nvml::NVML_ERROR_DRIVER_NOT_LOADED;
@@ -53,7 +75,7 @@ void enumerate(const State& state, int count) {
 
 nvml::nvmlReturn_t first_init() {
   DriverOptions o;
-  if (!read_switch("AEGIS_EMULATED_GPM", &o.gpm) || !read_switch("AEGIS_EMULATED_PROCESS_MEMORY", &o.process_memory))
+  if (!read_gpm(&o.gpm) || !read_switch("AEGIS_EMULATED_PROCESS_MEMORY", &o.process_memory))
     return nvml::NVML_ERROR_DRIVER_NOT_LOADED;
   if (const char* v = std::getenv("AEGIS_EMULATED_PROCESS_API"); v && *v) {
     if (std::strlen(v) != 1 || v[0] < '1' || v[0] > '3')

@@ -3,6 +3,8 @@
 // handles (GPUs and MIG instances, by device id: device_ids.h). Internal to
 // libaegis-nvml-emulated.so.
 #pragma once
+#include <cstdint>
+
 #include "runtime/gpu/emulated/state.h"
 #include "runtime/gpu/nvml_api.h"
 
@@ -16,7 +18,11 @@ struct nvmlDevice_st {
 namespace aegis::emu {
 
 struct DriverOptions {
-  bool gpm = true;             // AEGIS_EMULATED_GPM: GPM metrics supported (Hopper-like)
+  // AEGIS_EMULATED_GPM: which GPUs have GPM metrics (Hopper-like; the others play Ampere
+  // and older): "1" all, "0" none, or one 0/1 per GPU index, "0,1" (later GPUs take the last).
+  std::uint64_t gpm = ~std::uint64_t{0};  // bit g: GPU g
+  // Whether `device` (a GPU or, through its GPU, a MIG instance) has GPM.
+  bool has_gpm(int device) const { return (gpm >> gpu_of(device)) & 1U; }
   int process_api = 3;         // AEGIS_EMULATED_PROCESS_API: newest process-listing API
   bool process_memory = true;  // AEGIS_EMULATED_PROCESS_MEMORY=0: per-process memory "not available"
 };

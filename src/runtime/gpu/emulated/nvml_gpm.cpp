@@ -2,7 +2,7 @@
 // holds a device's activity integrals at one instant; a metric is the mean over the span
 // between two samples. A MIG instance is sampled through its GPU's handle and its GPU
 // instance id (nvmlGpmMigSampleGet), its activity relative to its own SMs.
-// AEGIS_EMULATED_GPM=0 plays an older GPU that has no GPM.
+// AEGIS_EMULATED_GPM=0 plays older GPUs that have no GPM ("0,1": only GPU 0 lacks it).
 #include <new>
 #include <type_traits>
 
@@ -54,7 +54,7 @@ double mean_percent(const nvmlGpmSample_st& a, const nvmlGpmSample_st& b, double
 }
 
 nvmlReturn_t fill(int device, nvmlGpmSample_t sample) {
-  if (!driver_options().gpm) return NVML_ERROR_NOT_SUPPORTED;
+  if (!driver_options().has_gpm(device)) return NVML_ERROR_NOT_SUPPORTED;
   const auto r = driver_state()->read(device);
   *sample = {device, r.time_s, r.integral, r.activity};
   return NVML_SUCCESS;
@@ -67,7 +67,7 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nv
     if (!driver_state()) return NVML_ERROR_UNINITIALIZED;
     if (device_index(device) < 0 || !support) return NVML_ERROR_INVALID_ARGUMENT;
     if (support->version != NVML_GPM_SUPPORT_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    support->isSupportedDevice = driver_options().gpm ? 1 : 0;
+    support->isSupportedDevice = driver_options().has_gpm(device_index(device)) ? 1 : 0;
     return NVML_SUCCESS;
   });
 }
@@ -114,11 +114,11 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* get) {
   if (!get) return NVML_ERROR_INVALID_ARGUMENT;
   if (get->version != NVML_GPM_METRICS_GET_VERSION) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   if (!driver_state()) return NVML_ERROR_UNINITIALIZED;
-  if (!driver_options().gpm) return NVML_ERROR_NOT_SUPPORTED;
   const nvmlGpmSample_st* a = get->sample1;
   const nvmlGpmSample_st* b = get->sample2;
   if (get->numMetrics > NVML_GPM_METRIC_MAX || !a || !b || a->device < 0 || a->device != b->device)
     return NVML_ERROR_INVALID_ARGUMENT;
+  if (!driver_options().has_gpm(a->device)) return NVML_ERROR_NOT_SUPPORTED;
   for (unsigned int i = 0; i < get->numMetrics; ++i) {
     auto& m = get->metrics[i];
     const MetricDef* def = nullptr;

@@ -5,19 +5,18 @@
 namespace aegis {
 namespace {
 
-constexpr double kInf = kParamInf;
 #define P(...) AEGIS_PARAM(SimConfig, __VA_ARGS__)
 
 const ParamEntry<SimConfig> kEntries[] = {
-    P("first_activity_median_s", first_activity_median_s, 0.001, kInf, "",
+    P("first_activity_median_s", first_activity_median_s, 0.001, kParamInf, "",
       "Median delay from launch to first GPU activity (published: 8.2 s)"),
-    P("first_activity_p95_s", first_activity_p95_s, 0.001, kInf, "",
+    P("first_activity_p95_s", first_activity_p95_s, 0.001, kParamInf, "",
       "95th percentile of that delay (published: 20.6 s)"),
-    P("first_activity_max_s", first_activity_max_s, 0, kInf, "",
+    P("first_activity_max_s", first_activity_max_s, 0, kParamInf, "",
       "Cap on that delay (published maximum: 55.5 s)"),
     P("memory_initial_fraction", memory_initial_fraction, 0, 1, "",
       "Fraction of its peak a job allocates at its first GPU activity"),
-    P("memory_ramp_s", memory_ramp_s, 0, kInf, "",
+    P("memory_ramp_s", memory_ramp_s, 0, kParamInf, "",
       "Seconds from first activity until a job holds its full peak"),
     P("interference_util_coeff", interference_util_coeff, 0, 100, "",
       "Slowdown per unit of utilisation product with co-located jobs (fitted on Lucid pairs)"),

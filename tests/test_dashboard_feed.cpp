@@ -46,7 +46,7 @@ struct FeedRig {
 
 TEST(DashboardFeed, RepliesAreTheApiRepliesWithoutEnvironmentAndOnlyWhileWatched) {
   FeedRig rig;
-  DashboardFeed feed(10);
+  DashboardFeed feed(10, 1000);
   const JobId id = rig.submit(1001, 8000, {{"WANDB_API_KEY", "secret-7f3a"}});
   rig.tick(feed);
   // Nobody has looked yet: the listing is not built.
@@ -55,6 +55,7 @@ TEST(DashboardFeed, RepliesAreTheApiRepliesWithoutEnvironmentAndOnlyWhileWatched
   const auto r = feed.replies(rig.env.clock, 0);
   ASSERT_TRUE(r.queue && r.gpus);
   EXPECT_EQ(*r.queue, reply_text(rig.d->respond(api::ListRequest{true, false}, Caller{1001, 1001, 1})));
+  EXPECT_EQ(*r.active, reply_text(rig.d->respond(api::ListRequest{false, false}, Caller{1001, 1001, 1})));
   EXPECT_EQ(*r.gpus, reply_text(rig.d->respond(api::GpusRequest{}, Caller{1001, 1001, 1})));
   EXPECT_EQ(r.queue->find("secret-7f3a"), std::string::npos);
   EXPECT_EQ(r.queue->find("WANDB_API_KEY"), std::string::npos);
@@ -63,9 +64,22 @@ TEST(DashboardFeed, RepliesAreTheApiRepliesWithoutEnvironmentAndOnlyWhileWatched
   EXPECT_NE(own.find("secret-7f3a"), std::string::npos);
 }
 
+TEST(DashboardFeed, ListsTheNewestMaxJobsOfQueueAll) {
+  FeedRig rig;
+  DashboardFeed feed(10, 10);
+  for (int i = 0; i < 12; ++i) rig.submit(1001, 1000);
+  feed.replies(rig.env.clock, 0);  // someone looks
+  rig.tick(feed);
+  const auto listed = nlohmann::json::parse(*feed.replies(rig.env.clock, 0).queue)["jobs"];
+  auto all = nlohmann::json::parse(reply_text(rig.d->respond(api::ListRequest{true, false}, Caller{1001, 1001, 1})))["jobs"];
+  ASSERT_EQ(all.size(), 12u);
+  all.erase(all.begin() + 10, all.end());
+  EXPECT_EQ(listed, all);
+}
+
 TEST(DashboardFeed, TheRingKeepsTheLastFramesWithEachRunningJobsMemory) {
   FeedRig rig;
-  DashboardFeed feed(3);
+  DashboardFeed feed(3, 1000);
   const JobId a = rig.submit(1001, 8000);
   rig.tick(feed);  // a starts on a GPU
   const int gpu = rig.env.env_of(a, "CUDA_VISIBLE_DEVICES") == "GPU-fake-0" ? 0 : 1;

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
         // One frame per telemetry sample over dashboard_history_s.
         const double hz = cfg.engine.telemetry_sample_hz;
         feed = std::make_unique<aegis::DashboardFeed>(
-            static_cast<std::size_t>(std::ceil(cfg.daemon.dashboard_history_s * hz)));
+            static_cast<std::size_t>(std::ceil(cfg.daemon.dashboard_history_s * hz)), cfg.daemon.dashboard_max_jobs);
         dashboard = std::make_unique<aegis::DashboardServer>(cfg.daemon, *feed, 1 / hz);
         server->on_tick([&](double now) { feed->publish(*daemon, now); });
         fmt::print(stderr, "aegisd: dashboard on {} (read-only)\n", dashboard->describe());

@@ -47,6 +47,8 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
       "Permissions of the dashboard's socket (octal); it shows what `aegis queue --all` and `aegis gpus` show anyone"),
     P("dashboard_history_s", dashboard_history_s, 60, 86400, "",
       "Seconds of GPU and job samples the dashboard keeps for its charts (one per telemetry sample)"),
+    P("dashboard_max_jobs", dashboard_max_jobs, 10, 100000, "",
+      "Jobs the dashboard lists, the newest of `aegis queue --all` (running and queued ones are always shown)"),
     P("dashboard_max_connections", dashboard_max_connections, 2, 4096, "",
       "Dashboard connections served or waiting at once, per listener; more wait in the kernel's backlog"),
     P("dashboard_timeout_s", dashboard_timeout_s, 1, 600, "",

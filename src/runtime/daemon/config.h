@@ -31,6 +31,7 @@ struct DaemonSettings {
   std::string dashboard_socket;           // Unix socket for a reverse proxy ("" = off)
   std::string dashboard_socket_mode = "0666";  // who may connect: `aegis queue --all` is everyone's too
   double dashboard_history_s = 3600;      // the charts' span: GPU and job samples kept this long
+  std::int64_t dashboard_max_jobs = 200;  // the newest jobs of `queue --all` it lists (the loop builds them)
   std::int64_t dashboard_max_connections = 32;  // served or waiting at once, per listener
   double dashboard_timeout_s = 10;        // each read and write of a dashboard connection; keep-alive
   double kill_grace_s = 10;

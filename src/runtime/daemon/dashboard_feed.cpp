@@ -10,10 +10,6 @@ namespace {
 
 using nlohmann::json;
 
-// A page polls every few seconds (dashboard.html); after this long without a request
-// nobody is watching, and the event loop stops listing the store for the dashboard.
-constexpr double kWatchedS = 30;
-
 // Listings show every caller the same (no environment, docs/api.md); the dashboard asks as
 // an unprivileged caller so that nothing it serves could ever depend on root's view.
 constexpr Caller kReader{65534, 65534, 0};
@@ -65,17 +61,20 @@ std::string reply_text(Reply r) {
 void DashboardFeed::publish(Daemon& d, double now) {
   const Reply gpus = d.respond(api::GpusRequest{}, kReader);
   DashboardFrame frame = frame_of(gpus.object, d.job_memory(), now);
-  bool watched;
+  bool wanted;
   {
     std::lock_guard lock(mu_);
     frames_.push_back(std::move(frame));
     while (frames_.size() > capacity_) frames_.pop_front();
-    watched = now - watched_at_ <= kWatchedS;
+    wanted = wanted_;  // the listings only when a reader asked since they were last built
+    wanted_ = false;
   }
-  if (!watched) return;
-  // Built outside the lock: readers keep the previous replies meanwhile.
+  if (!wanted) return;
+  // Built outside the lock: readers keep the previous replies meanwhile. The listing is
+  // the first max_jobs_ of `queue --all` (both are the store's newest jobs, one handler):
+  // the event loop builds it, so its size is bounded whatever the store holds.
   auto gpus_text = std::make_shared<const std::string>(dump(gpus.object));
-  auto queue_text = std::make_shared<const std::string>(reply_text(d.respond(api::ListRequest{true, false}, kReader)));
+  auto queue_text = std::make_shared<const std::string>(reply_text(d.respond(api::HistoryRequest{max_jobs_}, kReader)));
   auto active_text = std::make_shared<const std::string>(reply_text(d.respond(api::ListRequest{false, false}, kReader)));
   {
     std::lock_guard lock(mu_);
@@ -86,9 +85,10 @@ void DashboardFeed::publish(Daemon& d, double now) {
 
 DashboardFeed::Replies DashboardFeed::replies(double now, double wait_s) {
   std::unique_lock lock(mu_);
-  // Replies built before the watch lapsed are stale: wait for the next tick's.
-  const bool stale = !latest_.queue || now - watched_at_ > kWatchedS;
-  watched_at_ = now;
+  // Replies older than the wait are stale (built for an earlier poll, or long ago): the
+  // next tick builds new ones, since this reader now wants them.
+  const bool stale = !latest_.queue || now - latest_.at > wait_s;
+  wanted_ = true;
   if (stale)
     fresh_.wait_for(lock, std::chrono::duration<double>(wait_s), [&] { return latest_.queue && latest_.at >= now; });
   return latest_;

@@ -36,17 +36,22 @@ struct DashboardFrame {
 
 class DashboardFeed {
  public:
-  // Keeps the last `capacity` frames (dashboard_history_s at the telemetry rate).
-  explicit DashboardFeed(std::size_t capacity) : capacity_(capacity) {}
+  // Keeps the last `capacity` frames (dashboard_history_s at the telemetry rate) and lists
+  // the newest `max_jobs` jobs (dashboard_max_jobs).
+  DashboardFeed(std::size_t capacity, std::int64_t max_jobs) : capacity_(capacity), max_jobs_(max_jobs) {}
 
-  // Event loop: after each tick. Builds the replies only while someone watched recently
-  // (a `queue --all` listing reads the whole store); the frame is cheap and always kept.
+  // Event loop: after each tick. Builds the replies only when a reader asked since they
+  // were last built (a listing reads the store: ~10 ms for 200 jobs), so at most once per
+  // tick and, for one page polling, once per poll; the frame is cheap and always kept.
   void publish(Daemon& d, double now);
 
-  // Dashboard threads. The replies, as the socket API sends them (one JSON line each),
-  // waiting up to `wait_s` for fresh ones when the last are older than a tick or two.
+  // Dashboard threads. The replies, as the socket API sends them (one JSON line each);
+  // when the last were built more than `wait_s` ago, it waits up to `wait_s` for the next
+  // tick's.
   struct Replies {
-    std::shared_ptr<const std::string> gpus, queue, active;  // `gpus`, `queue --all`, `queue`
+    // `gpus`; `history --limit max_jobs`: the newest jobs of `queue --all`, by the same
+    // handler; `queue`: running and queued jobs in serving order, why the head waits.
+    std::shared_ptr<const std::string> gpus, queue, active;
     double at = 0;
   };
   Replies replies(double now, double wait_s);
@@ -55,10 +60,11 @@ class DashboardFeed {
 
  private:
   const std::size_t capacity_;
+  const std::int64_t max_jobs_;
   mutable std::mutex mu_;
   std::condition_variable fresh_;
   Replies latest_;
-  double watched_at_ = 0;            // the last request of a dashboard reader
+  bool wanted_ = false;              // a reader asked since the replies were last built
   std::deque<DashboardFrame> frames_;
 };
 

@@ -11,6 +11,7 @@ PACKAGES=(
   libgtest-dev googletest libbenchmark-dev
   libsqlite3-dev libyaml-cpp-dev libtomlplusplus-dev libeigen3-dev
   libjemalloc-dev   # the simulator's allocator (CMakeLists.txt, AEGIS_SIM_ALLOCATOR)
+  libcpp-httplib-dev   # aegisd's web dashboard (docs/dashboard.md)
   clang libclang-rt-14-dev   # libFuzzer for the fuzz targets (fuzz/)
   chromium   # headless, for the HTML report's browser check (tests/browser/)
   python3   # the test scripts (tests/sim_golden.py, tests/daemon/, tests/security/)
@@ -21,6 +22,7 @@ PACKAGES=(
 if [ "${1:-}" = "--test" ]; then
   PACKAGES+=(slurm-wlm slurmdbd munge mariadb-server)   # tests/slurm/: a real Slurm with accounting
   PACKAGES+=(dpkg-dev systemd)   # tests/package/: dpkg-shlibdeps for cpack, systemd-analyze verify
+  PACKAGES+=(python3-websocket)   # tests/browser/test_dashboard.py: drives Chromium over DevTools
 fi
 
 missing=()

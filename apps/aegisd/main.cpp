@@ -2,6 +2,7 @@
 // `aegis sim` with real processes, NVML telemetry (or emulated GPUs) and a durable queue.
 #include <memory>
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include "runtime/daemon/config.h"
 #include "runtime/daemon/config_reload.h"
 #include "runtime/daemon/daemon.h"
+#include "runtime/daemon/dashboard_server.h"
 #include "runtime/daemon/mps.h"
 #include "runtime/daemon/secure_paths.h"
 #include "runtime/daemon/server.h"
@@ -106,6 +108,11 @@ int main(int argc, char** argv) {
     const std::string socket_dir = slash == 0 ? "/" : cfg.daemon.socket.substr(0, slash);
     if (slash == std::string::npos) throw aegis::ConfigError("socket: " + cfg.daemon.socket + " is not an absolute path");
     if (auto e = aegis::check_daemon_dir("socket", socket_dir, false); !e.empty()) throw aegis::ConfigError(e);
+    if (auto e = aegis::check_dashboard_settings(cfg.daemon); !e.empty()) throw aegis::ConfigError(e);
+    if (const auto& dash = cfg.daemon.dashboard_socket; !dash.empty())
+      if (auto e = aegis::check_daemon_dir("dashboard_socket", dash.substr(0, std::max<std::size_t>(dash.rfind('/'), 1)), false);
+          !e.empty())
+        throw aegis::ConfigError(e);
 
     std::string library = cfg.daemon.nvml_library, dcgm_library = cfg.daemon.dcgm_library;
     if (cfg.daemon.gpu_backend == "emulated") {
@@ -134,12 +141,23 @@ int main(int argc, char** argv) {
     std::unique_ptr<aegis::OsEnv> env;
     std::unique_ptr<aegis::Daemon> daemon;
     std::unique_ptr<aegis::Server> server;
+    std::unique_ptr<aegis::DashboardFeed> feed;
+    std::unique_ptr<aegis::DashboardServer> dashboard;
     try {
       env = std::make_unique<aegis::OsEnv>(
           aegis::OsEnvOptions{cfg.daemon.state_dir, cfg.daemon.shim, cfg.daemon.job_tracking, cfg.daemon.kill_grace_s},
           std::move(source));
       daemon = std::make_unique<aegis::Daemon>(cfg, *env);
       server = std::make_unique<aegis::Server>(*daemon);
+      if (cfg.daemon.dashboard_port > 0 || !cfg.daemon.dashboard_socket.empty()) {
+        // One frame per telemetry sample over dashboard_history_s.
+        const double hz = cfg.engine.telemetry_sample_hz;
+        feed = std::make_unique<aegis::DashboardFeed>(
+            static_cast<std::size_t>(std::ceil(cfg.daemon.dashboard_history_s * hz)), cfg.daemon.dashboard_max_jobs);
+        dashboard = std::make_unique<aegis::DashboardServer>(cfg.daemon, *feed, 1 / hz);
+        server->on_tick([&](double now) { feed->publish(*daemon, now); });
+        fmt::print(stderr, "aegisd: dashboard on {} (read-only)\n", dashboard->describe());
+      }
     } catch (...) {
       if (mps_started) aegis::stop_mps(cfg.daemon);  // no job of ours uses it yet
       throw;

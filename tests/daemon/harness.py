@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -167,6 +168,21 @@ class Daemon:
                 return states
             time.sleep(0.5)
         raise RuntimeError("jobs did not finish in time: " + json.dumps(self.jobs(), indent=1)[-4000:])
+
+
+def raw_call(path, request):
+    """One request through the socket itself, as any program may send it."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(60)
+        s.connect(path)
+        s.sendall((json.dumps(request) + "\n").encode())
+        reply = b""
+        while not reply.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+    return json.loads(reply)
 
 
 def ensure_user(name):

@@ -61,7 +61,7 @@ def check_control(deb):
     if not depends:
         fail("no Depends: " + fields)
     # Debian's library packages of what aegis links (dpkg-shlibdeps), not the -dev ones.
-    for lib in ("libc6", "libstdc++6", "libfmt9", "libsqlite3-0", "libyaml-cpp0.7", "libjemalloc2"):
+    for lib in ("libc6", "libstdc++6", "libfmt9", "libsqlite3-0", "libyaml-cpp0.7", "libjemalloc2", "libcpp-httplib0.11"):
         if not re.search(rf"(^|, ){re.escape(lib)}( |,|$)", depends.group(1)):
             fail(f"Depends lacks {lib}: {depends.group(1)}")
     if "-dev" in depends.group(1):

@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon"))
 
-from harness import Daemon, ensure_user, fail, wait_for  # noqa: E402,F401  (re-exported for the tests)
+from harness import Daemon, ensure_user, fail, raw_call, wait_for  # noqa: E402,F401  (re-exported for the tests)
 
 USERS = ("aegistest1", "aegistest2")
 

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-from secharness import Daemon, fail, shared_dir, users, wait_for
+from secharness import Daemon, fail, raw_call, shared_dir, users, wait_for
 
 HANG_LIMIT_S = 120  # far past any timeout used here: only a hung aegis gets there
 
@@ -168,21 +168,6 @@ def run_rides_out_a_stopped_daemon(d, work):
 
 
 # --- (b) optional fields ------------------------------------------------------------
-
-def raw_call(path, request):
-    """One request through the socket itself, as any program may send it."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(60)
-        s.connect(path)
-        s.sendall((json.dumps(request) + "\n").encode())
-        reply = b""
-        while not reply.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            reply += chunk
-    return json.loads(reply)
-
 
 def job_without_workdir(d):
     reply = raw_call(d.socket, {"op": "submit", "job": {"command": ["true"], "name": "noworkdir"}})

@@ -29,6 +29,14 @@ struct DaemonSettings {
   std::string policy = "aegis-auto";     // aegis with the estimate chain a server can give
   std::int64_t metrics_port = 0;          // loopback HTTP port for Prometheus (0 = off)
   std::int64_t metrics_max_jobs = 256;    // running jobs with per-job series (bounds their cardinality)
+  // The read-only web dashboard (docs/dashboard.md): off unless a port or socket is set.
+  std::int64_t dashboard_port = 0;        // loopback TCP port (0 = off)
+  std::string dashboard_socket;           // Unix socket for a reverse proxy ("" = off)
+  std::string dashboard_socket_mode = "0666";  // who may connect: `aegis queue --all` is everyone's too
+  double dashboard_history_s = 3600;      // the charts' span: GPU and job samples kept this long
+  std::int64_t dashboard_max_jobs = 200;  // the newest jobs of `queue --all` it lists (the loop builds them)
+  std::int64_t dashboard_max_connections = 32;  // served or waiting at once, per listener
+  double dashboard_timeout_s = 10;        // each read and write of a dashboard connection; keep-alive
   double kill_grace_s = 10;
   std::string durability = "full";        // full: fsync every commit; normal: survive crashes only
   std::string shim;                       // default: aegis-shim next to aegisd

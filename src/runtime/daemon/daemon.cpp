@@ -508,6 +508,7 @@ void Daemon::schedule(Seconds now) {
   if (stats_.recent_decide_seconds.size() >= 1024) stats_.recent_decide_seconds.erase(stats_.recent_decide_seconds.begin());
   stats_.recent_decide_seconds.push_back(decide);
   blocked_reason_ = fx.blocked ? fx.blocked->reason : "";
+  blocked_job_ = fx.blocked ? fx.blocked->job : 0;
   apply(std::move(fx), now);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   stats_.ticks++;

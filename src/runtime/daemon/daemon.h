@@ -89,6 +89,8 @@ class Daemon {
   void set_live_settings(const DaemonSettings& s) { copy_live_settings(s, cfg_.daemon); }
   const DaemonStats& stats() const { return stats_; }
   std::string metrics_text() const;  // Prometheus text format
+  // GPU memory of each running job's processes per GPU UUID, at the last sample.
+  const std::map<JobId, std::map<std::string, MiB>>& job_memory() const { return job_memory_now_; }
   std::size_t active_jobs() const { return records_.size(); }
   std::size_t running_jobs() const;
   std::string tracking() const { return env_.tracking(); }
@@ -161,6 +163,7 @@ class Daemon {
   MiB calibrated_estimate_of(const ModelFeatures& f) const;
   void record_history(const std::string& signature, const std::vector<std::string>& gpu_uuids, MiB peak, Seconds now);
   std::string blocked_reason_;
+  JobId blocked_job_ = 0;               // the job blocked_reason_ is about (0: none)
   EngineState engine_state_;
   Seconds launch_backoff_until_ = 0;    // after a launch failed for want of disk or descriptors
   std::string storage_error_;

@@ -177,7 +177,7 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
         }
         return page;
       },
-      json{{"waiting_because", blocked_reason_}});
+      json{{"waiting_because", blocked_reason_}, {"waiting_job", blocked_job_}});
 }
 
 Reply Daemon::history(const api::HistoryRequest& r) { return jobs_from_store(r.limit, std::nullopt, json::object()); }

@@ -496,8 +496,10 @@ void Server::run() {
         ++it;
       }
     }
-    if (tick) guarded([&] { d_.tick(now); });
-    else if (changed) guarded([&] { d_.schedule(now); });
+    if (tick) {
+      guarded([&] { d_.tick(now); });
+      if (on_tick_) guarded([&] { on_tick_(now); });
+    } else if (changed) guarded([&] { d_.schedule(now); });
   }
 }
 

@@ -31,6 +31,8 @@ class Server {
 
   // Called on SIGHUP, between passes (aegisd's main reloads its configuration).
   void on_hangup(std::function<void()> f) { on_hangup_ = std::move(f); }
+  // Called after each telemetry tick, with the tick's time (the dashboard's feed).
+  void on_tick(std::function<void(double)> f) { on_tick_ = std::move(f); }
 
   // Connections the limits allow now (max_connections, lowered to fit the fd limit).
   std::size_t max_connections() const { return max_connections_; }
@@ -67,6 +69,7 @@ class Server {
 
   Daemon& d_;
   std::function<void()> on_hangup_;
+  std::function<void(double)> on_tick_;
   int listen_fd_ = -1;
   int metrics_fd_ = -1;
   int signal_fd_ = -1;

@@ -40,7 +40,7 @@ struct Watched {
 
 class DcgmReader final : public DcgmActivity {
  public:
-  explicit DcgmReader(std::unique_ptr<Library> lib) : lib_(std::move(lib)) {}
+  explicit DcgmReader(std::unique_ptr<dcgm::Library> lib) : lib_(std::move(lib)) {}
   ~DcgmReader() override { stop(); }
 
   bool start(const DcgmOptions& o, const std::vector<std::string>& uuids, std::string* error);
@@ -80,7 +80,7 @@ class DcgmReader final : public DcgmActivity {
   std::vector<Watched> find_gpus(const std::vector<std::string>& uuids, long long update_us, std::string* error);
   void stop();
 
-  std::unique_ptr<Library> lib_;
+  std::unique_ptr<dcgm::Library> lib_;
   dcgmHandle_t handle_ = 0;
   bool open_ = false;                     // handle_ is a connection or an embedded engine
   bool connected_ = false, embedded_ = false;  // connected_: it still answers
@@ -210,10 +210,10 @@ std::unique_ptr<DcgmActivity> open_dcgm(const DcgmOptions& options, const std::v
   const std::vector<std::string> candidates =
       options.library.empty() ? std::vector<std::string>{"libdcgm.so.4", "libdcgm.so.3", "libdcgm.so"}
                               : std::vector<std::string>{options.library};
-  std::unique_ptr<Library> lib;
+  std::unique_ptr<dcgm::Library> lib;
   for (const auto& path : candidates) {
     std::string why;
-    lib = Library::open(path, &why);
+    lib = dcgm::Library::open(path, &why);
     if (lib) break;
     *error = candidates.size() == 1 ? why : "no DCGM library found (libdcgm.so.4, .so.3 or .so; install datacenter-gpu-manager)";
   }

@@ -64,7 +64,7 @@ struct MigGpu {
 
 class NvmlSource final : public GpuSource {
  public:
-  explicit NvmlSource(std::unique_ptr<Library> lib) : lib_(std::move(lib)) {}
+  explicit NvmlSource(std::unique_ptr<nvml::Library> lib) : lib_(std::move(lib)) {}
 
   ~NvmlSource() override {
     for (auto& d : devices_) free_gpm(d);  // before the library unloads
@@ -112,7 +112,7 @@ class NvmlSource final : public GpuSource {
   void read_gpm(Device& d, GpuStatus& s);
   nvmlReturn_t list_processes(nvmlDevice_t h, unsigned int* count);
 
-  std::unique_ptr<Library> lib_;
+  std::unique_ptr<nvml::Library> lib_;
   std::vector<Device> devices_;
   int skipped_ = 0;  // GPUs (or MIG instances) NVML counts but would not open (permissions, lost)
   int gpus_ = 0;     // whole GPUs found, in MIG mode or not
@@ -373,7 +373,7 @@ std::string NvmlSource::describe() const {
 std::unique_ptr<GpuSource> open_nvml(const std::string& library, std::string* error) {
   std::string ignored;
   if (!error) error = &ignored;
-  auto lib = Library::open(library, error);
+  auto lib = nvml::Library::open(library, error);
   if (!lib) return nullptr;
   auto source = std::make_unique<NvmlSource>(std::move(lib));
   if (!source->start(error)) return nullptr;

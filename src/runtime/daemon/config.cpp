@@ -31,6 +31,8 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
       "State file of the emulated GPUs (default: <state_dir>/emulated-gpus.state, which only the daemon's user can "
       "reach: give another path for other users' jobs)"),
     P("emulated_gpm", emulated_gpm, 0, 0, "", "Emulated GPUs report SM activity/occupancy and DRAM activity (GPM)"),
+    P("emulated_process_util", emulated_process_util, 0, 0, "",
+      "Emulated GPUs give per-process utilisation samples (nvmlDeviceGetProcessUtilization)"),
     P("gpus", gpus, 0, 0, "", "GPUs to schedule: all, or a comma list of NVML indices or UUIDs"),
     P("policy", policy, 0, 0, policy_choices(),
       "Scheduling policy, from the one registry `aegis policies` lists (its preset applies before the engine keys of "

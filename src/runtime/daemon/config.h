@@ -22,6 +22,7 @@ struct DaemonSettings {
   std::string emulated_gpus = "3x40960";
   std::string emulated_state;             // the emulated GPUs' state file; default: <state_dir>/emulated-gpus.state
   bool emulated_gpm = true;
+  bool emulated_process_util = true;  // emulated GPUs give per-process utilisation samples
   std::string gpus = "all";               // "all" or a comma list of NVML indices or UUIDs
   std::string policy = "aegis-auto";     // aegis with the estimate chain a server can give
   std::int64_t metrics_port = 0;          // loopback HTTP port for Prometheus (0 = off)

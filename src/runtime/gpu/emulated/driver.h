@@ -19,6 +19,7 @@ struct DriverOptions {
   bool gpm = true;             // AEGIS_EMULATED_GPM: GPM metrics supported (Hopper-like)
   int process_api = 3;         // AEGIS_EMULATED_PROCESS_API: newest process-listing API
   bool process_memory = true;  // AEGIS_EMULATED_PROCESS_MEMORY=0: per-process memory "not available"
+  bool process_util = true;    // AEGIS_EMULATED_PROCESS_UTIL=0: nvmlDeviceGetProcessUtilization NOT_SUPPORTED
 };
 
 // Reads the environment and maps the state on the first call; counts later calls.

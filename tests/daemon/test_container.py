@@ -101,11 +101,13 @@ def main(build):
         if not os.path.exists(PODMAN):
             print("SKIP live part: podman is not installed (Debian package podman)")
             sys.exit(77)
-        user = ensure_user("aegistest1").pw_name
-        home = tempfile.mkdtemp(prefix="aegis-podman-")
+        pw = ensure_user("aegistest1")
+        user = pw.pw_name
+        home = tempfile.mkdtemp(prefix="aegis-podman-")  # podman's storage and runtime directory: the user's
+        os.chown(home, pw.pw_uid, pw.pw_gid)
+        os.chmod(home, 0o700)
         work = tempfile.mkdtemp(prefix="aegis-container-")
-        for p in (home, work):
-            os.chmod(p, 0o777)
+        os.chmod(work, 0o777)
         try:
             why = build_image(user, home, work)
             if why:

@@ -30,12 +30,12 @@ struct JobGpuReading {
   std::optional<double> own_util;  // its processes' utilisation samples, [0,1]; empty: the driver has none
 };
 
-// The thresholds (EngineConfig's anchor_* parameters).
+// The thresholds: EngineConfig's anchor_* parameters (their defaults live there only).
 struct AnchorSettings {
-  double process_util = 0.01;
-  double activity_rise = 0.05;
-  Seconds plateau_s = 10;
-  MiB plateau_tolerance_mib = 64;
+  double process_util;
+  double activity_rise;
+  Seconds plateau_s;
+  MiB plateau_tolerance_mib;
 };
 
 // One attempt's search for its anchor; fed every reading until it answers.

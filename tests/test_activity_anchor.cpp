@@ -61,6 +61,7 @@ TEST(ActivityAnchor, ProcessSamplesStartTheWindowAtTheJobsFirstKernelNotItsConte
   EXPECT_EQ(f.attempt(1).context_at, 11);
   ASSERT_EQ(fx.changes.size(), 1u);
   EXPECT_EQ(fx.changes[0].event, "activity");
+  EXPECT_EQ(fx.changes[0].detail, "anchor: process-util");  // aegis show's event line
   EXPECT_EQ(f.life.running_on(0).front().first_activity, 15);  // what the observation gate reads
 }
 

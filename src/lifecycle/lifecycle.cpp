@@ -130,7 +130,7 @@ Effects Lifecycle::first_activity(JobId id, Seconds t, Anchor anchor) {
   if (!j.holds_gpus() || j.current()->first_activity) return fx;
   j.current()->first_activity = t;
   j.current()->anchor = anchor;
-  change(fx, {id, "activity", anchor == Anchor::Reported ? "" : std::string(to_string(anchor))});
+  change(fx, {id, "activity", anchor == Anchor::Reported ? "" : "anchor: " + std::string(to_string(anchor))});
   return fx;
 }
 

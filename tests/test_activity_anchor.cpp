@@ -96,6 +96,13 @@ TEST(ActivityAnchor, TwoNewJobsOnOneGpuCannotTellWhoseRiseItIs) {
   EXPECT_EQ(f.attempt(1).anchor, Anchor::MemoryPlateau);
   EXPECT_EQ(*f.attempt(1).first_activity, 12);  // where its memory settled
   EXPECT_FALSE(f.attempt(2).first_activity);     // a context alone is no plateau
+  // Job 2 is now the only new job there, but the GPU's 80 % is job 1's: no rise of its own.
+  f.read(14 + plateau, 0.8, {{2, {300, std::nullopt}}});
+  EXPECT_FALSE(f.attempt(2).first_activity);
+  f.read(15 + plateau, 0.95, {{2, {4000, std::nullopt}}});  // its own kernels
+  ASSERT_TRUE(f.attempt(2).first_activity);
+  EXPECT_EQ(f.attempt(2).anchor, Anchor::GpuActivity);
+  EXPECT_EQ(*f.attempt(2).first_activity, 15 + plateau);
 }
 
 TEST(ActivityAnchor, WithoutAnyActivityMetricTheMemoryPlateauStartsWhereTheMemorySettled) {

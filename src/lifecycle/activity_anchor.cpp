@@ -46,8 +46,10 @@ std::optional<AnchorWatch::Found> AnchorWatch::observe(Seconds t, const JobGpuRe
     return std::nullopt;
   }
   // 2. The GPU's activity rising above what it was when the job's context appeared, while
-  // no other new job could be the cause.
-  if (alone && gpu_activity && g.baseline && *gpu_activity >= *g.baseline + s.activity_rise)
+  // no other new job could be the cause. While another new job waits there, its start
+  // moves the GPU too: the level to rise above follows the GPU until the job is alone.
+  if (!alone) g.baseline = gpu_activity;
+  else if (gpu_activity && g.baseline && *gpu_activity >= *g.baseline + s.activity_rise)
     return Found{t, Anchor::GpuActivity};
   // 3. A memory plateau: the job grew past its context (weights loaded, activations
   // allocated) and then held within the tolerance for plateau_s. It starts where the

@@ -55,7 +55,7 @@ class AnchorWatch {
  private:
   struct PerGpu {
     MiB context_mib = 0;               // memory when its process first showed there
-    std::optional<double> baseline;    // the GPU's activity then
+    std::optional<double> baseline;    // the GPU's activity then (or last, while another new job waits there)
     MiB level = 0;                     // memory of the current plateau candidate
     Seconds level_since = 0;
   };

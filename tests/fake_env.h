@@ -3,6 +3,7 @@
 // stop. The daemon runs on it exactly as on the real one, without a single process.
 #pragma once
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -53,9 +54,17 @@ class FakeEnv : public Env {
     status[{job, attempt}] = s;
     stderr_tail[{job, attempt}] = log;
   }
-  // One GPU process of the attempt on GPU `gpu`, holding `mib`.
+  // One GPU process of the attempt on GPU `gpu`, holding `mib` and running kernels (its
+  // per-process utilisation sample says so: the window starts now).
   void activity(JobId job, int attempt, int gpu, MiB mib, pid_t pid) {
-    gpus[static_cast<std::size_t>(gpu)].processes.push_back({static_cast<std::uint32_t>(pid), mib});
+    process(job, attempt, gpu, mib, pid, 1.0);
+  }
+  // The same with the sample the driver gives (`util`; none: a driver without per-process
+  // samples on that GPU).
+  void process(JobId job, int attempt, int gpu, MiB mib, pid_t pid, std::optional<double> util) {
+    GpuStatus& g = gpus[static_cast<std::size_t>(gpu)];
+    g.process_samples = util.has_value();
+    g.processes.push_back({static_cast<std::uint32_t>(pid), mib, util});
     owner[pid] = {job, attempt};
   }
 

@@ -2,11 +2,13 @@
 // cases, the JSON round trip, memory sizes, YAML job specs and hostile inputs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "runtime/api/container.h"
 #include "runtime/api/request.h"
 
 namespace aegis::api {
@@ -742,3 +744,51 @@ TEST(ApiHostile, BillionLaughs) {
 
 }  // namespace
 }  // namespace aegis::api
+
+// `aegis submit --container IMAGE` (runtime/api/container.h): the image is checked before
+// it reaches podman's command line, and the command keeps the job in its cgroup.
+TEST(ContainerImage, TakesReferencesPodmanTakes) {
+  for (const char* ok : {"busybox", "debian:12", "docker.io/library/debian:bookworm-slim", "localhost/aegis-test:1",
+                         "registry.example.org:5000/lab/train:v1.2_cuda-12",
+                         "quay.io/a/b@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"})
+    EXPECT_EQ(aegis::api::check_container_image(ok), std::nullopt) << ok;
+}
+
+TEST(ContainerImage, RefusesAnythingElseWithOneLineNamingTheField) {
+  for (const char* bad : {"", "--privileged", "-v/:/host", "Debian", "debian:", "debian:-x", "a//b", "a/../b",
+                          "debian;rm -rf /", "debian $(id)", "debian\nx", "x@sha256:12", "../etc", "a:b:c",
+                          "debian:12 --privileged"}) {
+    const auto e = aegis::api::check_container_image(bad);
+    ASSERT_TRUE(e.has_value()) << bad;
+    EXPECT_EQ(e->rfind("--container: ", 0), 0u) << *e;
+    EXPECT_EQ(e->find('\n'), std::string::npos) << *e;
+  }
+  EXPECT_TRUE(aegis::api::check_container_image(std::string(300, 'a')).has_value());
+}
+
+TEST(ContainerImage, TheCommandStaysInTheJobsCgroupWithItsGpus) {
+  std::string error;
+  const auto argv =
+      aegis::api::container_command("debian:12", {"python3", "train.py", "--lr", "0.1"}, "/home/ann/w", true, &error);
+  EXPECT_TRUE(error.empty());
+  ASSERT_GE(argv.size(), 6u);
+  EXPECT_EQ(argv[0], "/usr/bin/podman");
+  EXPECT_EQ(argv[1], "run");
+  auto has = [&](const std::string& a) { return std::find(argv.begin(), argv.end(), a) != argv.end(); };
+  EXPECT_TRUE(has("--cgroups=disabled"));  // no cgroup of its own: the job's cgroup holds it all
+  EXPECT_TRUE(has("--userns=keep-id"));
+  EXPECT_TRUE(has("/home/ann/w:/home/ann/w"));
+  EXPECT_TRUE(has("nvidia.com/gpu=all"));  // the host's GPUs, through CDI
+  EXPECT_FALSE(std::ranges::count(aegis::api::container_command("debian:12", {"x"}, "/w", false, &error), "nvidia.com/gpu=all"));
+  // The GPU assignment passes through by name (the value aegisd sets at launch).
+  const auto env = std::find(argv.begin(), argv.end(), "CUDA_VISIBLE_DEVICES");
+  ASSERT_NE(env, argv.end());
+  EXPECT_EQ(*(env - 1), "--env");
+  // The image, then the command unchanged.
+  const auto image = std::find(argv.begin(), argv.end(), "debian:12");
+  ASSERT_NE(image, argv.end());
+  EXPECT_EQ(std::vector<std::string>(image + 1, argv.end()),
+            (std::vector<std::string>{"python3", "train.py", "--lr", "0.1"}));
+  EXPECT_TRUE(aegis::api::container_command("debian:12", {"x"}, "/w:x", true, &error).empty());
+  EXPECT_EQ(error.rfind("--workdir: ", 0), 0u);
+}

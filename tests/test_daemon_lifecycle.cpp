@@ -95,6 +95,56 @@ TEST(DaemonLifecycle, ObservationWindowRunsFromFirstActivity) {
   EXPECT_EQ(rig.show(a)["attempt_log"][0]["peak_mib"], 8000);
 }
 
+// Issue 15: NVML lists a job at CUDA context creation; the window starts at its kernels.
+TEST(DaemonLifecycle, TheContextAloneDoesNotStartTheWindowItsFirstKernelDoes) {
+  Rig rig(1);
+  const JobId a = rig.submit_ok(1001, 8000);
+  rig.tick();
+  rig.env.process(a, 1, 0, 300, 4242, 0.0);  // the context; its sample says no kernel ran
+  rig.tick();
+  const Seconds context = rig.env.clock;
+  rig.env.gpus[0].processes.clear();
+  rig.env.process(a, 1, 0, 6000, 4242, 0.0);  // the model loads
+  for (int i = 0; i < 3; ++i) rig.tick();
+  auto att = rig.show(a)["attempt_log"][0];
+  EXPECT_TRUE(att["first_activity"].is_null());
+  EXPECT_EQ(att["context_at"].get<double>(), context);
+  rig.env.gpus[0].processes.clear();
+  rig.env.process(a, 1, 0, 8000, 4242, 0.7);  // training
+  rig.tick();
+  att = rig.show(a)["attempt_log"][0];
+  EXPECT_EQ(att["first_activity"].get<double>(), rig.env.clock);
+  EXPECT_EQ(att["anchor"], "process-util");
+  rig.restart();  // kept in the store
+  att = rig.show(a)["attempt_log"][0];
+  EXPECT_EQ(att["anchor"], "process-util");
+  EXPECT_EQ(att["context_at"].get<double>(), context);
+}
+
+// A GPU process of no job is shown as foreign, and even booked accounting (capacity minus
+// admitted estimates) does not hand its memory out.
+TEST(DaemonLifecycle, AForeignProcessIsShownAndItsMemoryNeverHandedOut) {
+  Rig rig(1);
+  rig.cfg.engine.memory_accounting = "booked";
+  rig.restart();
+  rig.env.gpus[0].processes.push_back({777, MiB{30000}, std::nullopt});  // not ours: no owner
+  rig.env.gpus[0].free_mib = 40960 - 30000;
+  rig.tick();
+  const auto gpus = rig.d->respond(api::GpusRequest{}, Caller{0, 0, 1}).object["gpus"];
+  ASSERT_EQ(gpus[0]["foreign"].size(), 1u);
+  EXPECT_EQ(gpus[0]["foreign"][0]["pid"], 777);
+  EXPECT_EQ(gpus[0]["foreign"][0]["used_mib"], 30000);
+  // 40960 - 512 (guard) - 30000 leaves 10448: not enough for 9000 + 2048 (margin).
+  const JobId a = rig.submit_ok(1001, 9000);
+  for (int i = 0; i < 3; ++i) rig.tick();
+  EXPECT_EQ(rig.show(a)["state"], "queued");
+  rig.env.gpus[0].processes.clear();  // it ended
+  rig.env.gpus[0].free_mib = 40960;
+  rig.tick();
+  rig.tick();
+  EXPECT_EQ(rig.show(a)["state"], "running");
+}
+
 TEST(DaemonLifecycle, OomClimbsTheLadderAndSucceeds) {
   Rig rig(1);
   const JobId a = rig.submit_ok(1001, std::nullopt);

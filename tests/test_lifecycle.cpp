@@ -269,7 +269,7 @@ TEST(ServerPlacerLoads, EqualTheSumsOfAWalkThroughAnyChanges) {
   ServerPlacer kept(engine), walked(engine);
   for (auto* p : {&kept, &walked}) {
     p->views.resize(4);
-    for (int g = 0; g < 4; ++g) p->views[g] = GpuView{g, "GPU-" + std::to_string(g), 40960, 40960, 0, TelemetryLevel::Full, false, {}};
+    for (int g = 0; g < 4; ++g) p->views[g] = GpuView{g, "GPU-" + std::to_string(g), 40960, 40960, 0, 0, TelemetryLevel::Full, false, {}};
   }
   kept.keep_loads();
   std::uint64_t x = 12345;

@@ -37,12 +37,12 @@ class EmulatedGpus : public ::testing::Test {
     setenv("AEGIS_EMULATED_STATE", state_path_.c_str(), 1);
     setenv("AEGIS_EMULATED_GPUS", "3x40960", 1);
     for (const char* v : {"AEGIS_EMULATED_GPM", "AEGIS_EMULATED_PROCESS_API", "AEGIS_EMULATED_PROCESS_MEMORY",
-                          "AEGIS_EMULATED_MIG"})
+                          "AEGIS_EMULATED_MIG", "AEGIS_EMULATED_PROCESS_UTIL"})
       unsetenv(v);
   }
   void TearDown() override {
     for (const char* v : {"AEGIS_EMULATED_STATE", "AEGIS_EMULATED_GPUS", "AEGIS_EMULATED_GPM", "AEGIS_EMULATED_PROCESS_API",
-                          "AEGIS_EMULATED_PROCESS_MEMORY", "AEGIS_EMULATED_MIG"})
+                          "AEGIS_EMULATED_PROCESS_MEMORY", "AEGIS_EMULATED_MIG", "AEGIS_EMULATED_PROCESS_UTIL"})
       unsetenv(v);
     std::remove(state_path_.c_str());
   }
@@ -341,6 +341,43 @@ TEST_F(EmulatedGpus, ProcessMemoryNotAvailable) {
   EXPECT_EQ(g.used_mib, 500);  // the GPU total is still known
 }
 
+// A job's CUDA context and loading model hold memory but run no kernel: its per-process
+// sample is 0 until its activity starts (the anchor of its observation window).
+TEST_F(EmulatedGpus, PerProcessSamplesShowKernelsNotContexts) {
+  auto src = open();
+  auto c = client();
+  ASSERT_TRUE(src && c);
+  ASSERT_TRUE(c->allocate(0, self(), 300));  // the context
+  auto g = src->sample()[0];
+  EXPECT_TRUE(g.process_samples);
+  ASSERT_EQ(g.processes.size(), 1u);
+  EXPECT_EQ(g.processes[0].sm_util, 0.0);
+  ASSERT_TRUE(c->allocate(0, self(), 8000));  // the model
+  EXPECT_EQ(src->sample()[0].processes[0].sm_util, 0.0);
+  ASSERT_TRUE(c->set_activity(0, self(), {0.6, 0.3, 0.2, 0.5}, 0.8));  // its kernels, slowed to 0.8
+  g = src->sample()[0];
+  ASSERT_EQ(g.processes.size(), 1u);
+  EXPECT_NEAR(*g.processes[0].sm_util, 0.4, 1e-9);
+  EXPECT_FALSE(src->sample()[1].processes.size());
+  c->release(self());
+}
+
+TEST_F(EmulatedGpus, PerProcessSamplesUnsupportedLeaveProcessesWithoutThem) {
+  setenv("AEGIS_EMULATED_PROCESS_UTIL", "0", 1);
+  auto src = open();
+  auto c = client();
+  ASSERT_TRUE(src && c);
+  ASSERT_TRUE(c->allocate(0, self(), 300));
+  ASSERT_TRUE(c->set_activity(0, self(), {0.6, 0.3, 0.2, 0.5}));
+  for (int i = 0; i < 2; ++i) {  // asked once, then remembered as unsupported
+    const auto g = src->sample()[0];
+    EXPECT_FALSE(g.process_samples);
+    ASSERT_EQ(g.processes.size(), 1u);
+    EXPECT_FALSE(g.processes[0].sm_util);
+  }
+  c->release(self());
+}
+
 TEST_F(EmulatedGpus, EnergyIncreasesWithTime) {
   auto src = open();
   auto c = client();
@@ -394,6 +431,7 @@ TEST_F(EmulatedGpus, MigInstancesAreListedInsteadOfTheirGpu) {
     EXPECT_EQ(d.total_mib, want[i].total);
     EXPECT_EQ(d.free_mib, want[i].total);
     EXPECT_FALSE(d.mig_enabled);
+    EXPECT_EQ(d.process_samples, want[i].profile.empty());  // none on MIG, as on a real driver
     const bool mig = !want[i].profile.empty();
     if (mig) {
       EXPECT_EQ(d.name, "Aegis Emulated GPU 40960 MiB MIG " + want[i].profile);

@@ -28,7 +28,7 @@ std::string text(double v) {
 
 bool parse_options(int argc, const char* const* argv, Options* out, std::string* error) {
   std::optional<double> mem, smact, seconds, smocc, drama, util;
-  double ramp = 0, startup = 2;
+  double ramp = 0, startup = 2, context = 0, load = 0, loaded = 0;
   struct Field {
     std::string_view name;
     std::optional<double>* slot;
@@ -40,6 +40,8 @@ bool parse_options(int argc, const char* const* argv, Options* out, std::string*
       {"--seconds", &seconds, nullptr, 1e-3, 1e7},  {"--ramp", nullptr, &ramp, 0, 1e7},
       {"--smocc", &smocc, nullptr, 0, 1},           {"--drama", &drama, nullptr, 0, 1},
       {"--util", &util, nullptr, 0, 1},             {"--startup", nullptr, &startup, 0, 1e7},
+      {"--context", nullptr, &context, 0, 1 << 24}, {"--load", nullptr, &load, 0, 1e7},
+      {"--loaded", nullptr, &loaded, 0, 1 << 24},
   };
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i], value;
@@ -74,6 +76,18 @@ bool parse_options(int argc, const char* const* argv, Options* out, std::string*
     *error = "--mem: a whole number of MiB, please";
     return false;
   }
+  for (const auto& [name, v] : {std::pair{"--context", context}, std::pair{"--loaded", loaded}})
+    if (v != std::floor(v)) {
+      *error = std::string(name) + ": a whole number of MiB, please";
+      return false;
+    }
+  if (context > *mem || loaded > *mem || (loaded > 0 && loaded < context)) {
+    *error = "--context <= --loaded <= --mem, please";
+    return false;
+  }
+  out->context_mib = static_cast<MiB>(context);
+  out->load_s = load;
+  out->loaded_mib = static_cast<MiB>(loaded);
   out->mem_mib = static_cast<MiB>(*mem);
   out->seconds = *seconds;
   out->ramp_s = ramp;

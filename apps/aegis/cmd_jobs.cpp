@@ -17,6 +17,7 @@
 #include "apps/aegis/commands.h"
 #include "apps/aegis/job_runner.h"
 #include "estimate/features.h"
+#include "runtime/api/container.h"
 #include "runtime/api/request.h"
 #include "runtime/slurm/gres.h"
 #include "sim/csv.h"
@@ -118,6 +119,7 @@ void print_jobs(const json& jobs) {
 // `aegis gpus`: one line per GPU.
 void print_gpus(const json& r) {
   fmt::print("{}\n", text(r, "source"));
+  if (const auto tracking = str(r, "tracking"); !tracking.empty()) fmt::print("job processes: {}\n", tracking);
   if (const auto error = str(r, "error"); !error.empty()) fmt::print("telemetry error: {}\n", error);
   fmt::print("{:>3}  {:<18} {:>17}  {:>5} {:>5} {:>5}  {:<11} {:<10} {}\n", "GPU", "UUID", "MEMORY (MiB)", "SMACT",
              "SMOCC", "DRAMA", "TELEMETRY", "STATE", "JOBS");
@@ -132,6 +134,10 @@ void print_gpus(const json& r) {
                short_uuid(text(g, "uuid")), text(g, "memory_used_mib"), text(g, "memory_total_mib"), pct(field(g, "smact")), pct(field(g, "smocc")),
                pct(field(g, "drama")), str(g, "telemetry_source").empty() ? "-" : str(g, "telemetry_source"), observing.is_boolean() ? (observing.get<bool>() ? "observing" : "open") : "-",
                jobs.empty() ? "-" : jobs);
+    // Processes of no job: their memory is never handed out (docs/daemon.md).
+    for (const auto& p : items(g, "foreign"))
+      fmt::print("     foreign process {} ({} MiB): not an aegis job\n", text(p, "pid"),
+                 field(p, "used_mib").is_null() ? std::string("?") : text(p, "used_mib"));
   }
 }
 
@@ -151,6 +157,12 @@ void print_job(const json& j) {
     const auto outcome = str(a, "outcome"), detail = str(a, "detail");
     fmt::print("  attempt {}  {} on {}  {}{}\n", text(a, "number"), when(field(a, "launched_at")),
                uuid_list(items(a, "gpus")), outcome.empty() ? "running" : outcome, detail.empty() ? "" : ": " + detail);
+    // When its observation window started, and from what (docs/daemon.md, "Anchor").
+    const json& context = field(a, "context_at");
+    const json& active = field(a, "first_activity");
+    if (!context.is_null() || !active.is_null())
+      fmt::print("             context {}   first activity {}{}\n", when(context), when(active),
+                 str(a, "anchor").empty() ? "" : " (anchor: " + str(a, "anchor") + ")");
   }
   for (const auto& e : items(j, "events"))
     fmt::print("  {}  {:<9} {}\n", when(field(e, "t")), text(e, "kind"), str(e, "detail"));
@@ -192,7 +204,7 @@ std::int64_t parse_id(const std::string& s) {
 
 struct SubmitArgs {
   int gpus = 0;
-  std::string mem, name, spec, workdir, model_spec, profiled_mem, faketensor_mem;
+  std::string mem, name, spec, workdir, model_spec, profiled_mem, faketensor_mem, container;
   ModelHelperArgs model;  // --model FILE.py:NAME and its input: the helpers run here
   std::optional<double> hint_gpu_util;
   std::optional<int> hint_sharing_score;
@@ -281,6 +293,13 @@ api::JobRequest build_request(const SubmitArgs& a) {
     if (!getcwd(buf, sizeof buf)) throw ClientError("cannot tell the current directory; give --workdir");
     r.workdir = buf;
   }
+  if (!a.container.empty()) {
+    if (auto e = api::check_container_image(a.container)) throw ClientError(*e);
+    std::string error;
+    if (r.name.empty()) r.name = api::default_job_name(r.command.front());  // the job's, not podman's
+    r.command = api::container_command(a.container, r.command, r.workdir, api::host_has_cdi_gpus(), &error);
+    if (!error.empty()) throw ClientError(error);
+  }
   if (auto e = api::validate(r)) throw ClientError(e->message);
   return r;
 }
@@ -351,6 +370,9 @@ void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   cmd->add_option("--workdir", sa.workdir, "Working directory (default: the current one)")
       ->check(non_empty("leave --workdir out for the current directory"));
+  cmd->add_option("--container", sa.container,
+                  "Run the command in this podman image (as you, in the job's cgroup, with its GPUs; docs/daemon.md)")
+      ->check(non_empty("an image such as docker.io/pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime"));
   cmd->add_option("command", sa.command, "The command (put it after --)")->expected(-1);
 }
 

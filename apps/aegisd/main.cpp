@@ -122,6 +122,7 @@ int main(int argc, char** argv) {
           cfg.daemon.emulated_state.empty() ? cfg.daemon.state_dir + "/emulated-gpus.state" : cfg.daemon.emulated_state;
       setenv("AEGIS_EMULATED_STATE", state.c_str(), 1);
       setenv("AEGIS_EMULATED_GPM", cfg.daemon.emulated_gpm ? "1" : "0", 1);
+      setenv("AEGIS_EMULATED_PROCESS_UTIL", cfg.daemon.emulated_process_util ? "1" : "0", 1);
       // Empty means no MIG: a value inherited from the shell must not cut the GPUs.
       if (!cfg.daemon.emulated_mig.empty()) setenv("AEGIS_EMULATED_MIG", cfg.daemon.emulated_mig.c_str(), 1);
       else unsetenv("AEGIS_EMULATED_MIG");

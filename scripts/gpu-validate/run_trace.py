@@ -5,7 +5,9 @@ Submits each job of the trace at its offset (aegis submit), samples `aegis gpus 
 on a real GPU, nvidia-smi's per-process memory) while they run, waits until every job is
 final or the deadline passes (then cancels what is left), and writes into OUT_DIR:
   jobs.json        every job: `aegis show --json`, its command, and the workload's final JSON line
-  telemetry.jsonl  one line per sample: {"t": unix time, "gpus": [...]} or {"t", "apps": [...]}
+  telemetry.jsonl  one line per sample: {"t": unix time, "gpus": [...]} or {"t", "apps": [...]}, each
+                   app with its cgroup v2 path (/proc/PID/cgroup), which tells whether aegisd
+                   can attribute it to its job by cgroup
 Standard library only (it runs under whatever python3 the GPU machine has).
 """
 import argparse
@@ -51,6 +53,18 @@ def job_command(row, a):
             "--seconds", f"{seconds:g}", "--startup", f"{float(row['fake_startup_s']) * a.scale:g}"]
 
 
+def cgroup_of(pid):
+    """The process's cgroup v2 path (the "0::" line of /proc/PID/cgroup), None if unknown."""
+    try:
+        with open(f"/proc/{int(pid)}/cgroup") as f:
+            for line in f:
+                if line.startswith("0::"):
+                    return line[3:].strip()
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def sampler(cli, a, stop, out):
     """Every interval: the daemon's view of the GPUs; every 4th, nvidia-smi's processes (real GPU)."""
     n = 0
@@ -67,6 +81,8 @@ def sampler(cli, a, stop, out):
                                         "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=10)
                     apps = [dict(zip(("pid", "used_mib"), (x.strip() for x in line.split(","))))
                             for line in r.stdout.splitlines() if line.strip()]
+                    for app in apps:
+                        app["cgroup"] = cgroup_of(app["pid"])
                     f.write(json.dumps({"t": time.time(), "apps": apps, "rc": r.returncode}) + "\n")
                 except (OSError, subprocess.SubprocessError) as e:
                     f.write(json.dumps({"t": time.time(), "apps_error": str(e)[:300]}) + "\n")

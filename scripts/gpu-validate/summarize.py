@@ -186,6 +186,32 @@ def print_nvml(s):
               f"largest memory difference {pc['max_mib_difference']} MiB")
 
 
+def attribution(path):
+    """What the samples say of per-process attribution: whether NVML gave per-process
+    utilisation samples, how aegisd tracks job processes, the foreign processes it saw (none
+    expected: every GPU process was a job's), and how many GPU processes sat in an aegis
+    job cgroup."""
+    samples, tracking, foreign, apps, in_job_cgroup = set(), None, set(), 0, 0
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    s = json.loads(line)
+                except ValueError:
+                    continue
+                for gpu in s.get("gpus") or []:
+                    tracking = tracking or gpu.get("job_tracking")
+                    samples.add(bool(gpu.get("process_samples")))
+                    foreign.update(p["pid"] for p in gpu.get("foreign", []))
+                for app in s.get("apps", []):
+                    apps += 1
+                    in_job_cgroup += "/aegis/" in (app.get("cgroup") or "")
+    except OSError:
+        return {"error": f"{path}: cannot read"}
+    return {"process_samples": sorted(samples), "tracking": tracking, "foreign_pids": sorted(foreign),
+            "gpu_process_samples": apps, "in_an_aegis_job_cgroup": in_job_cgroup}
+
+
 def run_summary(d):
     out = {}
     for policy in ("exclusive", "aegis"):
@@ -203,6 +229,10 @@ def run_summary(d):
                 "outcomes": [a["outcome"] for a in att],
                 "queued_s": (att[0]["launched_at"] - sh["submitted_at"]) if att else None,
                 "first_activity_s": (last["first_activity"] - last["launched_at"]) if last.get("first_activity") else None,
+                # Which evidence started its window, and how long after its CUDA context.
+                "anchor": last.get("anchor"),
+                "context_to_activity_s": (last["first_activity"] - last["context_at"])
+                if last.get("first_activity") and last.get("context_at") else None,
                 "run_s": (last["ended_at"] - last["launched_at"]) if last.get("ended_at") else None,
                 "jct_s": (sh["ended_at"] - sh["submitted_at"]) if sh.get("ended_at") else None,
                 "samples_per_s": res.get("samples_per_s"), "peak_reserved_mib": res.get("peak_reserved_mib"),
@@ -210,7 +240,11 @@ def run_summary(d):
             })
         ends = [j["show"]["ended_at"] for j in doc["jobs"] if j["show"].get("ended_at")]
         first = min(j["show"]["submitted_at"] for j in doc["jobs"])
+        anchors = {}
+        for j in jobs:
+            anchors[j["anchor"] or "none"] = anchors.get(j["anchor"] or "none", 0) + 1
         out[policy] = {"completed": sum(j["state"] == "completed" for j in jobs), "jobs": len(jobs),
+                       "anchors": anchors, "attribution": attribution(os.path.join(d, policy, "telemetry.jsonl")),
                        "oom_attempts": sum(o == "oom" for j in jobs for o in j["outcomes"]),
                        "makespan_s": (max(ends) - first) if ends else None, "timed_out": doc.get("timed_out"),
                        "per_job": jobs}

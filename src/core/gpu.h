@@ -29,6 +29,7 @@ struct GpuView {
   MiB total_mib = 0;
   MiB free_mib = 0;                   // as reported by the driver (or the simulator)
   int process_count = 0;              // compute processes seen on the GPU
+  MiB foreign_mib = 0;                // held by processes of no job (never handed out, whatever the accounting)
   TelemetryLevel level = TelemetryLevel::Full;
   bool mig_instance = false;          // CUDA shows a process one MIG instance only: no multi-GPU jobs here
   std::span<const GpuSample> window;  // most recent samples, oldest first

@@ -124,12 +124,13 @@ Effects Lifecycle::withdraw(JobId id, const std::string& why) {
 
 void Lifecycle::set_estimates(JobId id, const MemoryEstimates& e) { job(id).queued.spec.estimates = e; }
 
-Effects Lifecycle::first_activity(JobId id, Seconds t) {
+Effects Lifecycle::first_activity(JobId id, Seconds t, Anchor anchor) {
   Effects fx;
   LifeJob& j = job(id);
   if (!j.holds_gpus() || j.current()->first_activity) return fx;
   j.current()->first_activity = t;
-  change(fx, {id, "activity", ""});
+  j.current()->anchor = anchor;
+  change(fx, {id, "activity", anchor == Anchor::Reported ? "" : "anchor: " + std::string(to_string(anchor))});
   return fx;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/job_state.h"
+#include "lifecycle/activity_anchor.h"
 #include "lifecycle/placer.h"
 #include "sched/config.h"
 
@@ -30,9 +31,18 @@ struct LifeAttempt {
   Placement placement;
   Seconds launched_at = 0;
   std::optional<Seconds> first_activity;
+  Anchor anchor = Anchor::None;        // what first_activity was told from
+  std::optional<Seconds> context_at;   // its first process seen on a GPU (CUDA context)
+  AnchorWatch watch;                   // the search for first_activity (observe())
   std::optional<Seconds> ended_at;
   AttemptOutcome outcome = AttemptOutcome::Running;
   std::string detail;
+};
+
+// What a driver read of the running jobs' GPUs at one instant (observe()).
+struct ActivityReadings {
+  std::map<int, std::optional<double>> gpu_activity;       // engine GPU index -> activity, if the driver has it
+  std::map<JobId, std::vector<JobGpuReading>> jobs;        // each job on the GPUs where its processes show
 };
 
 enum class QueueName { None, Main, Recovery };
@@ -120,8 +130,13 @@ class Lifecycle {
   Effects withdraw(JobId id, const std::string& why);
   // The job's estimates changed (a peak was recorded for its signature while it waited).
   void set_estimates(JobId id, const MemoryEstimates& e);
-  // The job's first process was seen on one of its GPUs: its observation window starts.
-  Effects first_activity(JobId id, Seconds t);
+  // The job's first GPU activity, at `t`: its observation window starts. The simulator
+  // knows the time (Reported); aegisd's readings go through observe(), which calls this.
+  Effects first_activity(JobId id, Seconds t, Anchor anchor = Anchor::Reported);
+  // The running jobs' GPUs as a driver read them: each job not yet active is searched for
+  // its first activity (activity_anchor.h), which starts its window. Only jobs holding
+  // GPUs count; a job's readings on GPUs it does not hold are ignored.
+  Effects observe(const ActivityReadings& readings, Seconds t);
   // Its current attempt ended. Oom and Failed wait for the recovery rule (schedule());
   // Lost (never started) requeues it in its old place; Unknown ends it unless restartable.
   Effects ended(JobId id, const Ended& e, Seconds t);

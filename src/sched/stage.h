@@ -41,7 +41,8 @@ struct GpuCandidate {
   // Free memory after the guard, as reported by the GPU.
   MiB reported_free() const { return view->free_mib - guard_mib; }
   // Capacity after the guard minus memory booked for the jobs on it.
-  MiB booked_free() const { return view->total_mib - guard_mib - booked_mib; }
+  // Memory of processes that belong to no job is never booked by anyone, so it goes too.
+  MiB booked_free() const { return view->total_mib - guard_mib - booked_mib - view->foreign_mib; }
   bool idle() const { return job_count == 0 && view->process_count == 0; }
 
   // Risk score of one metric of the telemetry window, computed on first use (stages

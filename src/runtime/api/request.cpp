@@ -501,4 +501,6 @@ std::string to_json(const JobRequest& job) {
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+std::string default_job_name(std::string_view argv0) { return detail::default_name(argv0); }
+
 }  // namespace aegis::api

@@ -83,6 +83,9 @@ std::variant<Request, ParseError> parse_request(std::string_view line);
 // Validates a job request built elsewhere (CLI flags, YAML); empty when valid.
 std::optional<ParseError> validate(const JobRequest& job);
 
+// The name a job gets when it has none: from its command's argv[0].
+std::string default_job_name(std::string_view argv0);
+
 // The JSON object of a job request, as parse_request reads it back under "job".
 std::string to_json(const JobRequest& job);
 

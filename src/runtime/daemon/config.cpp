@@ -42,6 +42,8 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
       "emulated libdcgm next to aegisd)"),
     P("dcgm_hostengine", dcgm_hostengine, 0, 0, "",
       "Address of nv-hostengine for dcgm = auto or hostengine: HOST[:PORT] (port 5555 by default) or a Unix socket path"),
+    P("emulated_process_util", emulated_process_util, 0, 0, "",
+      "Emulated GPUs give per-process utilisation samples (nvmlDeviceGetProcessUtilization)"),
     P("gpus", gpus, 0, 0, "", "GPUs to schedule: all, or a comma list of NVML indices or UUIDs"),
     P("policy", policy, 0, 0, policy_choices(),
       "Scheduling policy, from the one registry `aegis policies` lists (its preset applies before the engine keys of "

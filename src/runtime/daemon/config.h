@@ -25,6 +25,7 @@ struct DaemonSettings {
   std::string dcgm = "auto";              // auto | embedded | hostengine | off: DCGM for GPUs without GPM
   std::string dcgm_library;               // "" = libdcgm.so.4, .so.3, .so (emulated: the emulated libdcgm next to aegisd)
   std::string dcgm_hostengine = "127.0.0.1";  // nv-hostengine's address (HOST[:PORT] or a Unix socket path)
+  bool emulated_process_util = true;  // emulated GPUs give per-process utilisation samples
   std::string gpus = "all";               // "all" or a comma list of NVML indices or UUIDs
   std::string policy = "aegis-auto";     // aegis with the estimate chain a server can give
   std::int64_t metrics_port = 0;          // loopback HTTP port for Prometheus (0 = off)

@@ -93,7 +93,7 @@ void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
   auto add = [&](const GpuStatus& s) {
     for (const auto& g : gpus_)
       if (g.uuid == s.uuid) return;
-    gpus_.push_back(Gpu{s.uuid, s.index, s, RollingWindow(cap), {}});
+    gpus_.push_back(Gpu{s.uuid, s.index, s, RollingWindow(cap), {}, {}});
   };
   for (const auto& s : all)
     if (!usable(s))
@@ -275,6 +275,8 @@ LifeJob Daemon::life_of(const DaemonJob& j) const {
     la.placement.parts.push_back(std::move(part));
     la.launched_at = a.launched_at;
     la.first_activity = a.first_activity;
+    la.anchor = parse_anchor(a.anchor).value_or(a.first_activity ? Anchor::Reported : Anchor::None);
+    la.context_at = a.context_at;
     la.ended_at = a.ended_at;
     la.outcome = a.outcome;
     la.detail = a.detail;
@@ -311,6 +313,8 @@ void Daemon::sync(DaemonJob& rec) {
       a.launched_at = la.launched_at;
     }
     a.first_activity = la.first_activity;
+    a.anchor = std::string(to_string(la.anchor));
+    a.context_at = la.context_at;
     a.ended_at = la.ended_at;
     if (la.outcome != AttemptOutcome::Running && a.outcome != la.outcome)
       stats_.outcomes[std::string(to_string(la.outcome))]++;
@@ -350,19 +354,33 @@ void Daemon::tick(Seconds now, bool sample) {
 
 void Daemon::note_activity(Seconds now) {
   // GPU processes belong to the attempt whose cgroup (else ancestry, else session) they
-  // are in, however they got there. A job's first process seen on one of its GPUs starts
-  // its observation window; the memory of all its processes on a GPU, summed, gives its
-  // peak for the history estimator.
+  // are in, however they got there. What they show on the job's GPUs (memory, their
+  // utilisation samples) and each GPU's activity go to the lifecycle, which decides when
+  // the job's first activity was (lifecycle/activity_anchor.h); the memory of all its
+  // processes on a GPU, summed, gives its peak for the history estimator.
+  // A process of no job on one of its GPUs is foreign: shown by `aegis gpus`, and its
+  // memory is never handed out (GpuView::foreign_mib).
   std::vector<Env::AttemptKey> running;
   for (JobId id : life_.holding_gpus()) running.push_back({id, life_.find(id)->current()->number});
   job_memory_now_.clear();
-  if (running.empty()) return;
   std::vector<pid_t> pids;
   for (const auto& g : gpus_)
     for (const auto& p : g.status.processes) pids.push_back(static_cast<pid_t>(p.pid));
-  const auto owners = env_.owners(pids, running);
-  for (const auto& g : gpus_) {
-    std::map<JobId, MiB> used_here;
+  const auto owners = running.empty() ? std::map<pid_t, Env::AttemptKey>{} : env_.owners(pids, running);
+  ActivityReadings readings;
+  for (std::size_t gi = 0; gi < gpus_.size(); ++gi) {
+    auto& g = gpus_[gi];
+    g.foreign.clear();
+    for (const auto& p : g.status.processes) {
+      const auto it = owners.find(static_cast<pid_t>(p.pid));
+      const auto rec = it == owners.end() ? records_.end() : records_.find(it->second.first);
+      const bool its_gpu = rec != records_.end() && rec->second.current() &&
+                           std::ranges::count(rec->second.current()->gpu_uuids, g.uuid) > 0;
+      if (!its_gpu && !env_.is_infrastructure(static_cast<pid_t>(p.pid))) g.foreign.push_back(p);
+    }
+    const int index = static_cast<int>(gi);
+    readings.gpu_activity[index] = g.status.smact ? g.status.smact : g.status.util;
+    std::map<JobId, JobGpuReading> here;
     for (const auto& p : g.status.processes) {
       auto it = owners.find(static_cast<pid_t>(p.pid));
       if (it == owners.end()) continue;
@@ -371,19 +389,30 @@ void Daemon::note_activity(Seconds now) {
       if (rec == records_.end() || !rec->second.current()) continue;
       const auto& uuids = rec->second.current()->gpu_uuids;
       if (std::find(uuids.begin(), uuids.end(), g.uuid) == uuids.end()) continue;
-      used_here[id] += p.used_mib.value_or(0);
-      if (!rec->second.current()->first_activity) {
-        Effects fx = life_.first_activity(id, now);
-        for (auto& c : fx.changes) c.detail = "first process on " + g.uuid;
-        apply(std::move(fx), now);
+      JobGpuReading& r = here[id];
+      r.gpu = index;
+      r.mib += p.used_mib.value_or(0);
+      if (g.status.process_samples) r.own_util = std::max(r.own_util.value_or(0), p.sm_util.value_or(0));
+    }
+    for (const auto& [id, r] : here) {
+      readings.jobs[id].push_back(r);
+      if (auto rec = records_.find(id); rec != records_.end()) {
+        rec->second.current()->peak_mib = std::max(rec->second.current()->peak_mib, r.mib);
+        job_memory_now_[id][g.uuid] = r.mib;
       }
     }
-    for (const auto& [id, mib] : used_here)
-      if (auto rec = records_.find(id); rec != records_.end()) {
-        rec->second.current()->peak_mib = std::max(rec->second.current()->peak_mib, mib);
-        job_memory_now_[id][g.uuid] = mib;
-      }
   }
+  Effects fx = life_.observe(readings, now);
+  // A context seen for the first time is recorded even before activity (aegis show).
+  for (const auto& [id, seen] : readings.jobs) {
+    auto rec = records_.find(id);
+    const LifeJob* l = life_.find(id);
+    if (rec == records_.end() || !l || !l->current() || rec->second.current()->context_at) continue;
+    rec->second.current()->context_at = l->current()->context_at;
+    if (std::none_of(fx.changes.begin(), fx.changes.end(), [&](const Effects::Change& c) { return c.job == id; }))
+      store_.update(rec->second);
+  }
+  apply(std::move(fx), now);
 }
 
 void Daemon::collect_ends(Seconds now) {
@@ -478,6 +507,7 @@ std::vector<GpuView> Daemon::views() const {
     v.uuid = g.uuid;
     v.total_mib = g.status.total_mib;
     v.free_mib = g.status.free_mib;
+    for (const auto& p : g.foreign) v.foreign_mib += p.used_mib.value_or(0);
     v.process_count = 0;
     for (const auto& p : g.status.processes) v.process_count += env_.is_infrastructure(static_cast<pid_t>(p.pid)) ? 0 : 1;
     v.level = g.status.level();

@@ -107,6 +107,7 @@ class Daemon {
     GpuStatus status;
     RollingWindow window;
     std::vector<GpuSample> window_copy;
+    std::vector<GpuProcess> foreign;  // processes of no job (nor MPS's server) at the last sample
   };
 
   // Events in.

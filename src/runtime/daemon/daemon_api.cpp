@@ -271,10 +271,14 @@ json Daemon::gpus_reply() const {
   s.running = running;
   const auto reports = engine_.report(s);
   json out = json::array();
+  const std::string tracking = env_.tracking();  // how the jobs' GPU processes are attributed
   for (std::size_t i = 0; i < gpus_.size(); ++i) {
     const auto& st = gpus_[i].status;
     const auto& r = reports[i];
     auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+    json foreign = json::array();
+    for (const auto& p : gpus_[i].foreign)
+      foreign.push_back({{"pid", p.pid}, {"used_mib", p.used_mib ? json(*p.used_mib) : json(nullptr)}});
     out.push_back({{"index", i},
                    {"nvml_index", st.index},
                    {"uuid", st.uuid},
@@ -295,9 +299,16 @@ json Daemon::gpus_reply() const {
                    {"observing", r.observing},
                    {"opens_at", r.opens_at ? json(*r.opens_at) : json(nullptr)},
                    {"jobs", jobs_on[static_cast<int>(i)]},
-                   {"processes", st.processes.size()}});
+                   {"processes", st.processes.size()},
+                   {"foreign", foreign},
+                   {"process_samples", st.process_samples},
+                   {"job_tracking", tracking}});
   }
-  return {{"ok", true}, {"gpus", out}, {"source", env_.describe_gpus()}, {"error", gpu_error_}};
+  return {{"ok", true},
+          {"gpus", out},
+          {"source", env_.describe_gpus()},
+          {"tracking", env_.tracking()},
+          {"error", gpu_error_}};
 }
 
 }  // namespace aegis

@@ -23,7 +23,10 @@ extern char** environ;
 namespace aegis {
 
 OsEnv::OsEnv(OsEnvOptions options, std::unique_ptr<GpuSource> gpus) : opt_(std::move(options)), gpus_(std::move(gpus)) {
-  if (opt_.job_tracking == "descendants") return;
+  if (opt_.job_tracking == "descendants") {
+    no_cgroup_why_ = "job_tracking = descendants";
+    return;
+  }
   // One directory per daemon, named after its state directory (several daemons may share
   // a host, as in the tests): <own cgroup>/aegis/<device>-<inode>.
   struct stat st {};
@@ -37,7 +40,8 @@ OsEnv::OsEnv(OsEnvOptions options, std::unique_ptr<GpuSource> gpus) : opt_(std::
     return;
   }
   if (opt_.job_tracking == "cgroup") throw ConfigError("job_tracking = cgroup: " + why);
-  fmt::print(stderr, "aegisd: no cgroup for jobs ({}); tracking each job as its shim's descendants\n", why);
+  no_cgroup_why_ = why;
+  fmt::print(stderr, "aegisd: no cgroup for jobs ({}); tracking each job as its shim's descendants, else its session\n", why);
 }
 
 OsEnv::~OsEnv() {
@@ -60,7 +64,10 @@ bool OsEnv::is_infrastructure(pid_t pid) {
 }
 
 std::string OsEnv::tracking() const {
-  return cgroup_base_.empty() ? "descendants of each job's shim" : "cgroup " + cgroup_mount_ + cgroup_base_;
+  // Without a cgroup, a process that left the job's session after its shim is gone is
+  // lost to it (docs/security.md): `aegis gpus` says so.
+  return cgroup_base_.empty() ? "descendants of each job's shim, else its session (no cgroup: " + no_cgroup_why_ + ")"
+                              : "cgroup " + cgroup_mount_ + cgroup_base_;
 }
 
 std::string OsEnv::cgroup_for(JobId job, int attempt) const {

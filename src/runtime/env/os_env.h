@@ -55,6 +55,7 @@ class OsEnv : public Env {
   OsEnvOptions opt_;
   std::unique_ptr<GpuSource> gpus_;
   std::string cgroup_mount_, cgroup_base_;       // empty base: track descendants of each shim
+  std::string no_cgroup_why_;                    // why there is no cgroup base, for tracking()
   std::map<AttemptKey, int> shim_pidfds_;        // shims started here (pidfds never name another process)
   std::map<AttemptKey, Seconds> kill_at_;        // stopped by us after their shim was gone
   std::map<AttemptKey, uid_t> uid_of_;           // for the session fallback

@@ -17,6 +17,7 @@ namespace aegis {
 struct GpuProcess {
   std::uint32_t pid = 0;
   std::optional<MiB> used_mib;  // empty when the driver does not say
+  std::optional<double> sm_util;  // its utilisation sample since the last read, [0,1] (GpuStatus::process_samples)
 };
 
 // Where a device's SM activity, occupancy and DRAM activity came from (docs/daemon.md).
@@ -41,6 +42,7 @@ struct GpuStatus {
   std::string parent_uuid;            // on a MIG instance: the GPU it is cut from ("" for a whole GPU)
   std::string mig_profile;            // on a MIG instance: e.g. "3g.40gb"
   std::vector<GpuProcess> processes;  // compute processes
+  bool process_samples = false;       // the driver gives per-process utilisation here: each process has sm_util
 
   // Which pressure rule the engine can apply to this GPU.
   TelemetryLevel level() const {

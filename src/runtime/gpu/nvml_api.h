@@ -59,6 +59,17 @@ struct nvmlMemory_v2_t {
 inline constexpr unsigned int nvmlMemory_v2 = static_cast<unsigned int>(sizeof(nvmlMemory_v2_t)) | (2U << 24U);
 
 // nvmlUtilization_t (NVML 1.0): percent over the driver's last sample period.
+// One per-process utilisation sample (nvmlDeviceGetProcessUtilization), percent of the
+// sample period.
+struct nvmlProcessUtilizationSample_t {
+  unsigned int pid;
+  unsigned long long timeStamp;  // CPU timestamp, microseconds
+  unsigned int smUtil;
+  unsigned int memUtil;
+  unsigned int encUtil;
+  unsigned int decUtil;
+};
+
 struct nvmlUtilization_t {
   unsigned int gpu;
   unsigned int memory;
@@ -141,6 +152,10 @@ using nvmlDeviceGetUtilizationRates_fn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtil
 using nvmlDeviceGetComputeRunningProcesses_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v1_t*);
 using nvmlDeviceGetComputeRunningProcesses_v2_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v2_t*);
 using nvmlDeviceGetComputeRunningProcesses_v3_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v3_t*);
+// Per-process utilisation samples newer than the last timestamp (microseconds); a null
+// buffer asks for the count (NVML_ERROR_INSUFFICIENT_SIZE), NVML_ERROR_NOT_FOUND: none.
+using nvmlDeviceGetProcessUtilization_fn = nvmlReturn_t (*)(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,
+                                                            unsigned long long);
 // MPS clients (Volta and later): listed here, not among the compute processes.
 using nvmlDeviceGetMPSComputeRunningProcesses_v3_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v3_t*);
 using nvmlDeviceGetPowerUsage_fn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int*);                    // mW

@@ -64,6 +64,7 @@ class Library {
   nvmlDeviceGetMPSComputeRunningProcesses_v3_fn getMpsProcesses_v3 = nullptr;  // optional
   nvmlDeviceGetComputeRunningProcesses_v2_fn getProcesses_v2 = nullptr;
   nvmlDeviceGetComputeRunningProcesses_fn getProcesses_v1 = nullptr;
+  nvmlDeviceGetProcessUtilization_fn getProcessUtilization = nullptr;
   nvmlDeviceGetPowerUsage_fn getPowerUsage = nullptr;
   nvmlDeviceGetTotalEnergyConsumption_fn getTotalEnergyConsumption = nullptr;
   nvmlDeviceGetMigMode_fn getMigMode = nullptr;
@@ -113,6 +114,7 @@ class Library {
     find(&getMpsProcesses_v3, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
     find(&getProcesses_v2, "nvmlDeviceGetComputeRunningProcesses_v2");
     find(&getProcesses_v1, "nvmlDeviceGetComputeRunningProcesses");
+    find(&getProcessUtilization, "nvmlDeviceGetProcessUtilization");
     find(&getPowerUsage, "nvmlDeviceGetPowerUsage");
     find(&getTotalEnergyConsumption, "nvmlDeviceGetTotalEnergyConsumption");
     find(&getMigMode, "nvmlDeviceGetMigMode");

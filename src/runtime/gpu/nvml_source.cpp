@@ -10,6 +10,7 @@
 
 #include "runtime/gpu/gpu_source.h"
 #include "runtime/gpu/nvml_library.h"
+#include "runtime/gpu/nvml_process_util.h"
 
 namespace aegis {
 
@@ -54,6 +55,7 @@ struct Device {
   bool gpm = false;
   nvmlGpmSample_t gpm_prev = nullptr, gpm_cur = nullptr;
   bool have_prev = false;  // GPM metrics need two samples
+  ProcessUtilReader process_util;  // per-process samples, for a job's first activity
 };
 
 // A GPU in MIG mode, for describe().
@@ -81,6 +83,7 @@ class NvmlSource final : public GpuSource {
       read_memory(d, s);
       read_optional(d, s);
       read_processes(d, s);
+      d.process_util.read(lib_->getProcessUtilization, d.handle, s);
       read_gpm(d, s);
       out.push_back(std::move(s));
     }
@@ -277,7 +280,7 @@ void NvmlSource::read_processes(Device& d, GpuStatus& s) {
       for (unsigned int i = 0; i < count && i < process_capacity_; ++i) {
         nvmlProcessInfo_v1_t p{};  // pid and usedGpuMemory lead every version's layout
         std::memcpy(&p, process_buf_.data() + i * stride, sizeof p);
-        GpuProcess gp{p.pid, std::nullopt};
+        GpuProcess gp{p.pid, std::nullopt, std::nullopt};
         if (p.usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) gp.used_mib = to_mib(p.usedGpuMemory);
         s.processes.push_back(gp);
       }
@@ -315,7 +318,7 @@ void NvmlSource::read_mps_processes(Device& d, GpuStatus& s) {
     for (unsigned int i = 0; i < count && i < buf.size(); ++i) {
       const auto same = [&](const GpuProcess& p) { return p.pid == buf[i].pid; };
       if (std::any_of(s.processes.begin(), s.processes.end(), same)) continue;
-      GpuProcess gp{buf[i].pid, std::nullopt};
+      GpuProcess gp{buf[i].pid, std::nullopt, std::nullopt};
       if (buf[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) gp.used_mib = to_mib(buf[i].usedGpuMemory);
       s.processes.push_back(gp);
     }

@@ -18,7 +18,9 @@ struct Attempt {
   int number = 0;                       // 1, 2, ...
   std::vector<std::string> gpu_uuids;
   Seconds launched_at = 0;              // wall clock, seconds since the epoch
-  std::optional<Seconds> first_activity;
+  std::optional<Seconds> first_activity;  // when its observation window started ...
+  std::string anchor;                   // ... told from what (lifecycle/activity_anchor.h names; "" before)
+  std::optional<Seconds> context_at;    // its first process seen on a GPU (CUDA context creation)
   bool exclusive = false;
   MiB admitted_mib = 0;
   MiB free_at_placement = 0;

@@ -21,6 +21,7 @@ std::optional<double> opt_double(const json& j, const char* key) {
 json attempt_json(const Attempt& a) {
   return {{"number", a.number},          {"gpus", a.gpu_uuids},
           {"launched_at", a.launched_at}, {"first_activity", opt(a.first_activity)},
+          {"anchor", a.anchor},           {"context_at", opt(a.context_at)},
           {"exclusive", a.exclusive},     {"admitted_mib", a.admitted_mib},
           {"free_at_placement_mib", a.free_at_placement},
           {"gpu_total_mib", a.gpu_total_mib},
@@ -54,6 +55,8 @@ Attempt attempt_from(const json& j) {
   a.gpu_uuids = j.at("gpus").get<std::vector<std::string>>();
   a.launched_at = j.at("launched_at").get<double>();
   a.first_activity = opt_double(j, "first_activity");
+  a.anchor = j.value("anchor", std::string());
+  a.context_at = opt_double(j, "context_at");
   a.exclusive = j.at("exclusive").get<bool>();
   a.admitted_mib = j.at("admitted_mib").get<MiB>();
   a.free_at_placement = j.at("free_at_placement_mib").get<MiB>();

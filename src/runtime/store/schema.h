@@ -94,6 +94,13 @@
 // history(signature, peak_mib, runs, updated_at)
 //                                   peak GPU memory per job signature (the history estimator
 //                                   until history_runs; still read for signatures without them)
+// attempt_anchors(job_id, number, context_at, anchor)
+//                                   added in schema 2 without a version change (an older
+//                                   aegisd never reads it): when the attempt's first process
+//                                   showed (CUDA context; NULL: not yet) and what its
+//                                   first_activity was told from ('' before it; else
+//                                   lifecycle/activity_anchor.h's names: process-util,
+//                                   gpu-activity, memory-plateau, reported). No row: neither known
 // history_runs(id, signature, gpu_model, peak_mib, t)
 //                                   added in schema 2 without a version change (a table an
 //                                   older aegisd never reads): each completed run's peak per
@@ -202,6 +209,14 @@ CREATE TABLE IF NOT EXISTS attempt_gpus (
   pos INTEGER NOT NULL,
   uuid TEXT NOT NULL,
   PRIMARY KEY (job_id, number, pos),
+  FOREIGN KEY (job_id, number) REFERENCES attempts(job_id, number) ON DELETE CASCADE
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS attempt_anchors (
+  job_id INTEGER NOT NULL,
+  number INTEGER NOT NULL,
+  context_at REAL,
+  anchor TEXT NOT NULL CHECK (anchor IN ('', 'reported', 'process-util', 'gpu-activity', 'memory-plateau')),
+  PRIMARY KEY (job_id, number),
   FOREIGN KEY (job_id, number) REFERENCES attempts(job_id, number) ON DELETE CASCADE
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (

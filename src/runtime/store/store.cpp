@@ -768,6 +768,10 @@ void Store::write_attempts(JobId id, const std::vector<Attempt>& attempts, bool 
                              "ON CONFLICT(job_id, number, pos) DO UPDATE SET uuid = excluded.uuid "
                              "WHERE uuid IS NOT excluded.uuid");
   sqlite3_stmt* trim = cached(db_, "DELETE FROM attempt_gpus WHERE job_id = ?1 AND number = ?2 AND pos >= ?3");
+  sqlite3_stmt* anchor = cached(db_,
+                                "INSERT INTO attempt_anchors(job_id, number, context_at, anchor) VALUES(?1, ?2, ?3, ?4) "
+                                "ON CONFLICT(job_id, number) DO UPDATE SET context_at = excluded.context_at, "
+                                "anchor = excluded.anchor");
   for (const Attempt& a : attempts) {
     {
       Use use{up};
@@ -808,6 +812,14 @@ void Store::write_attempts(JobId id, const std::vector<Attempt>& attempts, bool 
       check(sqlite3_bind_int64(gpu, 3, static_cast<std::int64_t>(i)), what);
       check(sqlite3_bind_text(gpu, 4, uuid.data(), static_cast<int>(uuid.size()), SQLITE_STATIC), what);
       step_done(gpu, what);
+    }
+    if (a.context_at || !a.anchor.empty()) {
+      Use use{anchor};
+      check(sqlite3_bind_int64(anchor, 1, id), what);
+      check(sqlite3_bind_int64(anchor, 2, a.number), what);
+      check(a.context_at ? sqlite3_bind_double(anchor, 3, *a.context_at) : sqlite3_bind_null(anchor, 3), what);
+      check(sqlite3_bind_text(anchor, 4, a.anchor.data(), static_cast<int>(a.anchor.size()), SQLITE_STATIC), what);
+      step_done(anchor, what);
     }
     if (replace) {
       Use use{trim};
@@ -961,6 +973,17 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
                if (pos != static_cast<std::int64_t>(it->gpu_uuids.size())) return g.wrong("pos", "not in sequence");
                it->gpu_uuids.push_back(std::move(uuid));
              });
+    children("SELECT number, context_at, anchor FROM attempt_anchors WHERE job_id = ?1", [&](sqlite3_stmt* c) {
+      Row g(c, "attempt_anchors", error);
+      const auto number = g.integer(0, "number");
+      const auto context_at = g.opt_real(1, "context_at");
+      std::string anchor = g.text(2, "anchor");
+      if (!g.ok()) return;
+      auto it = std::find_if(j.attempts.begin(), j.attempts.end(), [&](const Attempt& a) { return a.number == number; });
+      if (it == j.attempts.end()) return g.wrong("number", "no such attempt");
+      it->context_at = context_at;
+      it->anchor = std::move(anchor);
+    });
   }
   // What the API accepted once, it must accept still: a damaged row is not run.
   if (error.empty())

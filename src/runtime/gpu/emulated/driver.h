@@ -25,6 +25,7 @@ struct DriverOptions {
   bool has_gpm(int device) const { return (gpm >> gpu_of(device)) & 1U; }
   int process_api = 3;         // AEGIS_EMULATED_PROCESS_API: newest process-listing API
   bool process_memory = true;  // AEGIS_EMULATED_PROCESS_MEMORY=0: per-process memory "not available"
+  bool process_util = true;    // AEGIS_EMULATED_PROCESS_UTIL=0: nvmlDeviceGetProcessUtilization NOT_SUPPORTED
 };
 
 // Reads the environment and maps the state on the first call; counts later calls.

@@ -1,5 +1,6 @@
 #include "runtime/gpu/emulated/state.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -251,7 +252,8 @@ std::size_t State::processes(int device, std::span<ProcessEntry> out) {
   for (int i = 0; i < f.process_count; ++i) {
     const auto& p = f.processes[i];
     if (!on(p.device, device)) continue;
-    if (n < out.size()) out[n] = {p.pid, p.used_mib, p.device, p.mps_client != 0};
+    const double util = p.active ? std::min(1.0, p.solo.util * p.speed) : 0.0;
+    if (n < out.size()) out[n] = {p.pid, p.used_mib, p.device, p.mps_client != 0, util};
     ++n;
   }
   return n;

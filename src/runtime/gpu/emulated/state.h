@@ -47,6 +47,7 @@ struct ProcessEntry {
   MiB used_mib;
   std::int32_t device;  // where it runs: on a GPU in MIG mode, which instance
   bool mps_client;      // connected through MPS: NVML lists it among the MPS processes
+  double util;          // its share of the device's time running kernels now ([0,1]; 0 before its first kernel)
 };
 
 // Sums over the other active processes of one device, as the interference model (and

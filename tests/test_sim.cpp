@@ -102,6 +102,40 @@ TEST(Sim, CollocationWaitsForTheObservationWindowAndSlowsBoth) {
   EXPECT_LT(summarize(r).makespan_s, summarize(ex).makespan_s);
 }
 
+// Two co-located jobs' coarse utilisation: the union of their speed-scaled busy periods
+// (sim.util_combination = union, the default), or their capped sum; SM activity is summed
+// either way.
+TEST(Sim, CoLocatedUtilisationCombinesByTheConfiguredRule) {
+  Case c;
+  c.catalog.add(workload("light", 3000, 0.3, 0.1, 1000));
+  c.add(0, 0, "light");
+  c.add(1, 1, "light");
+  const SimConfig defaults;
+  const double s = 1.0 / (1 + defaults.interference_util_coeff * 0.3 * 0.3 +
+                          defaults.interference_dram_coeff * 0.1 * 0.1);
+  for (const std::string rule : {"union", "sum"}) {
+    SCOPED_TRACE(rule);
+    SimOptions o;
+    o.policy_name = "aegis";
+    o.engine = policy_config("aegis");
+    o.cluster = ClusterSpec::uniform(1, 1, 40960);
+    o.sim.util_combination = rule;
+    o.record_timeline = true;
+    const auto r = simulate(c.catalog, c.trace, o);
+    ASSERT_EQ(r.gpu_timeline.size(), 1u);
+    int both = 0;
+    for (const auto& p : r.gpu_timeline[0]) {
+      if (p.active != 2) continue;
+      ++both;
+      EXPECT_NEAR(p.smact, 2 * s * 0.3, 1e-9);
+      EXPECT_NEAR(p.util, rule == "union" ? 1 - (1 - s * 0.3) * (1 - s * 0.3) : 2 * s * 0.3, 1e-9);
+    }
+    EXPECT_GT(both, 0);
+  }
+  SimConfig bad;
+  EXPECT_THROW(set_param(bad, "util_combination", "max"), ConfigError);
+}
+
 // Under MPS the second user's job waits for the GPU to hold none of the first user's jobs
 // (NVIDIA's control daemon serves one user at a time); the same user's job joins.
 TEST(Sim, MpsCollocatesOnlyOneUsersJobs) {

@@ -11,6 +11,7 @@
 #include "estimate/gpumemnet_data.h"
 #include "estimate/ratio_metrics.h"
 #include "estimate/utilisation.h"
+#include "runtime/daemon/config.h"
 #include "sim/csv.h"
 
 namespace aegis::cli {
@@ -30,6 +31,7 @@ struct RealRun {
   ModelFeatures features;
   double smact = NAN, smocc = NAN, drama = NAN, util = NAN;  // shares in [0, 1]
   double horus_pub = NAN, fake_pub = NAN, gmn_pub = NAN;      // NAN: none or capped at 40000
+  int lucid_ss = -1;                                          // Lucid's sharing score (-1: none)
   bool catalog = false;
 };
 
@@ -58,6 +60,7 @@ std::map<std::string, int> parse_layer_counts(const CsvReader& r) {
 std::vector<RealRun> load_catalog_runs(const std::string& workloads, const std::string& specs) {
   struct Measured {
     double peak, smact, smocc, drama, util, horus, fake, gmn;
+    int lucid_ss;
   };
   std::map<std::string, Measured> measured;
   auto w = CsvReader::open(workloads);
@@ -74,7 +77,8 @@ std::vector<RealRun> load_catalog_runs(const std::string& workloads, const std::
                                     util ? *util / 100.0 : NAN,
                                     published("horus_estimate_mib"),
                                     published("faketensor_estimate_mib"),
-                                    published("gpumemnet_estimate_mib")};
+                                    published("gpumemnet_estimate_mib"),
+                                    static_cast<int>(w.opt_int("lucid_ss").value_or(-1))};
   }
   std::vector<RealRun> out;
   auto s = CsvReader::open(specs);
@@ -99,6 +103,7 @@ std::vector<RealRun> load_catalog_runs(const std::string& workloads, const std::
     const auto& m = it->second;
     x.smact = m.smact, x.smocc = m.smocc, x.drama = m.drama, x.util = m.util;
     x.horus_pub = m.horus, x.fake_pub = m.fake, x.gmn_pub = m.gmn;
+    x.lucid_ss = m.lucid_ss;
     x.catalog = true;
     out.push_back(std::move(x));
   }
@@ -199,6 +204,28 @@ std::vector<std::pair<std::string, double RealRun::*>> utilisation_targets() {
           {"gpu_util", &RealRun::util}};
 }
 
+// Lucid's sharing score as aegisd derives it from the predicted utilisation (held out),
+// against the catalog's labels (Lucid's classifier): how often the two agree.
+nlohmann::json sharing_score_table(const std::vector<RealRun>& all, const std::vector<CalibrationRun>& runs) {
+  std::vector<double> y;
+  for (const auto& x : all) y.push_back(x.util);
+  const auto pred = utilisation_leave_one_model_out(runs, y);
+  const double tiny = DaemonSettings{}.tiny_util;
+  int n = 0, exact = 0, tiny_agree = 0, unsafe = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (!all[i].catalog || all[i].lucid_ss < 0 || !std::isfinite(pred[i])) continue;
+    const int ss = sharing_score_from_util(pred[i], tiny), label = all[i].lucid_ss;
+    ++n;
+    exact += ss == label;
+    tiny_agree += (ss == 0) == (label == 0);
+    unsafe += ss < label;  // told it may share more than Lucid's label allows
+  }
+  fmt::print("Sharing score from the predicted utilisation (0 below tiny_util = {:g}, else 2) against the "
+             "catalog's lucid_ss, {} runs: {} equal, {} agree on tiny or not, {} scored below the label\n",
+             tiny, n, exact, tiny_agree, unsafe);
+  return {{"tiny_util", tiny}, {"n", n}, {"equal", exact}, {"tiny_agree", tiny_agree}, {"below_label", unsafe}};
+}
+
 nlohmann::json utilisation_table(const std::vector<RealRun>& all) {
   const auto runs = calibration_runs(all);
   struct Target {
@@ -240,7 +267,7 @@ nlohmann::json utilisation_table(const std::vector<RealRun>& all) {
                      {"baseline_mean_mae", b.mae}});
   }
   fmt::print("(MAE (mean): predicting every job as the mean of the other models)\n");
-  return table;
+  return {{"targets", table}, {"sharing_score", sharing_score_table(all, runs)}};
 }
 
 }  // namespace

@@ -123,4 +123,6 @@ std::map<std::string, UtilisationModel> utilisation_from_json(const nlohmann::js
   return out;
 }
 
+int sharing_score_from_util(double util, double tiny_util) { return util < tiny_util ? 0 : 2; }
+
 }  // namespace aegis

@@ -31,6 +31,11 @@ UtilisationModel fit_utilisation(std::span<const CalibrationRun> runs, std::span
 std::vector<double> utilisation_leave_one_model_out(std::span<const CalibrationRun> runs,
                                                     std::span<const double> target);
 
+// Lucid's sharing score from a predicted coarse utilisation: 0 (tiny: shares with any job)
+// below `tiny_util`, else 2 (shares with tiny jobs only). Lucid's middle class (1) is not
+// told apart by size, so no job is put in it (docs/estimators.md, "Sharing score").
+int sharing_score_from_util(double util, double tiny_util);
+
 struct AgreementMetrics {
   std::size_t n = 0;
   double mae = 0;       // mean |predicted - measured|

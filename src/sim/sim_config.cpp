@@ -24,6 +24,8 @@ const ParamEntry<SimConfig> kEntries[] = {
       "Slowdown per unit of DRAM-activity product with co-located jobs (fitted on Lucid pairs)"),
     P("power_idle_w", power_idle_w, 0, 10000, "", "GPU power when idle, W"),
     P("power_max_w", power_max_w, 0, 10000, "", "GPU power at full SM activity, W"),
+    P("util_combination", util_combination, 0, 0, "union,sum",
+      "Co-located jobs' utilisation: union 1 - prod(1 - u) (closest to measured pairs) or capped sum"),
     P("telemetry_noise", telemetry_noise, 0, 1, "",
       "Std. deviation of seeded noise added to each synthesised telemetry sample"),
     P("sharing", sharing, 0, 0, "process,mps",

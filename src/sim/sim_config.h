@@ -32,6 +32,13 @@ struct SimConfig {
   double power_idle_w = 50;
   double power_max_w = 400;
 
+  // How co-located jobs' coarse utilisation (share of time any kernel runs) combines in a
+  // GPU's telemetry: "union", 1 - prod(1 - speed x util), independent busy periods (10.4
+  // points from Lucid's measured pairs, docs/estimators.md "Additivity"), or "sum", the
+  // speed-weighted sum capped at 1 (14.9 points). SM activity, occupancy and DRAM activity
+  // are always summed: no pair measurement says otherwise.
+  std::string util_combination = "union";
+
   // Telemetry synthesis: standard deviation of seeded per-sample noise (0 = exact means).
   double telemetry_noise = 0;
 

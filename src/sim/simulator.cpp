@@ -131,7 +131,8 @@ class Run {
         engine_(engine_config(o)),
         life_(engine_config(o), lifecycle_options(o)),
         placer_(*this),
-        model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff} {
+        model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff},
+        union_util_(o.sim.util_combination == "union") {
     validate(o.sim);
     if (o.cluster.servers.empty()) throw InputError("cluster: needs at least one server");
     for (const auto& s : o.cluster.servers) {
@@ -548,17 +549,20 @@ class Run {
     for (int g : touched_) resample(g, t);
   }
 
-  // A GPU's activity is the speed-weighted sum of its active jobs' solo activity, capped at 1.
+  // A GPU's activity is the speed-weighted sum of its active jobs' solo activity, capped at
+  // 1; its coarse utilisation by sim.util_combination (the union of busy periods by default).
   void resample(int g, Seconds t) {
-    double a = 0, o = 0, d = 0, u = 0;
+    double a = 0, o = 0, d = 0, u = 0, idle = 1;
     for (int id : gpus_[g].active) {
       const Job& j = jobs_[id];
       a += j.live->speed * j.w->smact;
       o += j.live->speed * j.w->smocc;
       d += j.live->speed * j.w->drama;
       u += j.live->speed * j.w->util;
+      idle *= 1.0 - std::min(1.0, j.live->speed * j.w->util);
     }
-    const GpuSample s{std::min(1.0, a), std::min(1.0, o), std::min(1.0, d), std::min(1.0, u)};
+    const double util = union_util_ ? 1.0 - idle : std::min(1.0, u);
+    const GpuSample s{std::min(1.0, a), std::min(1.0, o), std::min(1.0, d), util};
     Gpu& gpu = gpus_[g];
     servers_[gpu.server].placer.views[gpu.local].process_count = static_cast<int>(gpu.active.size());
     if (s.smact == gpu.sample.smact && s.smocc == gpu.sample.smocc && s.drama == gpu.sample.drama &&
@@ -1059,6 +1063,7 @@ class Run {
   Lifecycle life_;
   Dispatcher placer_;
   InterferenceModel model_;
+  bool union_util_;  // sim.util_combination
   std::vector<Job> jobs_;
   std::vector<JobRecord> records_;  // per job, in trace order until finish()
   std::vector<Gpu> gpus_;

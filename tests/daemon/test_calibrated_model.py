@@ -5,7 +5,9 @@ reads each job's expected GPU utilisation) a job with a model spec but no
 --hint-gpu-util is refused without calibrated_model, and with it is accepted and runs,
 the calibrated model's estimate standing in for the hint. Then `aegis submit --model
 FILE.py:NAME` (where /usr/bin/python3 has PyTorch): the job carries the spec and the
-FakeTensor estimate the helpers computed on the client.
+FakeTensor estimate the helpers computed on the client. First, under policy lucid (no
+typed sharing scores), the score each job gets from its predicted utilisation decides who
+shares a GPU.
 Usage: test_calibrated_model.py BUILD_DIR
 """
 import json
@@ -14,7 +16,7 @@ import os
 import subprocess
 import sys
 
-from harness import Daemon, fail
+from harness import Daemon, fail, wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "..", "data", "models", "calibrated_memory.json")
@@ -44,7 +46,60 @@ def run_spec_job(d):
     return job
 
 
+def lucid_scores(build):
+    """Lucid (at most two jobs per GPU, sharing scores summing to <= 2) without typed scores:
+    with calibrated_model each spec's predicted utilisation gives its score, VGG-16 2 and a
+    tiny MLP 0, so the MLP shares VGG-16's GPU while a second VGG-16 waits for it."""
+    plain = Daemon(build, gpus="1x40960", settings={"policy": "lucid"})
+    try:
+        plain.start()
+        spec = os.path.join(plain.dir, "spec.json")
+        with open(spec, "w") as f:
+            json.dump(SPEC, f)
+        r = plain.run_cli("submit", "--profiled-mem", "2000", "--model-spec", spec, "--", "true", check=False)
+        if r.returncode == 0 or "sharing score" not in (r.stdout + r.stderr):
+            fail(f"lucid without calibrated_model took a job with no sharing score: {r.stdout}{r.stderr}")
+    finally:
+        plain.cleanup()
+    d = Daemon(build, gpus="1x40960", settings={"policy": "lucid", "calibrated_model": os.path.abspath(MODEL)})
+    try:
+        d.start()
+        vgg, tiny = os.path.join(d.dir, "vgg.json"), os.path.join(d.dir, "tiny.json")
+        with open(vgg, "w") as f:
+            json.dump(SPEC, f)
+        with open(tiny, "w") as f:
+            json.dump({"depth": 2, "total_activations": 36, "total_parameters": 2212, "batch_size": 8,
+                       "activation": "ReLU", "layer_counts": {"linear": 2, "relu": 1}}, f)
+
+        def job(spec, name, seconds):
+            return d.submit("--name", name, "--profiled-mem", "2000", "--model-spec", spec, "--", d.fakejob,
+                            "--mem", "2000", "--smact", "0.3", "--seconds", str(seconds), "--startup", "0.2")
+
+        # The first VGG-16 runs until the test cancels it: who shares its GPU does not
+        # depend on the clock. The queue is strict head-of-line, so one job at a time.
+        big = job(vgg, "big", 3600)
+        wait_for("the first VGG-16 to run", lambda: d.show(big)["state"] == "running")
+        small = job(tiny, "small", 1)
+        d.wait_all_final([small], timeout=120)
+        second = job(vgg, "second", 1)
+        wait_for("the second VGG-16 to wait for the sharing score",
+                 lambda: "sharing" in d.run_cli("queue").stdout.split("head of the queue waits:")[-1])
+        if d.show(big)["state"] != "running" or d.show(second)["attempt_log"]:
+            fail("two jobs of predicted score 2 (VGG-16) shared a GPU under lucid")
+        d.run_cli("cancel", str(big))
+        d.wait_all_final([big, second], timeout=120)
+        A, B, C = (d.show(j)["attempt_log"][-1] for j in (big, small, second))
+        if B["outcome"] != "completed" or not B["launched_at"] < A["ended_at"]:
+            fail(f"the tiny MLP (predicted score 0) did not share VGG-16's GPU: {B}")
+        if C["launched_at"] < A["ended_at"] - 0.01:
+            fail(f"the second VGG-16 started before the first ended: {C}")
+        print("OK: lucid scored VGG-16 2 and a tiny MLP 0 from their predicted utilisation")
+    finally:
+        d.cleanup()
+
+
 def main(build):
+    lucid_scores(build)
     learned = with_calibrated(build, "aegis-learned")
     try:
         learned.start()

@@ -79,6 +79,9 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
       "Completed runs per job signature and GPU model that the history estimate reads (the most recent)"),
     P("history_quantile", history_quantile, 0.5, 1, "",
       "Quantile of those runs' peaks taken as the history estimate (nearest rank, rounding up; 1 = their largest)"),
+    P("tiny_util", tiny_util, 0, 1, "",
+      "With calibrated_model: a job with a model spec and no sharing score gets Lucid's score 0 (tiny, shares with "
+      "any job) when its predicted GPU utilisation is below this, else 2 (shares with tiny jobs only)"),
     P("emulated_mig", emulated_mig, 0, 0, "",
       "Emulated MIG layout: GPU:PROFILES;... e.g. 0:3g.20gb,2g.10gb,1g.5gb,1g.5gb (\"\" = none)"),
     P("sharing", sharing, 0, 0, "process,mps,auto",

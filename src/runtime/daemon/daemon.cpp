@@ -187,13 +187,17 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
     if (learned_) spec.estimates.learned = learned_->regression(*j.request.model);
     if (!spec.estimates.learned && calibrated_) spec.estimates.learned = calibrated_estimate_of(*j.request.model);
   }
-  spec.hints.gpu_util = j.request.hint_gpu_util;
   // No hint typed but a model spec: the calibrated model's utilisation estimate, which
-  // Horus' cap and the lpu order read as they would the user's figure.
-  if (!spec.hints.gpu_util && j.request.model)
+  // Horus' cap and the lpu order read as they would the user's figure, and Lucid's
+  // sharing score from it: tiny (0) below tiny_util, else 2 (docs/estimators.md).
+  std::optional<double> predicted;
+  if (j.request.model)
     if (auto u = utilisation_.find("gpu_util"); u != utilisation_.end())
-      spec.hints.gpu_util = u->second.predict(calibration_run(*j.request.model, ""));
+      predicted = u->second.predict(calibration_run(*j.request.model, ""));
+  spec.hints.gpu_util = j.request.hint_gpu_util ? j.request.hint_gpu_util : predicted;
   spec.hints.sharing_score = j.request.hint_sharing_score;
+  if (!spec.hints.sharing_score && predicted)
+    spec.hints.sharing_score = sharing_score_from_util(*predicted, cfg_.daemon.tiny_util);
   return spec;
 }
 

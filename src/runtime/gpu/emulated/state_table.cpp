@@ -22,6 +22,16 @@ void add(Activity& sum, const Activity& a, double weight) {
   sum.util += weight * a.util;
 }
 
+// Co-located processes' activity: SM activity, occupancy and DRAM activity add up (each
+// counts issuing warps or bytes, which the processes share); coarse utilisation, the
+// share of time any kernel runs, is the union of independent busy periods,
+// 1 - (1 - u1)(1 - u2): closest to Lucid's measured pairs (docs/estimators.md, "Additivity").
+void combine(Activity& gpu, const Activity& a, double speed) {
+  const double util = gpu.util;
+  add(gpu, a, speed);
+  gpu.util = 1.0 - (1.0 - util) * (1.0 - std::min(1.0, speed * a.util));
+}
+
 Activity capped(const Activity& a, double share) {
   auto cap = [&](double v) { return std::min(1.0, v / share); };
   return {cap(a.smact), cap(a.smocc), cap(a.drama), cap(a.util)};
@@ -91,7 +101,7 @@ void recompute(File& f) {
     const auto& p = f.processes[i];
     Device& d = f.devices[p.device];
     d.used_mib += p.used_mib;
-    if (p.active) add(d.raw, p.solo, p.speed);
+    if (p.active) combine(d.raw, p.solo, p.speed);
   }
   // A GPU in MIG mode holds what its instances hold and does what they do. Its own SMs
   // are the whole chip; an instance's are its profile's (mig_models.h).
@@ -99,7 +109,7 @@ void recompute(File& f) {
     if (!is_mig_device(id)) return;
     Device& gpu = f.devices[gpu_of(id)];
     gpu.used_mib += d.used_mib;
-    add(gpu.raw, d.raw, 1);
+    combine(gpu.raw, d.raw, 1);
   });
   for_each_device(f, [&](int id, Device& d) {
     const double share =

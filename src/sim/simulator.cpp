@@ -827,7 +827,6 @@ class Run {
   // Where `job` would start: the first server that takes it in the dispatcher's order.
   std::optional<Placement> place_single(int id, const QueuedJob& job, Seconds t) {
     const int n = job.spec.num_gpus;
-    order_.clear();
     const bool shares = engine_.config().collocate && !job.recovery.exclusive_only;
     const Engine::RequestShape key = jobs_[id].live->request;
     // After a pass for request P, every server outside changed_ has refused (at its
@@ -848,27 +847,31 @@ class Run {
     }
     changed_.clear();
     n_visits_ += candidates_.size();
+    // Written in place in an array of one entry per server: an append per server is a
+    // call where the compiler declines to inline it (it did in a unity batch).
+    if (order_.size() < servers_.size()) order_.resize(servers_.size());
+    Candidate* const order = order_.data();
+    std::size_t listed = 0;
     for (int s : candidates_) {
       const Server& srv = servers_[s];
       if (srv.ngpus < n) continue;
       if (refused_already(s, key)) continue;
       if (srv.idle_gpus >= n) {
-        order_.push_back({0, srv.idle_gpus, 0, s});
+        order[listed++] = {0, srv.idle_gpus, 0, s};
       } else if (shares) {
-        order_.push_back({1, 0, -srv.free_mib, s});
+        order[listed++] = {1, 0, -srv.free_mib, s};
       }
     }
     // Taken in order, the best one left at a time: on average less than one server is
     // asked per pass (most are refused from the caches above), so selecting the first by
     // a scan beats ordering them all (a heap cost 7 % of a whole-trace run).
-    while (!order_.empty()) {
-      auto best = std::min_element(order_.begin(), order_.end());
+    while (listed > 0) {
+      Candidate* best = std::min_element(order, order + listed);
       const int s = best->server;
-      *best = order_.back();
-      order_.pop_back();
+      *best = order[--listed];
       if (auto l = probe(s, job, key, t)) {
         // Servers not asked yet stay candidates for the next request with this key.
-        for (const auto& c : order_) changed_.push_back(c.server);
+        for (std::size_t i = 0; i < listed; ++i) changed_.push_back(order[i].server);
         Placement p;
         p.parts.push_back({s, std::move(*l), 0});
         return p;
@@ -1075,7 +1078,7 @@ class Run {
   std::vector<SampleRun> metric_runs_;                              // one metric of a window
   std::vector<std::pair<GpuSample, std::uint32_t>> noisy_runs_;  // scratch of ensure_window
   std::uint64_t stamp_ = 0;
-  std::vector<Candidate> order_;
+  std::vector<Candidate> order_;  // place_single's servers to ask (one entry per server)
   std::vector<int> changed_, candidates_;  // servers changed since the last full pass
   std::uint64_t candidate_stamp_ = 0;
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass

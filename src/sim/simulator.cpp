@@ -9,6 +9,7 @@
 #include <queue>
 #include <set>
 
+#include "core/busy_union.h"
 #include "core/mig_models.h"
 #include "lifecycle/lifecycle.h"
 #include "sched/engine.h"
@@ -559,7 +560,7 @@ class Run {
       o += j.live->speed * j.w->smocc;
       d += j.live->speed * j.w->drama;
       u += j.live->speed * j.w->util;
-      idle *= 1.0 - std::min(1.0, j.live->speed * j.w->util);
+      idle = idle_after(idle, j.live->speed * j.w->util);
     }
     const double util = union_util_ ? 1.0 - idle : std::min(1.0, u);
     const GpuSample s{std::min(1.0, a), std::min(1.0, o), std::min(1.0, d), util};

@@ -1,4 +1,5 @@
 #include "runtime/gpu/emulated/state_table.h"
+#include "core/busy_union.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -23,13 +24,12 @@ void add(Activity& sum, const Activity& a, double weight) {
 }
 
 // Co-located processes' activity: SM activity, occupancy and DRAM activity add up (each
-// counts issuing warps or bytes, which the processes share); coarse utilisation, the
-// share of time any kernel runs, is the union of independent busy periods,
-// 1 - (1 - u1)(1 - u2): closest to Lucid's measured pairs (docs/estimators.md, "Additivity").
+// counts issuing warps or bytes, which the processes share); coarse utilisation is the
+// union of their busy periods (core/busy_union.h).
 void combine(Activity& gpu, const Activity& a, double speed) {
   const double util = gpu.util;
   add(gpu, a, speed);
-  gpu.util = 1.0 - (1.0 - util) * (1.0 - std::min(1.0, speed * a.util));
+  gpu.util = 1.0 - idle_after(1.0 - util, speed * a.util);
 }
 
 Activity capped(const Activity& a, double share) {

@@ -70,18 +70,26 @@ PAGE_JOBS = """[...document.querySelectorAll('#active tbody tr, #finished tbody 
   id: Number(r.dataset.job), state: r.dataset.state, name: r.cells[1].textContent, user: r.cells[2].textContent,
   why: r.querySelector('.why') ? r.querySelector('.why').textContent : ''}))"""
 # Nothing wider than the viewport: the document does not scroll sideways and no visible
-# element reaches past either edge.
+# element or text reaches past either edge. The edge is the layout width (clientWidth):
+# with mobile emulation innerWidth grows with the overflow it should catch.
 OVERFLOW = """(() => {
-  const de = document.documentElement, w = window.innerWidth, out = [];
-  if (de.scrollWidth > de.clientWidth) out.push('document ' + de.scrollWidth + ' > ' + de.clientWidth);
+  const de = document.documentElement, w = de.clientWidth, out = [];
+  if (de.scrollWidth > w) out.push('document ' + de.scrollWidth + ' > ' + w);
+  const past = r => (r.width || r.height) && (r.right > w + 0.5 || r.left < -0.5);
   for (const e of document.querySelectorAll('body *')) {
     const r = e.getBoundingClientRect();
-    if (r.width === 0 && r.height === 0) continue;
-    if (r.right > w + 0.5 || r.left < -0.5) out.push(e.tagName + '.' + e.className + ' ' + r.left + '..' + r.right);
+    if (past(r)) out.push(e.tagName + '.' + e.className + ' ' + r.left + '..' + r.right);
+  }
+  // Text can spill out of a fixed-layout table cell without widening any element.
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    const range = document.createRange();
+    range.selectNodeContents(n);
+    const r = range.getBoundingClientRect();
+    if (past(r)) out.push('text ' + JSON.stringify(n.textContent.slice(0, 40)) + ' in ' +
+                          n.parentElement.tagName + '.' + n.parentElement.className + ' ' + r.left + '..' + r.right);
   }
   return out; })()"""
-
-
 def gpu_view(cli_gpus):
     """What the page shows of `aegis gpus --json`, in the page's terms."""
     out = []
@@ -154,8 +162,17 @@ def main():
         "observation_window_s": 2.0, "dashboard_port": port, "dashboard_max_connections": MAX_CONNECTIONS,
         "dashboard_timeout_s": DEADLINE_S})
     unix = os.path.join(d.dir, "dashboard.sock")
+    # The header names the telemetry library by its path, one unbreakable word as wide as
+    # the build directory's path (CI's clone once made it overflow at 390 px). A copy under
+    # a long directory makes the phone layout check independent of where the tree lives.
+    deep = os.path.join(d.dir, "a-build-directory-whose-path-is-wider-than-a-phone-screen-" + "x" * 60)
+    os.makedirs(deep)
+    library = os.path.join(deep, "libaegis-nvml-emulated.so")
+    shutil.copy(os.path.join(args.build, "src/runtime/gpu/emulated/libaegis-nvml-emulated.so"), library)
+    os.chmod(deep, 0o755)
     with open(d.config, "a") as f:
         f.write(f"dashboard_socket = {json.dumps(unix)}\n")
+        f.write(f"emulated_library = {json.dumps(library)}\n")
     base = f"127.0.0.1:{port}"
     shots = args.screenshots or d.dir
     try:

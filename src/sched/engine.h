@@ -77,6 +77,11 @@ class Engine {
   // may a driver remember refusals: a refusal stands for a request that covers it and for
   // more load, less memory and more activity, until time passes or a job first shows activity.
   bool refusals_monotone() const { return refusals_monotone_; }
+  // When the observation gates of a running job's GPUs open after its first activity at
+  // `first_activity`, or nullopt when the engine has no gate (a first activity then opens
+  // nothing). Refusals made before the activity stand until then (the gate only closes
+  // at activity), so a driver that remembers refusals need only ask again at that time.
+  std::optional<Seconds> gate_opens_after_activity(Seconds first_activity) const;
   // True when the engine collocates and some composed stage reads telemetry windows (the
   // pressure filter, the LUG order): drivers without telemetry changes may skip re-evaluating.
   bool uses_telemetry() const { return uses_telemetry_; }

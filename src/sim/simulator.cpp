@@ -270,6 +270,7 @@ class Run {
         spec.estimates = j.w->estimates;
         spec.hints = j.w->hints;
         life_.submitted(std::move(spec), false, false, e.t);
+        dirty_ = true;
         break;
       }
       case EvKind::FirstActivity: {
@@ -283,7 +284,16 @@ class Run {
         const MiB first = ramp ? static_cast<MiB>(std::ceil(static_cast<double>(j.w->peak_mib) *
                                                             opt_.sim.memory_initial_fraction))
                                : j.w->peak_mib;
-        touch_servers(j);  // the observation gate now runs from this activity
+        // The observation gate now runs from this activity: it opens at a known time and,
+        // until then, refusals of its servers stand (the activity only closes gates), so
+        // they are asked again then, not now. Without a gate nothing opens.
+        if (auto opens = engine_.gate_opens_after_activity(e.t)) {
+          if (*opens > e.t && cache_) {
+            for (const auto& p : j.live->parts) push_wake(p.server, *opens);
+          } else {
+            touch_servers(j);
+          }
+        }
         if (!allocate(j, first, e.t)) break;
         j.live->active = true;
         for (int g : j.live->gpus) {
@@ -337,6 +347,7 @@ class Run {
   void bump(int s) {
     servers_[s].version++;
     changed_.push_back(s);
+    dirty_ = true;
   }
 
   void touch_servers(const Job& j) {
@@ -973,7 +984,12 @@ class Run {
   // Failures through the recovery rule, then the queues head first: the lifecycle's pass,
   // with the dispatcher as its placer; the simulator only keeps its records.
   void tick(Seconds t) {
-    if (life_.has_work()) {
+    // With no job new to the queue and no server changed since the last pass, that pass's
+    // answers stand (refusals stand until a server changes; time opens gates only through
+    // wakes, which change their server), so the pass is skipped. Without the refusal
+    // caches nothing is assumed.
+    if (life_.has_work() && (dirty_ || !cache_)) {
+      dirty_ = false;
       Effects fx = life_.schedule(t, placer_);
       for (const auto& st : fx.starts) jobs_[st.job].live->mps_limit = st.mps_limit_mib;
       // A job requeued after an OOM keeps its phase until launch() sets it running again.
@@ -1082,6 +1098,7 @@ class Run {
   std::vector<Candidate> order_;  // place_single's servers to ask (one entry per server)
   std::vector<int> changed_, candidates_;  // servers changed since the last full pass
   std::uint64_t candidate_stamp_ = 0;
+  bool dirty_ = true;  // a job arrived or a server changed since the last lifecycle pass
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass
   std::vector<std::vector<GpuPoint>> timeline_;
   std::vector<std::pair<Seconds, int>> queue_timeline_;

@@ -78,6 +78,24 @@ TEST(ObservationGate, ClosedUntilWindowAfterFirstActivity) {
   EXPECT_EQ(at(350, std::nullopt).launches.size(), 1u);
 }
 
+TEST(ObservationGate, DriversAreToldWhenAFirstActivityOpensIt) {
+  // What a driver that remembers refusals skips asking until (the simulator, at a job's
+  // first activity): the time the engine's own refusal names.
+  const Engine e = test::engine("aegis");
+  World w(1);
+  w.now = 58;
+  w.run(1, {0}, 1000, /*launched=*/50, /*first_activity=*/58);
+  w.main_queue.push_back(test::job(2));
+  const auto d = w.tick(e);
+  ASSERT_TRUE(d.launches.empty());
+  ASSERT_TRUE(d.wake_at && e.gate_opens_after_activity(58));
+  EXPECT_DOUBLE_EQ(*e.gate_opens_after_activity(58), *d.wake_at);
+  // No gate, nothing to wait for: naive has none, exclusive never shares a GPU.
+  EXPECT_FALSE(test::engine("naive").gate_opens_after_activity(58));
+  EXPECT_FALSE(test::engine("exclusive").gate_opens_after_activity(58));
+  EXPECT_FALSE(test::engine("aegis", [](EngineConfig& c) { c.observation = false; }).gate_opens_after_activity(58));
+}
+
 // The published rule: exclude iff SMACT >= 0.65 AND (SMOCC >= 0.35 OR DRAMA >= 0.50).
 TEST(PressureFilter, TruthTable) {
   const Engine e = test::engine("aegis");

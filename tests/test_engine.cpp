@@ -271,9 +271,22 @@ TEST(Engine, RequestShapeCoversWhatThePolicyReads) {
   EXPECT_EQ(peak.request_shape(b).need_shared, 12000 + 2048);
   EXPECT_EQ(peak.request_shape(b).need_alone, 12000);
   b.spec.estimates.profiled = 8000;
-  b.spec.hints.sharing_score = 2;
+  b.spec.hints.sharing_score = 0;
   EXPECT_TRUE(same(peak, a, b));
   EXPECT_FALSE(same(lucid, a, b));
+  // Hints that every stage reading them takes as a need compare as figures: a job that
+  // shares less (a higher score; none counts as 2) is refused wherever one sharing more was.
+  EXPECT_TRUE(lucid.request_shape(a).covers(lucid.request_shape(b)));
+  EXPECT_FALSE(lucid.request_shape(b).covers(lucid.request_shape(a)));
+  b.spec.hints.sharing_score = 2;
+  EXPECT_TRUE(same(lucid, a, b));
+  const Engine horus = test::engine("horus");
+  QueuedJob light = a, heavy = a;
+  light.spec.hints.gpu_util = 0.3;
+  heavy.spec.hints.gpu_util = 0.6;
+  EXPECT_TRUE(horus.request_shape(heavy).covers(horus.request_shape(light)));
+  EXPECT_FALSE(horus.request_shape(light).covers(horus.request_shape(heavy)));
+  EXPECT_TRUE(horus.request_shape(a).covers(horus.request_shape(heavy)));  // none counts as 1
   b = a;
   b.recovery.floor_mib = 10240;
   EXPECT_FALSE(same(free, a, b));
@@ -288,6 +301,23 @@ TEST(Engine, RequestShapeCoversWhatThePolicyReads) {
 
 namespace aegis {
 namespace {
+
+TEST(StageReads, AFieldStaysANeedOnlyIfEveryReaderSaysSo) {
+  const StageReads as_need{{JobField::GpuUtilHint}, {GpuFact::Jobs}, {JobField::GpuUtilHint}};
+  const StageReads as_value{{JobField::GpuUtilHint, JobField::GpuCount}, {}};
+  const StageReads elsewhere{{JobField::GpuCount}, {GpuFact::Memory}};
+  StageReads r = as_need;
+  r |= elsewhere;  // reads the hint not at all: it stays a need
+  EXPECT_TRUE(r.is_need(JobField::GpuUtilHint));
+  r |= as_value;   // reads it as a value: compared by equality from now on
+  EXPECT_TRUE(r.has(JobField::GpuUtilHint));
+  EXPECT_FALSE(r.is_need(JobField::GpuUtilHint));
+  r = as_value;
+  r |= as_need;    // in either order
+  EXPECT_FALSE(r.is_need(JobField::GpuUtilHint));
+  // A need must be read.
+  EXPECT_FALSE((StageReads{{}, {}, {JobField::SharingScoreHint}}).is_need(JobField::SharingScoreHint));
+}
 
 TEST(Engine, StopsJobsNoGpuHereCanHold) {
   // After an OOM alone on a 40 GiB GPU the job may only go to a larger GPU; there is none.

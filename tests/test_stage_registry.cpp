@@ -218,12 +218,18 @@ TEST(StageDeclarations, RequestKindFollowsTheDeclaredReads) {
   };
   for (const auto& p : all_policies()) {
     const Engine e = test::engine(std::string(p.name));
-    const auto kind = e.request_shape(base).kind;
+    const auto shape = e.request_shape(base);
+    const auto kind = shape.kind;
     for (const auto& c : changes) {
       QueuedJob j = base;
       c.apply(j);
       const bool read = c.field && e.reads().has(*c.field);
-      EXPECT_EQ(e.request_shape(j).kind != kind, read) << p.name << ": " << c.what;
+      // A field every reader takes as a need moves a figure of the shape instead.
+      const bool need = c.field && e.reads().is_need(*c.field);
+      const auto changed = e.request_shape(j);
+      EXPECT_EQ(changed.kind != kind, read && !need) << p.name << ": " << c.what;
+      EXPECT_EQ(changed.need_util != shape.need_util || changed.need_score != shape.need_score, need)
+          << p.name << ": " << c.what;
     }
     // Whether the estimate source can tell: read by every engine, observable where the
     // policy uses an estimate at all.

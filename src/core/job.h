@@ -22,9 +22,12 @@ struct MemoryEstimates {
 };
 
 // Profile-derived hints used by the profile-based baselines (Lucid, Horus).
+// A job without one counts as the most demanding: it cannot share.
 struct ProfileHints {
   std::optional<double> gpu_util;      // mean coarse GPU utilisation alone, in [0,1]
   std::optional<int> sharing_score;    // Lucid's sharing score 0, 1 or 2
+  double util_or_most() const { return gpu_util.value_or(1.0); }
+  int score_or_most() const { return sharing_score.value_or(2); }
 };
 
 struct JobSpec {

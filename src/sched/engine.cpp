@@ -36,8 +36,8 @@ void add_sums(Load& c, const JobSpec& spec, bool exclusive, MiB admitted) {
   c.job_count += 1;
   c.booked_mib += admitted;
   c.has_exclusive = c.has_exclusive || exclusive;
-  c.util_sum += spec.hints.gpu_util.value_or(1.0);
-  c.score_sum += spec.hints.sharing_score.value_or(2);
+  c.util_sum += spec.hints.util_or_most();
+  c.score_sum += spec.hints.score_or_most();
   c.min_gpu_count = c.job_count == 1 ? spec.num_gpus : std::min(c.min_gpu_count, spec.num_gpus);
   c.max_gpu_count = std::max(c.max_gpu_count, spec.num_gpus);
   if (c.job_count == 1) c.owner = spec.owner;
@@ -168,12 +168,20 @@ Engine::RequestShape Engine::request_shape(const QueuedJob& job) const {
   if (reads_.has(JobField::GpuCount)) mix(static_cast<std::uint64_t>(job.spec.num_gpus));
   if (reads_.has(JobField::EstimatePresent)) mix(req.estimate ? 1 : 0);
   if (reads_.has(JobField::ExclusiveOnly)) mix(job.recovery.exclusive_only ? 1 : 0);
-  if (reads_.has(JobField::GpuUtilHint)) mix_double(job.spec.hints.gpu_util.value_or(-1.0));
-  if (reads_.has(JobField::SharingScoreHint))
+  RequestShape shape;
+  // A hint every reader takes as a need is a figure (covers compares it); the missing
+  // value is the one its readers assume, the most.
+  if (reads_.is_need(JobField::GpuUtilHint)) shape.need_util = job.spec.hints.util_or_most();
+  else if (reads_.has(JobField::GpuUtilHint)) mix_double(job.spec.hints.gpu_util.value_or(-1.0));
+  if (reads_.is_need(JobField::SharingScoreHint)) shape.need_score = job.spec.hints.score_or_most();
+  else if (reads_.has(JobField::SharingScoreHint))
     mix(static_cast<std::uint64_t>(job.spec.hints.sharing_score.value_or(-1) + 2));
   if (reads_.has(JobField::SubmitTime)) mix_double(job.spec.submit_time);
   if (reads_.has(JobField::Owner)) mix(static_cast<std::uint64_t>(job.spec.owner));
-  return {h, req.required_free_mib, std::max(req.estimate.value_or(0), job.recovery.floor_mib)};
+  shape.kind = h;
+  shape.need_shared = req.required_free_mib;
+  shape.need_alone = std::max(req.estimate.value_or(0), job.recovery.floor_mib);
+  return shape;
 }
 
 MiB Engine::need_alone(const QueuedJob& job) const {

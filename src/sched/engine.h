@@ -59,11 +59,14 @@ class Engine {
   // equal, and, when refusals_monotone(), a request needing at least as much memory (both
   // figures) is refused wherever the smaller one was.
   struct RequestShape {
-    std::uint64_t kind = 0;  // digest of the job fields reads() names, except the memory need
+    std::uint64_t kind = 0;  // digest of the job fields reads() names, except the needs
     MiB need_shared = 0;     // effective free memory required to share a GPU
     MiB need_alone = 0;      // memory an idle GPU must offer to run it alone
+    double need_util = 0;    // utilisation hint (missing: 1) when every reader takes it as a need
+    int need_score = 0;      // sharing-score hint (missing: 2), likewise
     bool covers(const RequestShape& refused) const {
-      return kind == refused.kind && need_shared >= refused.need_shared && need_alone >= refused.need_alone;
+      return kind == refused.kind && need_shared >= refused.need_shared && need_alone >= refused.need_alone &&
+             need_util >= refused.need_util && need_score >= refused.need_score;
     }
   };
   RequestShape request_shape(const QueuedJob& job) const;

@@ -90,17 +90,26 @@ enum class GpuFact : std::uint32_t {
 };
 
 struct StageReads {
-  std::uint32_t job = 0;  // JobField bits
-  std::uint32_t gpu = 0;  // GpuFact bits
+  std::uint32_t job = 0;   // JobField bits
+  std::uint32_t gpu = 0;   // GpuFact bits
+  std::uint32_t need = 0;  // JobField bits, within `job`, read as a need (below)
 
   constexpr StageReads() = default;
-  constexpr StageReads(std::initializer_list<JobField> jobs, std::initializer_list<GpuFact> gpus) {
+  constexpr StageReads(std::initializer_list<JobField> jobs, std::initializer_list<GpuFact> gpus,
+                       std::initializer_list<JobField> needs = {}) {
     for (JobField f : jobs) job |= static_cast<std::uint32_t>(f);
     for (GpuFact f : gpus) gpu |= static_cast<std::uint32_t>(f);
+    for (JobField f : needs) need |= static_cast<std::uint32_t>(f);
+    need &= job;
   }
   constexpr bool has(JobField f) const { return (job & static_cast<std::uint32_t>(f)) != 0; }
   constexpr bool has(GpuFact f) const { return (gpu & static_cast<std::uint32_t>(f)) != 0; }
+  // A hint read as a need: a job asking more of it (a missing hint counts as the most) is
+  // refused wherever one asking less was. Together, a field stays a need only if every
+  // stage that reads it says so; drivers then compare it as a figure (RequestShape).
+  constexpr bool is_need(JobField f) const { return (need & static_cast<std::uint32_t>(f)) != 0; }
   constexpr StageReads& operator|=(const StageReads& o) {
+    need = (need & ~o.job) | (o.need & ~job) | (need & o.need);
     job |= o.job;
     gpu |= o.gpu;
     return *this;

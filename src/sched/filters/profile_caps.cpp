@@ -26,12 +26,14 @@ class UtilCap final : public Filter {
   explicit UtilCap(double cap) : cap_(cap) {}
   std::string_view name() const override { return "util-cap"; }
   bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
-    const double own = r.job->spec.hints.gpu_util.value_or(1.0);
+    const double own = r.job->spec.hints.util_or_most();
     return g.util_sum + own <= cap_ + 1e-9;
   }
-  // The job's own utilisation (in the request's kind) plus the GPU's sum, which jobs
-  // only add to (utilisation >= 0): monotone.
-  StageReads reads() const override { return {{JobField::GpuUtilHint}, {GpuFact::Jobs}}; }
+  // The job's own utilisation plus the GPU's sum, which jobs only add to (utilisation
+  // >= 0): monotone. A larger (or missing: 1) utilisation only fails more: a need.
+  StageReads reads() const override {
+    return {{JobField::GpuUtilHint}, {GpuFact::Jobs}, {JobField::GpuUtilHint}};
+  }
   bool monotone() const override { return true; }
 
  private:
@@ -45,11 +47,14 @@ class SharingScoreCap final : public Filter {
   std::string_view name() const override { return "sharing-score"; }
   bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
     if (g.job_count == 0) return true;
-    return g.score_sum + r.job->spec.hints.sharing_score.value_or(2) <= cap_;
+    return g.score_sum + r.job->spec.hints.score_or_most() <= cap_;
   }
   // The job's own score plus the GPU's sum; an empty GPU always admits, and jobs only add
   // to the sum (scores >= 0), so a refused GPU stays refused with more jobs: monotone.
-  StageReads reads() const override { return {{JobField::SharingScoreHint}, {GpuFact::Jobs}}; }
+  // A larger (or missing: 2) score only fails more: a need.
+  StageReads reads() const override {
+    return {{JobField::SharingScoreHint}, {GpuFact::Jobs}, {JobField::SharingScoreHint}};
+  }
   bool monotone() const override { return true; }
 
  private:

@@ -48,7 +48,7 @@ struct Decisions {
   std::vector<Stop> stops;
   std::vector<Launch> launches;   // in queue order
   std::optional<Blocked> blocked;
-  std::optional<Seconds> wake_at; // earliest time a time-based gate opens
+  std::optional<Seconds> wake_at; // earliest time a gate that held a waiting job back opens
   EngineState state;
 };
 

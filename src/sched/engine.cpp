@@ -93,6 +93,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     filters_.push_back(e.make(config_));
     if (e.binds_alone) alone_rules_.push_back(filters_.back().get());
     if (filters_.back()->name() == "pressure") pressure_ = filters_.back().get();
+    if (filters_.back()->name() == "observing") gate_ = filters_.back().get();
   }
   order_ = make_order(config_.order, config_);
   recovery_ = make_recovery(config_);
@@ -304,6 +305,7 @@ Decisions Engine::tick(const Snapshot& snap) const {
   std::string why;
   bool by_pressure = false;
   bool any_waiting = false;
+  Seconds gate_wake = kNever;  // earliest opening of a gate that was the first to refuse a GPU
   while (const QueuedJob* job = next_job()) {
     const int n = job->spec.num_gpus;
     if (n <= static_cast<int>(t.gpus.size())) {
@@ -365,6 +367,9 @@ Decisions Engine::tick(const Snapshot& snap) const {
           if (!failed) {
             pick.push_back(&g);
           } else {
+            // The gate's opening matters only where the gate is what refuses: the stages
+            // before it (memory, caps) stand until the driver reports a change.
+            if (failed == gate_ && g.opens_at < gate_wake) gate_wake = g.opens_at;
             if (failed == pressure_) {
               by_pressure = true;
               pressure_gpus.push_back(g.view->index);
@@ -407,13 +412,9 @@ Decisions Engine::tick(const Snapshot& snap) const {
     d.launches.push_back(std::move(l));
   }
 
-  // The next time a gate opens, for drivers that sleep between events.
-  if (any_waiting) {
-    Seconds wake = kNever;
-    for (const auto& g : t.gpus)
-      if (g.observing && g.opens_at < wake) wake = g.opens_at;
-    if (wake < kNever) d.wake_at = wake;
-  }
+  // The next time a gate that held a waiting job back opens, for drivers that sleep
+  // between events.
+  if (any_waiting && gate_wake < kNever) d.wake_at = gate_wake;
   return d;
 }
 

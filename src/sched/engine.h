@@ -98,6 +98,7 @@ class Engine {
   std::vector<std::unique_ptr<Filter>> filters_;
   std::vector<const Filter*> alone_rules_;  // in filters_; also checked for GPUs taken alone
   const Filter* pressure_ = nullptr;        // in filters_ when composed: its refusals are told apart (Blocked::by_pressure)
+  const Filter* gate_ = nullptr;            // in filters_ when composed: its openings are the wake times
   std::unique_ptr<Order> order_;
   std::unique_ptr<RecoveryRule> recovery_;
   StageReads reads_;

@@ -286,10 +286,14 @@ class Run {
                                : j.w->peak_mib;
         // The observation gate now runs from this activity: it opens at a known time and,
         // until then, refusals of its servers stand (the activity only closes gates), so
-        // they are asked again then, not now. Without a gate nothing opens.
+        // they are asked again then, not now; a server that remembers no refusal will be
+        // asked anyway, and its refusal names that time. Without a gate nothing opens.
         if (auto opens = engine_.gate_opens_after_activity(e.t)) {
           if (*opens > e.t && cache_) {
-            for (const auto& p : j.live->parts) push_wake(p.server, *opens);
+            for (const auto& p : j.live->parts) {
+              const Server& srv = servers_[p.server];
+              if (srv.refused_version == srv.version && !srv.refused.empty()) push_wake(p.server, *opens);
+            }
           } else {
             touch_servers(j);
           }

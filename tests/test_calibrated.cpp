@@ -191,5 +191,20 @@ TEST(HistoryTest, EachGpuModelKeepsItsOwnPeaksAndTheOthersAreTranslated) {
   EXPECT_FALSE(history_estimate({}, {"A100"}, 10, 0.9, plus_context));
 }
 
+TEST(HistoryTest, UtilisationComesOnlyFromRunsOnEveryGpuModelTheJobMayLandOn) {
+  const std::map<std::string, std::vector<double>> by_model = {{"A100", {0.8, 0.2, 0.7}}, {"V100", {0.9}}};
+  // The median of the A100's three runs (nearest rank rounding up: the 2nd of 0.2, 0.7, 0.8).
+  EXPECT_DOUBLE_EQ(*history_utilisation(by_model, {"A100"}, 10, 0.5, 1), 0.7);
+  EXPECT_DOUBLE_EQ(*history_utilisation(by_model, {"A100"}, 10, 1.0, 1), 0.8);
+  EXPECT_DOUBLE_EQ(*history_utilisation(by_model, {"A100"}, 2, 0.5, 1), 0.2);  // the last two: 0.2, 0.7
+  // A mixed server: the larger of the two models' figures.
+  EXPECT_DOUBLE_EQ(*history_utilisation(by_model, {"A100", "V100"}, 10, 0.5, 1), 0.9);
+  // Never moved across models: an H100 on the server, or too few runs, gives nothing.
+  EXPECT_FALSE(history_utilisation(by_model, {"H100"}, 10, 0.5, 1));
+  EXPECT_FALSE(history_utilisation(by_model, {"A100", "H100"}, 10, 0.5, 1));
+  EXPECT_FALSE(history_utilisation(by_model, {"V100"}, 10, 0.5, 2));
+  EXPECT_TRUE(history_utilisation(by_model, {"A100"}, 10, 0.5, 3));
+}
+
 }  // namespace
 }  // namespace aegis

@@ -33,13 +33,40 @@ std::string job_signature(const std::vector<std::string>& argv, const std::strin
   return sig;
 }
 
-std::optional<MiB> recent_peak_statistic(std::span<const MiB> peaks, int window, double quantile) {
-  if (peaks.empty() || window < 1) return std::nullopt;
-  const auto n = std::min(peaks.size(), static_cast<std::size_t>(window));
-  std::vector<MiB> recent(peaks.end() - static_cast<std::ptrdiff_t>(n), peaks.end());
+namespace {
+
+template <class T>
+std::optional<T> recent_quantile(std::span<const T> values, int window, double quantile) {
+  if (values.empty() || window < 1) return std::nullopt;
+  const auto n = std::min(values.size(), static_cast<std::size_t>(window));
+  std::vector<T> recent(values.end() - static_cast<std::ptrdiff_t>(n), values.end());
   std::sort(recent.begin(), recent.end());
   const double rank = std::ceil(std::clamp(quantile, 0.0, 1.0) * static_cast<double>(n));
   return recent[static_cast<std::size_t>(std::clamp(rank, 1.0, static_cast<double>(n))) - 1];
+}
+
+}  // namespace
+
+std::optional<MiB> recent_peak_statistic(std::span<const MiB> peaks, int window, double quantile) {
+  return recent_quantile(peaks, window, quantile);
+}
+
+std::optional<double> recent_share_statistic(std::span<const double> shares, int window, double quantile) {
+  return recent_quantile(shares, window, quantile);
+}
+
+std::optional<double> history_utilisation(const std::map<std::string, std::vector<double>>& utils_by_model,
+                                          const std::vector<std::string>& server_models, int window,
+                                          double quantile, int min_runs) {
+  std::optional<double> out;
+  for (const auto& model : server_models) {
+    const auto it = utils_by_model.find(model);
+    if (it == utils_by_model.end() || it->second.size() < static_cast<std::size_t>(std::max(1, min_runs)))
+      return std::nullopt;
+    const auto here = recent_share_statistic(it->second, window, quantile);
+    if (here && (!out || *here > *out)) out = here;
+  }
+  return out;
 }
 
 std::optional<MiB> history_estimate(

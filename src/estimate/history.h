@@ -1,6 +1,7 @@
 // The history estimator: a job's signature (its command with numbers normalised, working
-// directory, GPU count and tags), and the peak GPU memory recorded for earlier runs with
-// the same signature, per GPU model. Repeated jobs are the common case on a shared server.
+// directory, GPU count and tags), and the peak GPU memory and mean activity recorded for
+// earlier runs with the same signature, per GPU model. Repeated jobs are the common case
+// on a shared server.
 #pragma once
 #include <functional>
 #include <map>
@@ -32,5 +33,26 @@ std::optional<MiB> recent_peak_statistic(std::span<const MiB> peaks, int window,
 std::optional<MiB> history_estimate(
     const std::map<std::string, std::vector<MiB>>& peaks_by_model, const std::vector<std::string>& server_models,
     int window, double quantile, const std::function<MiB(MiB, const std::string&, const std::string&)>& translate);
+
+// What one completed run did on its GPUs, each a mean share in [0, 1] over the samples
+// that could be told apart as its own (docs/estimators.md, "Utilisation from history");
+// empty where the GPU's telemetry does not give the metric or no sample qualified.
+struct RunActivity {
+  std::optional<double> gpu_util;  // coarse utilisation (per process where NVML gives it)
+  std::optional<double> smact;     // SM activity
+  std::optional<double> smocc;     // SM occupancy
+  std::optional<double> drama;     // DRAM activity
+};
+
+// recent_peak_statistic for shares (utilisation).
+std::optional<double> recent_share_statistic(std::span<const double> shares, int window, double quantile);
+
+// The utilisation history of a job that may land on any of `server_models`: the largest,
+// over those models, of that model's statistic of its last `window` runs. Empty unless
+// every one of them has at least `min_runs` runs: utilisation is not moved across GPU
+// models (a newer GPU is busy a different share of the time; nothing here tells by how much).
+std::optional<double> history_utilisation(const std::map<std::string, std::vector<double>>& utils_by_model,
+                                          const std::vector<std::string>& server_models, int window,
+                                          double quantile, int min_runs);
 
 }  // namespace aegis

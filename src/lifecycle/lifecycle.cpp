@@ -123,6 +123,7 @@ Effects Lifecycle::withdraw(JobId id, const std::string& why) {
 }
 
 void Lifecycle::set_estimates(JobId id, const MemoryEstimates& e) { job(id).queued.spec.estimates = e; }
+void Lifecycle::set_hints(JobId id, const ProfileHints& h) { job(id).queued.spec.hints = h; }
 
 Effects Lifecycle::first_activity(JobId id, Seconds t, Anchor anchor) {
   Effects fx;

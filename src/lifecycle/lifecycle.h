@@ -130,6 +130,7 @@ class Lifecycle {
   Effects withdraw(JobId id, const std::string& why);
   // The job's estimates changed (a peak was recorded for its signature while it waited).
   void set_estimates(JobId id, const MemoryEstimates& e);
+  void set_hints(JobId id, const ProfileHints& h);  // its utilisation from history, likewise
   // The job's first GPU activity, at `t`: its observation window starts. The simulator
   // knows the time (Reported); aegisd's readings go through observe(), which calls this.
   Effects first_activity(JobId id, Seconds t, Anchor anchor = Anchor::Reported);

@@ -72,8 +72,10 @@ def lucid_scores(build):
                        "activation": "ReLU", "layer_counts": {"linear": 2, "relu": 1}}, f)
 
         def job(spec, name, seconds):
-            return d.submit("--name", name, "--profiled-mem", "2000", "--model-spec", spec, "--", d.fakejob,
-                            "--mem", "2000", "--smact", "0.3", "--seconds", str(seconds), "--startup", "0.2")
+            # A tag per job: one command, so without it they would share a signature, and the
+            # utilisation measured for the tiny MLP's run would come before VGG-16's prediction.
+            return d.submit("--name", name, "--tag", name, "--profiled-mem", "2000", "--model-spec", spec, "--",
+                            d.fakejob, "--mem", "2000", "--smact", "0.3", "--seconds", str(seconds), "--startup", "0.2")
 
         # The first VGG-16 runs until the test cancels it: who shares its GPU does not
         # depend on the clock. The queue is strict head-of-line, so one job at a time.

@@ -7,7 +7,9 @@ wrote it up to issue 12) keeps working under this aegisd, which migrates it to s
   - ids, events and the history estimator's peaks are kept;
   - `aegis show --json` has exit_code and signal, per attempt and for the job, and
     `aegis run` ends with them (128 + signal for a killed job);
-  - a database of a newer schema is refused with one line.
+  - a database of a newer schema is refused with one line;
+  - a schema-2 database whose history_runs predates the activity columns gets them at
+    start (its runs kept, their activity NULL), and new runs record their activity.
 Usage: test_migration.py BUILD_DIR
 """
 import json
@@ -103,7 +105,51 @@ def wait_final(d, job_id, timeout=60):
     fail(f"job {job_id} did not finish: {d.show(job_id)}")
 
 
+# history_runs as schema 2 first had it, before the activity columns (store/schema.h).
+HISTORY_RUNS_BEFORE_ACTIVITY = """
+DROP TABLE history_runs;
+CREATE TABLE history_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  signature TEXT NOT NULL,
+  gpu_model TEXT NOT NULL,
+  peak_mib INTEGER NOT NULL,
+  t REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS history_runs_key ON history_runs(signature, gpu_model, id);
+INSERT INTO history_runs(signature, gpu_model, peak_mib, t) VALUES('an old signature', 'Some GPU', 1234, 1.0);
+"""
+
+
+def history_runs_gain_activity(build):
+    d = Daemon(build, gpus="1x40960", settings={"observation_window_s": 1.0, "telemetry_sample_hz": 4.0})
+    try:
+        d.start()
+        d.stop()
+        db = os.path.join(d.state, "aegis.db")
+        con = sqlite3.connect(db)
+        con.executescript(HISTORY_RUNS_BEFORE_ACTIVITY)
+        con.close()
+        d.start()
+        job = d.submit("--", d.fakejob, "--mem", "1000", "--smact", "0.5", "--seconds", "2", "--startup", "0.2")
+        d.wait_all_final([job], timeout=120)
+        con = sqlite3.connect(db)
+        rows = con.execute("SELECT signature, peak_mib, gpu_util, smact, smocc, drama FROM history_runs "
+                           "ORDER BY id").fetchall()
+        con.close()
+        if len(rows) != 2 or rows[0] != ("an old signature", 1234, None, None, None, None):
+            fail(f"history_runs after the migration: {rows}")
+        if any(v is None for v in rows[1][2:]):
+            fail(f"the new run's activity was not recorded: {rows[1]}")
+        d.stop()
+        d.start()  # the columns are there now: nothing to add, nothing fails
+        print(f"OK: history_runs gained its activity columns; the old run kept ({rows[0][1]} MiB, activity NULL), "
+              f"the new one recorded util {rows[1][2]:.2f}, smact {rows[1][3]:.2f}")
+    finally:
+        d.cleanup()
+
+
 def main(build):
+    history_runs_gain_activity(build)
     d = Daemon(build, settings={"observation_window_s": 1.0})
     try:
         # The emulated GPUs' ids, from a daemon that is then stopped and its state removed.

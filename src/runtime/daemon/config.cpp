@@ -79,9 +79,14 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
       "Completed runs per job signature and GPU model that the history estimate reads (the most recent)"),
     P("history_quantile", history_quantile, 0.5, 1, "",
       "Quantile of those runs' peaks taken as the history estimate (nearest rank, rounding up; 1 = their largest)"),
+    P("history_util_min_runs", history_util_min_runs, 1, 1000, "",
+      "Completed runs with a measured GPU utilisation, per job signature and on every GPU model of this server, "
+      "before a job without --hint-gpu-util gets that history's figure (before the model spec's prediction)"),
+    P("history_util_quantile", history_util_quantile, 0, 1, "",
+      "Quantile of those runs' mean GPU utilisation taken as the job's (nearest rank, rounding up; 0.5 = median)"),
     P("tiny_util", tiny_util, 0, 1, "",
-      "With calibrated_model: a job with a model spec and no sharing score gets Lucid's score 0 (tiny, shares with "
-      "any job) when its predicted GPU utilisation is below this, else 2 (shares with tiny jobs only)"),
+      "A job with no sharing score gets Lucid's score 0 (tiny, shares with any job) when its estimated GPU "
+      "utilisation (history, else calibrated_model's prediction from its model spec) is below this, else 2"),
     P("emulated_mig", emulated_mig, 0, 0, "",
       "Emulated MIG layout: GPU:PROFILES;... e.g. 0:3g.20gb,2g.10gb,1g.5gb,1g.5gb (\"\" = none)"),
     P("sharing", sharing, 0, 0, "process,mps,auto",

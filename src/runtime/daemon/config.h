@@ -45,7 +45,9 @@ struct DaemonSettings {
   std::string calibrated_model;           // calibrated estimator (JSON): per-GPU-model contexts; "" = off
   std::int64_t history_window = 10;       // runs per signature and GPU model the history estimate reads
   double history_quantile = 0.9;          // the quantile of those runs it takes (nearest rank, up)
-  double tiny_util = 0.5;                 // predicted utilisation below it: Lucid's score 0, else 2
+  std::int64_t history_util_min_runs = 1; // runs with a measured utilisation before history is used for it
+  double history_util_quantile = 0.5;     // the quantile of those runs' utilisation it takes (nearest rank, up)
+  double tiny_util = 0.5;                 // estimated utilisation below it: Lucid's score 0, else 2
   std::string emulated_mig;               // emulated MIG layout, e.g. "0:3g.20gb,2g.10gb,1g.5gb,1g.5gb"
   std::string sharing = "process";        // process | mps | auto
   std::string mps_control = "managed";    // managed: aegisd starts the MPS control daemon; external

@@ -55,7 +55,9 @@ Daemon::Daemon(DaemonConfig config, Env& env)
     }
   }
   history_ = store_.peaks();
-  run_peaks_ = store_.run_peaks();
+  auto runs = store_.history_runs();
+  run_peaks_ = std::move(runs.peaks);
+  run_utils_ = std::move(runs.utils);
   select_gpus(env_.sample_gpus());
   recover_jobs(env_.now(), true);
 }
@@ -187,18 +189,56 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
     if (learned_) spec.estimates.learned = learned_->regression(*j.request.model);
     if (!spec.estimates.learned && calibrated_) spec.estimates.learned = calibrated_estimate_of(*j.request.model);
   }
-  // No hint typed but a model spec: the calibrated model's utilisation estimate, which
-  // Horus' cap and the lpu order read as they would the user's figure, and Lucid's
-  // sharing score from it: tiny (0) below tiny_util, else 2 (docs/estimators.md).
-  std::optional<double> predicted;
-  if (j.request.model)
-    if (auto u = utilisation_.find("gpu_util"); u != utilisation_.end())
-      predicted = u->second.predict(calibration_run(*j.request.model, ""));
-  spec.hints.gpu_util = j.request.hint_gpu_util ? j.request.hint_gpu_util : predicted;
-  spec.hints.sharing_score = j.request.hint_sharing_score;
-  if (!spec.hints.sharing_score && predicted)
-    spec.hints.sharing_score = sharing_score_from_util(*predicted, cfg_.daemon.tiny_util);
+  const UtilisationEstimate u = utilisation_of(j);
+  spec.hints.gpu_util = u.gpu_util;
+  spec.hints.sharing_score = u.sharing_score;
   return spec;
+}
+
+// No hint typed: the mean utilisation of the job's earlier runs on this server's GPU
+// models (history_util_min_runs on each; history_util_quantile of them), else, with a model
+// spec, the calibrated model's prediction. Horus' cap and the lpu order read it as they
+// would the user's figure; Lucid's sharing score, when not typed, comes from it: tiny (0)
+// below tiny_util, else 2 (docs/estimators.md, "Sharing score").
+Daemon::UtilisationEstimate Daemon::utilisation_of(const DaemonJob& j) const {
+  std::optional<double> estimated;
+  const char* from = nullptr;
+  static const std::map<std::string, std::vector<double>> no_runs;
+  const auto runs = run_utils_.find(signature_of(j));
+  if (auto h = history_utilisation(runs == run_utils_.end() ? no_runs : runs->second, server_models(),
+                                   static_cast<int>(cfg_.daemon.history_window), cfg_.daemon.history_util_quantile,
+                                   static_cast<int>(cfg_.daemon.history_util_min_runs))) {
+    estimated = h;
+    from = "history";
+  } else if (j.request.model) {
+    if (auto m = utilisation_.find("gpu_util"); m != utilisation_.end()) {
+      estimated = m->second.predict(calibration_run(*j.request.model, ""));
+      from = "model-spec";
+    }
+  }
+  UtilisationEstimate u;
+  if (j.request.hint_gpu_util) {
+    u.gpu_util = j.request.hint_gpu_util;
+    u.gpu_util_source = "hint";
+  } else if (estimated) {
+    u.gpu_util = estimated;
+    u.gpu_util_source = from;
+  }
+  if (j.request.hint_sharing_score) {
+    u.sharing_score = j.request.hint_sharing_score;
+    u.sharing_score_source = "hint";
+  } else if (estimated) {
+    u.sharing_score = sharing_score_from_util(*estimated, cfg_.daemon.tiny_util);
+    u.sharing_score_source = from;
+  }
+  return u;
+}
+
+std::vector<std::string> Daemon::server_models() const {
+  std::vector<std::string> models;
+  for (const auto& g : gpus_)
+    if (std::find(models.begin(), models.end(), g.status.name) == models.end()) models.push_back(g.status.name);
+  return models;
 }
 
 // The history estimate for a job of `signature` that may land on any of this server's GPU
@@ -207,9 +247,7 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
 // unchanged without one. Signatures recorded before history_runs keep their largest peak.
 std::optional<MiB> Daemon::history_estimate_of(const std::string& signature) const {
   if (auto it = run_peaks_.find(signature); it != run_peaks_.end()) {
-    std::vector<std::string> models;
-    for (const auto& g : gpus_)
-      if (std::find(models.begin(), models.end(), g.status.name) == models.end()) models.push_back(g.status.name);
+    const std::vector<std::string> models = server_models();
     auto translate = [&](MiB mib, const std::string& from, const std::string& to) {
       if (!calibrated_) return mib;
       const double moved = static_cast<double>(mib) + calibrated_->context_mib(to) - calibrated_->context_mib(from);
@@ -231,25 +269,38 @@ MiB Daemon::calibrated_estimate_of(const ModelFeatures& f) const {
   return static_cast<MiB>(std::ceil(most));
 }
 
-// A completed run's peak, on the GPU model of its first GPU (a job's GPUs are alike).
+// A completed run's peak and mean activity, on the GPU model of its first GPU (a job's
+// GPUs are alike).
 void Daemon::record_history(const std::string& signature, const std::vector<std::string>& gpu_uuids, MiB peak,
-                            Seconds now) {
+                            const RunActivity& activity, Seconds now) {
   std::string model = "unknown";
   for (const auto& g : gpus_)
     if (!gpu_uuids.empty() && g.uuid == gpu_uuids.front()) model = g.status.name;
+  const auto window = static_cast<std::size_t>(cfg_.daemon.history_window);
   store_.record_peak(signature, peak, now);  // what an older aegisd reads
-  store_.record_run_peak(signature, model, peak, now, static_cast<int>(cfg_.daemon.history_window));
+  store_.record_run_peak(signature, model, peak, activity, now, static_cast<int>(window));
   history_[signature] = std::max(history_[signature], peak);
   auto& runs = run_peaks_[signature][model];
   runs.push_back(peak);
-  if (runs.size() > static_cast<std::size_t>(cfg_.daemon.history_window)) runs.erase(runs.begin());
+  if (runs.size() > window) runs.erase(runs.begin());
+  // The store keeps the last `window` runs, some without a utilisation: at most that many here.
+  if (activity.gpu_util) {
+    auto& utils = run_utils_[signature][model];
+    utils.push_back(std::clamp(*activity.gpu_util, 0.0, 1.0));
+    if (utils.size() > window) utils.erase(utils.begin());
+  }
   refresh_estimates(signature);
 }
 
-// A peak was recorded for `signature`: the queued jobs of that signature wait with it.
+// A run of `signature` was recorded: the queued jobs of that signature wait with its
+// peak, and with its utilisation where they have no hint.
 void Daemon::refresh_estimates(const std::string& signature) {
   for (const auto& [id, rec] : records_)
-    if (rec.state == JobState::Queued && signature_of(rec) == signature) life_.set_estimates(id, spec_of(rec).estimates);
+    if (rec.state == JobState::Queued && signature_of(rec) == signature) {
+      const JobSpec spec = spec_of(rec);
+      life_.set_estimates(id, spec.estimates);
+      life_.set_hints(id, spec.hints);
+    }
 }
 
 LifeJob Daemon::life_of(const DaemonJob& j) const {
@@ -398,6 +449,18 @@ void Daemon::note_activity(Seconds now) {
       r.mib += p.used_mib.value_or(0);
       if (g.status.process_samples) r.own_util = std::max(r.own_util.value_or(0), p.sm_util.value_or(0));
     }
+    // The job's activity for its history (run_activity.h): whole-GPU figures only while
+    // nothing else runs here.
+    const bool alone = here.size() == 1 && g.foreign.empty();
+    for (const auto& [id, r] : here) {
+      const int attempt = records_.at(id).current()->number;
+      auto& totals = activity_[id];
+      if (totals.attempt != attempt) {  // a new attempt starts from no samples
+        totals = RunActivityTotals{};
+        totals.attempt = attempt;
+      }
+      totals.add(g.status, r.own_util, alone);
+    }
     for (const auto& [id, r] : here) {
       readings.jobs[id].push_back(r);
       if (auto rec = records_.find(id); rec != records_.end()) {
@@ -468,7 +531,10 @@ void Daemon::collect_ends(Seconds now) {
           case ExitKind::Success:
             e.outcome = AttemptOutcome::Completed;
             if (a.peak_mib > 0) {
-              record_history(signature_of(rec), a.gpu_uuids, a.peak_mib, now);
+              const auto it = activity_.find(id);
+              const bool ours = it != activity_.end() && it->second.attempt == a.number;
+              record_history(signature_of(rec), a.gpu_uuids, a.peak_mib, ours ? it->second.means() : RunActivity{},
+                             now);
             }
             break;
           case ExitKind::Cancelled: e.outcome = AttemptOutcome::Cancelled; break;
@@ -478,6 +544,7 @@ void Daemon::collect_ends(Seconds now) {
         break;
       }
     }
+    activity_.erase(id);
     apply(life_.ended(id, e, at), now);
   }
 }

@@ -22,6 +22,7 @@
 #include "runtime/api/request.h"
 #include "runtime/daemon/config.h"
 #include "runtime/daemon/config_reload.h"
+#include "runtime/daemon/run_activity.h"
 #include "runtime/env/env.h"
 #include "runtime/job/job.h"
 #include "runtime/store/store.h"
@@ -160,9 +161,22 @@ class Daemon {
   std::optional<LearnedModel> learned_;
   std::optional<CalibratedModel> calibrated_;  // its per-GPU-model contexts translate history
   std::map<std::string, UtilisationModel> utilisation_;  // its utilisation estimates ("gpu_util", ...)
+  Store::RunUtils run_utils_;            // job signature -> GPU model -> last runs' mean utilisation, oldest first
+  std::map<JobId, RunActivityTotals> activity_;  // each running job's activity samples, for its history
   std::optional<MiB> history_estimate_of(const std::string& signature) const;
+  std::vector<std::string> server_models() const;  // the product names of the scheduled GPUs, once each
   MiB calibrated_estimate_of(const ModelFeatures& f) const;
-  void record_history(const std::string& signature, const std::vector<std::string>& gpu_uuids, MiB peak, Seconds now);
+  // A job's GPU utilisation and sharing score, each with where it came from: "hint",
+  // "history", "model-spec" (calibrated_model's prediction), or none (docs/estimators.md).
+  struct UtilisationEstimate {
+    std::optional<double> gpu_util;
+    const char* gpu_util_source = nullptr;
+    std::optional<int> sharing_score;
+    const char* sharing_score_source = nullptr;
+  };
+  UtilisationEstimate utilisation_of(const DaemonJob& j) const;
+  void record_history(const std::string& signature, const std::vector<std::string>& gpu_uuids, MiB peak,
+                      const RunActivity& activity, Seconds now);
   std::string blocked_reason_;
   JobId blocked_job_ = 0;               // the job blocked_reason_ is about (0: none)
   EngineState engine_state_;

@@ -210,6 +210,13 @@ json Daemon::show(const api::ShowRequest& r, const Caller& c) {
   const auto j = find(r.id);
   if (!j) return error_reply(fmt::format("job {}: no such job", r.id));
   json v = public_view(*j, may_manage(c, j->uid));
+  // What the chain gives the job now (a queued job waits with it; docs/daemon.md).
+  const UtilisationEstimate u = utilisation_of(*j);
+  auto source = [](const char* s) { return s ? json(s) : json(nullptr); };
+  v["utilisation"] = {{"gpu_util", u.gpu_util ? json(*u.gpu_util) : json(nullptr)},
+                      {"gpu_util_source", source(u.gpu_util_source)},
+                      {"sharing_score", u.sharing_score ? json(*u.sharing_score) : json(nullptr)},
+                      {"sharing_score_source", source(u.sharing_score_source)}};
   json events = json::array();
   for (const auto& e : store_.events(r.id)) events.push_back({{"t", e.t}, {"kind", e.kind}, {"detail", e.detail}});
   v["events"] = events;

@@ -101,10 +101,18 @@
 //                                   first_activity was told from ('' before it; else
 //                                   lifecycle/activity_anchor.h's names: process-util,
 //                                   gpu-activity, memory-plateau, reported). No row: neither known
-// history_runs(id, signature, gpu_model, peak_mib, t)
+// history_runs(id, signature, gpu_model, peak_mib, t, gpu_util, smact, smocc, drama)
 //                                   added in schema 2 without a version change (a table an
 //                                   older aegisd never reads): each completed run's peak per
-//                                   GPU model, the last history_window per signature and model
+//                                   GPU model, the last history_window per signature and model.
+//                                   gpu_util .. drama (REAL in [0, 1], NULL: not measured): the
+//                                   run's mean coarse utilisation, SM activity, SM occupancy and
+//                                   DRAM activity (estimate/history.h RunActivity; which samples
+//                                   count: docs/estimators.md, "Utilisation from history"). Added
+//                                   later, also without a version change: an older aegisd's
+//                                   INSERT names its five columns and leaves them NULL, and the
+//                                   store adds them to an older table at start (ALTER TABLE,
+//                                   in the opening transaction; its rows keep NULL).
 // quarantine(id, uid, state, data, reason, t)
 //                                   jobs whose rows could not be read at start, set aside
 //                                   (their ids are never given out again): `data` is the
@@ -238,12 +246,19 @@ CREATE TABLE IF NOT EXISTS history_runs (
   signature TEXT NOT NULL,
   gpu_model TEXT NOT NULL,
   peak_mib INTEGER NOT NULL,
-  t REAL NOT NULL
+  t REAL NOT NULL,
+  gpu_util REAL CHECK (gpu_util IS NULL OR (gpu_util >= 0 AND gpu_util <= 1)),
+  smact REAL CHECK (smact IS NULL OR (smact >= 0 AND smact <= 1)),
+  smocc REAL CHECK (smocc IS NULL OR (smocc >= 0 AND smocc <= 1)),
+  drama REAL CHECK (drama IS NULL OR (drama >= 0 AND drama <= 1))
 );
 CREATE INDEX IF NOT EXISTS history_runs_key ON history_runs(signature, gpu_model, id);
 CREATE TABLE IF NOT EXISTS quarantine (id INTEGER PRIMARY KEY, uid, state, data, reason TEXT, t REAL);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 )";
+
+// The columns add_activity_columns (store.cpp) adds to an older history_runs.
+inline constexpr const char* kHistoryActivityColumns[] = {"gpu_util", "smact", "smocc", "drama"};
 
 // The tables that hold a job (the quarantine copies their rows, in this order).
 inline constexpr const char* kJobTables[] = {"jobs", "job_args", "job_env", "job_tags", "job_model_layers",

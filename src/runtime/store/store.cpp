@@ -423,6 +423,7 @@ void Store::open_schema(const std::string& path) {
                        std::to_string(kSchemaVersion) + "): written by a newer aegisd; refusing to use it");
     if (version == 1) migrate_from_1();
     exec(store_schema::kCreateTables, "create tables");
+    add_activity_columns();
     if (version != kSchemaVersion)
       exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '2')", "record the schema version");
     static_assert(kSchemaVersion == 2, "the line above writes the version");
@@ -430,6 +431,20 @@ void Store::open_schema(const std::string& path) {
   } catch (...) {
     rollback();
     throw;
+  }
+}
+
+// history_runs of an older schema-2 database gets the activity columns (store/schema.h),
+// inside open_schema's transaction; its runs keep NULL there (activity not recorded).
+void Store::add_activity_columns() {
+  for (const char* column : store_schema::kHistoryActivityColumns) {
+    Stmt st{prepare("SELECT COUNT(*) FROM pragma_table_info('history_runs') WHERE name = ?1")};
+    check(sqlite3_bind_text(st.s, 1, column, -1, SQLITE_STATIC), "read history_runs' columns");
+    if (sqlite3_step(st.s) != SQLITE_ROW) fail("read history_runs' columns");
+    if (sqlite3_column_int64(st.s, 0) > 0) continue;
+    const std::string sql = std::string("ALTER TABLE history_runs ADD COLUMN ") + column +
+                            " REAL CHECK (" + column + " IS NULL OR (" + column + " >= 0 AND " + column + " <= 1))";
+    exec(sql.c_str(), "add an activity column to history_runs");
   }
 }
 
@@ -1200,11 +1215,12 @@ std::map<std::string, MiB> Store::peaks() {
   return out;
 }
 
-void Store::record_run_peak(const std::string& signature, const std::string& gpu_model, MiB peak_mib, Seconds t,
-                            int keep) {
+void Store::record_run_peak(const std::string& signature, const std::string& gpu_model, MiB peak_mib,
+                            const RunActivity& activity, Seconds t, int keep) {
   {
-    sqlite3_stmt* st =
-        cached(db_, "INSERT INTO history_runs(signature, gpu_model, peak_mib, t) VALUES(?1, ?2, ?3, ?4)");
+    sqlite3_stmt* st = cached(db_,
+                              "INSERT INTO history_runs(signature, gpu_model, peak_mib, t, gpu_util, smact, smocc, "
+                              "drama) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
     Use use{st};
     check(sqlite3_bind_text(st, 1, signature.data(), static_cast<int>(signature.size()), SQLITE_STATIC),
           "record run peak");
@@ -1212,6 +1228,13 @@ void Store::record_run_peak(const std::string& signature, const std::string& gpu
           "record run peak");
     check(sqlite3_bind_int64(st, 3, peak_mib), "record run peak");
     check(sqlite3_bind_double(st, 4, t), "record run peak");
+    int col = 5;
+    for (const auto& share : {activity.gpu_util, activity.smact, activity.smocc, activity.drama}) {
+      // Clamped: a driver's sample a hair above 1 must not fail the run's record (CHECK).
+      check(share ? sqlite3_bind_double(st, col, std::clamp(*share, 0.0, 1.0)) : sqlite3_bind_null(st, col),
+            "record run peak");
+      ++col;
+    }
     step_done(st, "record run peak");
   }
   // Older runs than the window are never read again: the table stays as small as the window.
@@ -1228,13 +1251,16 @@ void Store::record_run_peak(const std::string& signature, const std::string& gpu
   step_done(st, "prune run peaks");
 }
 
-Store::RunPeaks Store::run_peaks() {
-  Stmt st{prepare("SELECT signature, gpu_model, peak_mib FROM history_runs ORDER BY id")};
-  RunPeaks out;
+Store::HistoryRuns Store::history_runs() {
+  Stmt st{prepare("SELECT signature, gpu_model, peak_mib, gpu_util FROM history_runs ORDER BY id")};
+  HistoryRuns out;
   int rc;
   while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
     if (sqlite3_column_type(st.s, 0) == SQLITE_NULL || sqlite3_column_type(st.s, 1) == SQLITE_NULL) continue;
-    out[column_string(st.s, 0)][column_string(st.s, 1)].push_back(sqlite3_column_int64(st.s, 2));
+    const std::string signature = column_string(st.s, 0), model = column_string(st.s, 1);
+    out.peaks[signature][model].push_back(sqlite3_column_int64(st.s, 2));
+    if (sqlite3_column_type(st.s, 3) != SQLITE_NULL)
+      out.utils[signature][model].push_back(sqlite3_column_double(st.s, 3));
   }
   if (rc != SQLITE_DONE) fail("select history runs");
   return out;

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "estimate/history.h"
 #include "runtime/job/job.h"
 
 struct sqlite3;
@@ -104,10 +105,17 @@ class Store {
   // Peak GPU memory (per GPU) observed for job signatures (estimate/history.h).
   void record_peak(const std::string& signature, MiB peak_mib, Seconds t);
   std::map<std::string, MiB> peaks();  // signature -> largest recorded peak
-  // One completed run's peak on a GPU model; only the last `keep` per signature and model stay.
-  void record_run_peak(const std::string& signature, const std::string& gpu_model, MiB peak_mib, Seconds t, int keep);
+  // One completed run's peak and mean activity on a GPU model; only the last `keep` per
+  // signature and model stay.
+  void record_run_peak(const std::string& signature, const std::string& gpu_model, MiB peak_mib,
+                       const RunActivity& activity, Seconds t, int keep);
   using RunPeaks = std::map<std::string, std::map<std::string, std::vector<MiB>>>;
-  RunPeaks run_peaks();  // signature -> GPU model -> peaks, oldest first
+  using RunUtils = std::map<std::string, std::map<std::string, std::vector<double>>>;
+  struct HistoryRuns {
+    RunPeaks peaks;  // signature -> GPU model -> peaks, oldest first
+    RunUtils utils;  // signature -> GPU model -> coarse utilisation of the runs that have one, oldest first
+  };
+  HistoryRuns history_runs();
 
  private:
   enum class Write { Insert, InsertWithId, Update };
@@ -124,6 +132,7 @@ class Store {
 
   void open_schema(const std::string& path);
   void migrate_from_1();
+  void add_activity_columns();
   void set_id_sequence_at_least(JobId floor);
   JobId write(const DaemonJob& job, Write how);
   void write_request_lists(JobId id, const api::JobRequest& request, bool replace);

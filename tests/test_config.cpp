@@ -61,7 +61,7 @@ std::string error_of(const std::string& name, const std::string& value) {
 
 TEST(Config, BadValuesNameTheField) {
   EXPECT_EQ(error_of("smact_threshold", "high"), "smact_threshold: expected a number, got 'high'");
-  EXPECT_EQ(error_of("order", "fastest"), "order: 'fastest' is not one of magm,bf,lug,ff,rr,lpu");
+  EXPECT_EQ(error_of("order", "fastest"), "order: 'fastest' is not one of magm,bf,lug,ff,rr,lpu,lpa");
   EXPECT_EQ(error_of("memory_margin_mib", "-1"), "memory_margin_mib: -1 is out of range [0, inf]");
   EXPECT_EQ(error_of("memory_margin_mib", "1.5"), "memory_margin_mib: expected a whole number, got '1.5'");
   EXPECT_EQ(error_of("ladder_fractions", "0.5,0.25"), "ladder_fractions: must be strictly ascending");

@@ -7,6 +7,7 @@
 #include "sim/csv.h"
 #include "sim/trace.h"
 #include "sim/workload.h"
+#include "sim/workload_specs.h"
 #include "tests/test_util.h"
 
 namespace aegis {
@@ -71,6 +72,55 @@ TEST(Catalog, BundledCatalogHas53SimulatableWorkloads) {
   int ok = 0;
   for (const auto& [name, w] : c.all()) ok += w.problem.empty();
   EXPECT_EQ(ok, 53);
+}
+
+// The simulator's predicted utilisation of a catalog workload never reads the measured
+// utilisation of its own model: changing every measurement of one model leaves that
+// model's predictions as they were and moves another model's.
+TEST(WorkloadSpecs, PredictedUtilisationLeavesTheWorkloadsModelOut) {
+  const std::string data = std::string(AEGIS_SOURCE_DIR) + "/data/aegis/";
+  const auto specs = load_workload_specs(data + "workload_specs.csv");
+  auto predicted = [&](const std::string& changed_model) {
+    auto c = WorkloadCatalog::load(data + "workloads.csv");
+    for (const auto& s : specs) {
+      if (s.model != changed_model) continue;
+      WorkloadProfile w = *c.find(s.name);
+      w.util = 1 - w.util;
+      c.add(w);
+    }
+    predict_catalog_utilisation(c, specs);
+    std::map<std::string, double> out;
+    for (const auto& [name, w] : c.all())
+      if (w.predicted_util) out[name] = *w.predicted_util;
+    return out;
+  };
+  const auto base = predicted("");
+  EXPECT_EQ(base.size(), specs.size());  // every spec names a catalog workload
+  for (const auto& [name, u] : base) {
+    EXPECT_GE(u, 0.0) << name;
+    EXPECT_LE(u, 1.0) << name;
+  }
+  EXPECT_EQ(predicted(""), base);  // deterministic
+  const std::string held = "vgg16/imagenet", other = "resnet50/imagenet";
+  const auto changed = predicted(held);
+  int held_runs = 0, other_moved = 0;
+  for (const auto& s : specs) {
+    if (s.model == held) {
+      ++held_runs;
+      EXPECT_EQ(changed.at(s.name), base.at(s.name)) << s.name;
+    }
+    if (s.model == other) other_moved += changed.at(s.name) != base.at(s.name);
+  }
+  EXPECT_GT(held_runs, 0);
+  EXPECT_GT(other_moved, 0);
+}
+
+TEST(WorkloadSpecs, BadRowsNameFileLineAndField) {
+  TempFile f(
+      "name,model,batch_size,gpus,precision,total_parameters,total_activations,depth,activation,layer_counts\n"
+      "a,m,x,1,fp32,10,10,1,relu,linear:1\n");
+  EXPECT_EQ(error_of([&] { load_workload_specs(f.path()); }),
+            f.path() + ":2: field 'batch_size': expected a number, got 'x'");
 }
 
 TEST(Trace, BadLinesNameFileLineAndField) {

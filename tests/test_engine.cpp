@@ -155,6 +155,32 @@ TEST(Engine, Orders) {
   EXPECT_EQ(place("rr"), 2);    // after the cursor (GPU 1)
 }
 
+// aegis-learned ranks shared GPUs by their jobs' predicted utilisation, combined by the
+// union rule: GPU 0 (most free memory, MAGM's choice) runs a job predicted at 0.9; GPU 1
+// two jobs at 0.3 (union 0.51, sum 0.6); GPU 2 one at 0.55. The least predicted activity
+// is GPU 1's, where a sum would have chosen GPU 2; without predictions every GPU counts as
+// busy and MAGM's order decides.
+TEST(Engine, LeastPredictedActivityRanksByTheUnionOfPredictions) {
+  auto place = [](const std::string& policy, bool predicted) {
+    World w(3);
+    auto with = [&](RunningJob& r, double u) {
+      if (predicted) r.spec.predicted_util = u;
+    };
+    with(w.run(1, {0}, 2000), 0.9);
+    with(w.run(2, {1}, 4000), 0.3);
+    with(w.run(3, {1}, 4000), 0.3);
+    with(w.run(4, {2}, 6000), 0.55);
+    auto newcomer = test::job(9);
+    newcomer.spec.predicted_util = 0.5;
+    w.main_queue.push_back(newcomer);
+    const auto d = w.tick(test::engine(policy));
+    return d.launches.at(0).gpus.at(0);
+  };
+  EXPECT_EQ(place("aegis-learned", true), 1);
+  EXPECT_EQ(place("aegis", true), 0);           // MAGM reads no prediction
+  EXPECT_EQ(place("aegis-learned", false), 0);  // no predictions: MAGM's order
+}
+
 TEST(Engine, FailuresAreClassified) {
   World w(1);
   RunningJob gone;

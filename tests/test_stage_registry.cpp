@@ -108,7 +108,7 @@ TEST(StageRegistry, PoliciesComposeTheSameStagesAsBefore) {
       {"aegis-horus",
        "exclusive-first > exclusive > mig-single-gpu > memory > observing > pressure | magm | ladder | estimate: analytical"},
       {"aegis-learned",
-       "exclusive-first > exclusive > mig-single-gpu > memory > observing > pressure | magm | ladder | estimate: learned"},
+       "exclusive-first > exclusive > mig-single-gpu > memory > observing > pressure | lpa | ladder | estimate: learned"},
       {"carma", "exclusive-first > exclusive > mig-single-gpu > memory > observing > pressure | magm | retry | estimate: none"},
       {"lucid", "exclusive-first > exclusive > mig-single-gpu > job-count > gpu-count > sharing-score > memory | magm | "
                 "ladder | estimate: profiled"},
@@ -132,7 +132,7 @@ TEST(StageRegistry, EveryEntryBuildsTheStageItNames) {
 }
 
 TEST(StageRegistry, OrderChoicesAreTheRegistrysNames) {
-  EXPECT_EQ(order_names(), "magm,bf,lug,ff,rr,lpu");
+  EXPECT_EQ(order_names(), "magm,bf,lug,ff,rr,lpu,lpa");
   for (const auto& p : describe(EngineConfig{})) {
     if (p.name == "order") {
       EXPECT_EQ(p.allowed, order_names());
@@ -144,7 +144,7 @@ TEST(StageRegistry, OrderChoicesAreTheRegistrysNames) {
     set_param(c, "order", "nope");
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_STREQ(e.what(), "order: 'nope' is not one of magm,bf,lug,ff,rr,lpu");
+    EXPECT_STREQ(e.what(), "order: 'nope' is not one of magm,bf,lug,ff,rr,lpu,lpa");
   }
 }
 

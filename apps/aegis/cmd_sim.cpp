@@ -19,6 +19,7 @@
 #include "sim/metrics.h"
 #include "sim/report_html.h"
 #include "sim/simulator.h"
+#include "sim/workload_specs.h"
 
 namespace aegis::cli {
 
@@ -26,6 +27,7 @@ namespace {
 
 struct SimArgs {
   std::string workloads = "data/aegis/workloads.csv";
+  std::string specs = "data/aegis/workload_specs.csv";
   std::vector<std::string> traces;
   std::string trace_format;
   std::string trace_runtime = "trace";
@@ -177,7 +179,7 @@ void run_sim(const SimArgs& a) {
   }
   const auto points = a.sweep.empty() ? std::vector<SweepPoint>{SweepPoint{}} : grid(parse_sweep(a.sweep));
 
-  const WorkloadCatalog catalog = WorkloadCatalog::load(a.workloads);
+  WorkloadCatalog catalog = WorkloadCatalog::load(a.workloads);
   TraceOptions topt;
   if (!a.trace_format.empty()) {
     topt.format = parse_trace_format(a.trace_format);
@@ -197,6 +199,7 @@ void run_sim(const SimArgs& a) {
   std::vector<RunSpec> runs;
   Json policies_json = Json::object();
   SimConfig sim_used;
+  bool reads_predictions = false;  // some policy reads the jobs' predicted utilisation
   for (const auto& point : points) {
     for (const auto& name : names) {
       EngineConfig e = policy_config(name);
@@ -205,6 +208,7 @@ void run_sim(const SimArgs& a) {
       apply_sets(a.sets, name, e, s);
       for (const auto& [param, value] : point) set_any(param, fmt::format("{}", value), e, s);
       sim_used = s;
+      reads_predictions = reads_predictions || Engine(e).reads().has(GpuFact::Predictions);
       if (point.empty()) policies_json[name] = Json{{"stages", Engine(e).describe()}, {"engine", to_json(describe(e))}};
       for (const auto& t : traces) {
         RunSpec r;
@@ -220,6 +224,8 @@ void run_sim(const SimArgs& a) {
       }
     }
   }
+  // Only then are the specs read (and recorded), so other policies' runs do not depend on them.
+  if (reads_predictions) predict_catalog_utilisation(catalog, load_workload_specs(a.specs));
   const auto results = run_all(runs, a.threads);
   std::vector<RunMetrics> metrics;
   for (const auto& r : results) metrics.push_back(summarize(r));
@@ -228,6 +234,7 @@ void run_sim(const SimArgs& a) {
   cfg["seed"] = a.seed;
   cfg["cluster"] = {{"servers", cluster.servers.size()}, {"gpus", cluster.total_gpus()}, {"describe", cluster.describe()}};
   cfg["workloads"] = a.workloads;
+  if (reads_predictions) cfg["workload_specs"] = a.specs;
   cfg["traces"] = Json::array();
   for (const auto& t : traces) cfg["traces"].push_back(trace_record(t));
   cfg["trace_options"] = {{"runtime", a.trace_runtime}, {"mapping_seed", a.mapping_seed}, {"max_jobs", a.max_jobs}, {"load", a.load}};
@@ -309,6 +316,10 @@ void add_sim(CLI::App& app) {
   static SimArgs a;
   auto* cmd = app.add_subcommand("sim", "Replay job traces through the scheduling engine under several policies");
   cmd->add_option("--workloads", a.workloads, "Profiled workload catalog (CSV)")->capture_default_str();
+  cmd->add_option("--specs", a.specs,
+                  "Model specs of the catalog's workloads (CSV), for their predicted utilisation (read by "
+                  "policies that use it: aegis-learned)")
+      ->capture_default_str();
   cmd->add_option("--trace", a.traces, "Job trace (CSV); repeatable");
   cmd->add_option("--trace-format", a.trace_format, "aegis, philly or alibaba (default: detected from the header)");
   cmd->add_option("--trace-runtime", a.trace_runtime,

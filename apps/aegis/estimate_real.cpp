@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include "estimate/analytical.h"
 #include "estimate/calibrated.h"
@@ -13,6 +12,7 @@
 #include "estimate/utilisation.h"
 #include "runtime/daemon/config.h"
 #include "sim/csv.h"
+#include "sim/workload_specs.h"
 
 namespace aegis::cli {
 namespace {
@@ -41,22 +41,6 @@ CalibrationRun run_of(const ModelFeatures& f, const std::string& model, const st
   return r;
 }
 
-std::map<std::string, int> parse_layer_counts(const CsvReader& r) {
-  std::map<std::string, int> out;
-  std::stringstream ss(r.field("layer_counts"));
-  std::string item;
-  while (std::getline(ss, item, ';')) {
-    const auto colon = item.find(':');
-    if (colon == std::string::npos) r.fail("layer_counts", "expected type:count;type:count");
-    try {
-      out[item.substr(0, colon)] = std::stoi(item.substr(colon + 1));
-    } catch (const std::exception&) {
-      r.fail("layer_counts", "expected type:count;type:count");
-    }
-  }
-  return out;
-}
-
 std::vector<RealRun> load_catalog_runs(const std::string& workloads, const std::string& specs) {
   struct Measured {
     double peak, smact, smocc, drama, util, horus, fake, gmn;
@@ -81,24 +65,15 @@ std::vector<RealRun> load_catalog_runs(const std::string& workloads, const std::
                                     static_cast<int>(w.opt_int("lucid_ss").value_or(-1))};
   }
   std::vector<RealRun> out;
-  auto s = CsvReader::open(specs);
-  while (s.next()) {
+  for (const auto& s : load_workload_specs(specs)) {
     RealRun x;
-    x.name = s.get_text("name");
+    x.name = s.name;
     auto it = measured.find(x.name);
-    if (it == measured.end()) s.fail("name", fmt::format("not in {}", workloads));
-    if (!(it->second.peak > 0)) s.fail("name", "the catalog has no measured peak for it");
-    auto& f = x.features;
-    f.total_parameters = s.get_double("total_parameters");
-    f.total_activations = s.get_double("total_activations");
-    f.batch_size = static_cast<int>(s.get_int("batch_size"));
-    f.depth = std::max(1, static_cast<int>(s.get_int("depth")));
-    f.activation = s.get_text("activation");
-    f.layer_counts = parse_layer_counts(s);
-    if (f.total_parameters < 0 || f.total_activations < 0 || f.batch_size < 1)
-      s.fail("batch_size", "parameters, activations >= 0 and batch >= 1 expected");
-    const std::string precision = s.get_text("precision");
-    x.run = run_of(f, s.get_text("model"), kCatalogGpu, precision == "bf16" || precision == "fp16");
+    if (it == measured.end()) throw InputError(fmt::format("{}: field 'name': not in {}", s.where, workloads));
+    if (!(it->second.peak > 0))
+      throw InputError(fmt::format("{}: field 'name': the catalog has no measured peak for it", s.where));
+    x.features = s.features;
+    x.run = run_of(s.features, s.model, kCatalogGpu, s.half);
     x.run.peak_mib = it->second.peak;
     const auto& m = it->second;
     x.smact = m.smact, x.smocc = m.smocc, x.drama = m.drama, x.util = m.util;
@@ -267,7 +242,18 @@ nlohmann::json utilisation_table(const std::vector<RealRun>& all) {
                      {"baseline_mean_mae", b.mae}});
   }
   fmt::print("(MAE (mean): predicting every job as the mean of the other models)\n");
-  return {{"targets", table}, {"sharing_score", sharing_score_table(all, runs)}};
+  // What `aegis sim` gives aegis-learned's order (sim/workload_specs.h): the same regression
+  // fitted on the catalog's coarse utilisation alone (the simulator reads no MLP data).
+  std::vector<CalibrationRun> catalog_runs;
+  std::vector<double> catalog_util;
+  for (std::size_t i = 0; i < all.size(); ++i)
+    if (all[i].catalog) catalog_runs.push_back(runs[i]), catalog_util.push_back(all[i].util);
+  const auto sim = agreement(utilisation_leave_one_model_out(catalog_runs, catalog_util), catalog_util);
+  fmt::print("{:<42} {:>4} {:>8.3f} {:>9.3f}   (the catalog alone: aegis sim's predicted utilisation)\n",
+             "coarse utilisation, catalog only", sim.n, sim.mae, sim.spearman);
+  return {{"targets", table},
+          {"simulator_util", {{"n", sim.n}, {"mae", sim.mae}, {"spearman", sim.spearman}}},
+          {"sharing_score", sharing_score_table(all, runs)}};
 }
 
 }  // namespace

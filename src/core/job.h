@@ -38,6 +38,9 @@ struct JobSpec {
   std::int64_t owner = -1;  // the submitting user (aegisd: uid; a trace: its user column); -1 unknown
   MemoryEstimates estimates;
   ProfileHints hints;
+  // Mean coarse GPU utilisation alone as the utilisation regression predicts it from the
+  // job's model spec (docs/estimators.md), in [0,1]: a prediction, never a measurement.
+  std::optional<double> predicted_util;
 };
 
 // Where a job stands on the OOM recovery path.

@@ -71,20 +71,27 @@ UtilisationModel fit_utilisation(std::span<const CalibrationRun> runs, std::span
   return {std::vector<double>(beta.data(), beta.data() + cols)};
 }
 
-std::vector<double> utilisation_leave_one_model_out(std::span<const CalibrationRun> runs,
-                                                    std::span<const double> target) {
+std::vector<double> utilisation_predict_held_out(std::span<const CalibrationRun> runs,
+                                                 std::span<const double> target) {
   std::vector<double> out(runs.size(), NAN);
   std::set<std::string> models;
-  for (std::size_t i = 0; i < runs.size(); ++i)
-    if (std::isfinite(target[i])) models.insert(runs[i].model);
+  for (const auto& r : runs) models.insert(r.model);
   for (const auto& held : models) {
     std::vector<double> masked(target.begin(), target.end());
     for (std::size_t i = 0; i < runs.size(); ++i)
       if (runs[i].model == held) masked[i] = NAN;
     const auto m = fit_utilisation(runs, masked);
     for (std::size_t i = 0; i < runs.size(); ++i)
-      if (runs[i].model == held && std::isfinite(target[i])) out[i] = m.predict(runs[i]);
+      if (runs[i].model == held) out[i] = m.predict(runs[i]);
   }
+  return out;
+}
+
+std::vector<double> utilisation_leave_one_model_out(std::span<const CalibrationRun> runs,
+                                                    std::span<const double> target) {
+  auto out = utilisation_predict_held_out(runs, target);
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (!std::isfinite(target[i])) out[i] = NAN;
   return out;
 }
 

@@ -30,6 +30,10 @@ UtilisationModel fit_utilisation(std::span<const CalibrationRun> runs, std::span
 // One prediction per run, its model left out of the fit (NAN where target is NAN).
 std::vector<double> utilisation_leave_one_model_out(std::span<const CalibrationRun> runs,
                                                     std::span<const double> target);
+// The same for every run, measured or not: what a job of that model is predicted to do by
+// a fit that never saw its model (the simulator's predicted utilisation).
+std::vector<double> utilisation_predict_held_out(std::span<const CalibrationRun> runs,
+                                                 std::span<const double> target);
 
 // Lucid's sharing score from a predicted coarse utilisation: 0 (tiny: shares with any job)
 // below `tiny_util`, else 2 (shares with tiny jobs only). Lucid's middle class (1) is not

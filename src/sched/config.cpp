@@ -77,7 +77,7 @@ std::span<const ParamEntry<EngineConfig>> entries() {
                 "If the head job cannot be placed, try no other job this tick"),
     P("order", order, 0, 0, order_names(),
                 "GPU order: most free memory, best fit, least SM activity, first fit, round "
-                "robin, least projected utilisation"),
+                "robin, least projected utilisation, least predicted activity"),
     P("max_jobs_per_gpu", max_jobs_per_gpu, 0, 1000, "", "Jobs per GPU at most (0 = no cap)"),
     P("util_cap", util_cap, 0, 100, "",
                 "Horus rule: profiled utilisation of a GPU's jobs sums to at most this (0 = off)"),

@@ -43,7 +43,7 @@ struct EngineConfig {
   bool collocate = true;                 // false = one job per GPU (the exclusive policy)
   bool exclusive_first = true;           // idle GPUs go to the head job alone first
   bool strict_head_of_line = true;       // if the head cannot be placed, nothing else is tried
-  std::string order = "magm";            // magm | bf | lug | ff | rr | lpu
+  std::string order = "magm";            // magm | bf | lug | ff | rr | lpu | lpa
   int max_jobs_per_gpu = 0;              // 0 = no cap
   double util_cap = 0;                   // Horus: sum of profiled utilisation <= cap (0 = off)
   int sharing_score_cap = -1;            // Lucid: sum of sharing scores <= cap (-1 = off)

@@ -37,6 +37,7 @@ void add_sums(Load& c, const JobSpec& spec, bool exclusive, MiB admitted) {
   c.booked_mib += admitted;
   c.has_exclusive = c.has_exclusive || exclusive;
   c.util_sum += spec.hints.util_or_most();
+  c.predicted_idle *= 1.0 - spec.predicted_util.value_or(1.0);
   c.score_sum += spec.hints.score_or_most();
   c.min_gpu_count = c.job_count == 1 ? spec.num_gpus : std::min(c.min_gpu_count, spec.num_gpus);
   c.max_gpu_count = std::max(c.max_gpu_count, spec.num_gpus);
@@ -55,6 +56,7 @@ struct Tick {
     c.booked_mib = l.booked_mib;
     c.has_exclusive = l.has_exclusive;
     c.util_sum = l.util_sum;
+    c.predicted_idle = l.predicted_idle;
     c.score_sum = l.score_sum;
     c.min_gpu_count = l.min_gpu_count;
     c.max_gpu_count = l.max_gpu_count;

@@ -29,9 +29,12 @@ void aegis_auto(EngineConfig& c) {
   c.memory_accounting = "both";  // as every policy that admits by estimates
 }
 
+// Learned estimates: the memory one (GPUMemNet's) admits, the predicted utilisation ranks
+// the GPUs left: the one its jobs are predicted to keep busy least first (docs/estimators.md).
 void aegis_learned(EngineConfig& c) {
   c.estimator = "learned";
   c.memory_accounting = "both";
+  c.order = "lpa";
 }
 
 // CARMA (the predecessor): same skeleton, its thresholds and risk weights
@@ -82,7 +85,8 @@ const PolicyInfo kPolicies[] = {
     {"aegis", "estimator-free floor, observation window, pressure filter, MAGM, OOM ladder", aegis_defaults},
     {"aegis-peak", "aegis with the profiled peak as the memory estimate", aegis_peak},
     {"aegis-horus", "aegis with the analytical (Horus) memory estimate", aegis_horus},
-    {"aegis-learned", "aegis with the learned (GPUMemNet-style) memory estimate", aegis_learned},
+    {"aegis-learned", "aegis with the learned (GPUMemNet-style) memory estimate, GPUs by least predicted activity",
+     aegis_learned},
     {"aegis-auto", "aegis with the chain declared, else history, else learned, else the floor (aegisd's default)",
      aegis_auto},
     {"carma", "CARMA: thresholds 0.80/0.45/0.40, its risk weights, one retry then alone", carma},

@@ -33,6 +33,7 @@ struct GpuLoad {
   MiB booked_mib = 0;
   bool has_exclusive = false;
   double util_sum = 0;
+  double predicted_idle = 1;  // product of (1 - predicted utilisation) of its jobs
   int score_sum = 0;
   int min_gpu_count = 0, max_gpu_count = 0;
   std::int64_t owner = -1;     // its first job's owner ...

@@ -32,6 +32,9 @@ struct GpuCandidate {
   bool observing = false;    // closed by the observation gate
   Seconds opens_at = 0;      // when observing: time the gate opens (inf = on activity)
   double util_sum = 0;       // profiled utilisation of its jobs (Horus)
+  // Product of (1 - predicted utilisation) of its jobs, 1 - their union (a job without a
+  // prediction counts as fully busy): the share of time no job of it is expected to run.
+  double predicted_idle = 1;
   int score_sum = 0;         // sharing scores of its jobs (Lucid)
   int min_gpu_count = 0;     // GPU counts of its jobs (Lucid: equal counts share)
   int max_gpu_count = 0;
@@ -87,6 +90,7 @@ enum class GpuFact : std::uint32_t {
   Telemetry = 1u << 2,    // telemetry level and window (risk scores)
   Observation = 1u << 3,  // the observation gate: its jobs' launch and first-activity times, now
   Mig = 1u << 4,          // whether it is a MIG instance
+  Predictions = 1u << 5,  // its jobs' predicted utilisation (JobSpec::predicted_util)
 };
 
 struct StageReads {

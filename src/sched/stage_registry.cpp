@@ -36,6 +36,7 @@ constexpr OrderEntry kOrders[] = {
     {"ff", make_first_fit_order},
     {"rr", make_round_robin_order},
     {"lpu", make_least_projected_util_order},
+    {"lpa", make_least_predicted_activity_order},
 };
 
 std::vector<FilterEntry>& test_filters() {

@@ -269,6 +269,7 @@ class Run {
         spec.owner = j.tj->owner;
         spec.estimates = j.w->estimates;
         spec.hints = j.w->hints;
+        spec.predicted_util = j.w->predicted_util;
         life_.submitted(std::move(spec), false, false, e.t);
         dirty_ = true;
         break;

@@ -94,6 +94,10 @@ const WorkloadProfile* WorkloadCatalog::find(const std::string& name) const {
   return it == by_name_.end() ? nullptr : &it->second;
 }
 
+void WorkloadCatalog::set_predicted_util(const std::string& name, double util) {
+  if (auto it = by_name_.find(name); it != by_name_.end()) it->second.predicted_util = util;
+}
+
 void WorkloadCatalog::add(WorkloadProfile w) {
   std::string n = w.name;
   by_name_[n] = std::move(w);

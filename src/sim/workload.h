@@ -23,6 +23,9 @@ struct WorkloadProfile {
   // What the scheduler may be told.
   MemoryEstimates estimates;
   ProfileHints hints;
+  // Coarse utilisation predicted from the workload's model spec, its own model left out of
+  // the fit (sim/workload_specs.h); absent when the spec file has no row for it.
+  std::optional<double> predicted_util;
   // Why this row cannot be simulated ("" when it can), e.g. "no solo runtime".
   std::string problem;
   std::string where;  // "file:line"
@@ -41,6 +44,7 @@ class WorkloadCatalog {
   const std::string& path() const { return path_; }
 
   void add(WorkloadProfile w);  // for tests and synthetic workloads
+  void set_predicted_util(const std::string& name, double util);  // no-op for an unknown name
 
  private:
   std::map<std::string, WorkloadProfile> by_name_;

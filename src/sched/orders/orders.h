@@ -15,6 +15,7 @@ std::unique_ptr<Order> make_least_utilised_order(const EngineConfig& c);        
 std::unique_ptr<Order> make_first_fit_order(const EngineConfig& c);             // "ff": GPU index order
 std::unique_ptr<Order> make_round_robin_order(const EngineConfig& c);           // "rr": after the last GPU chosen
 std::unique_ptr<Order> make_least_projected_util_order(const EngineConfig& c);  // "lpu": Horus
+std::unique_ptr<Order> make_least_predicted_activity_order(const EngineConfig& c);  // "lpa": predicted, union rule
 
 // Shared helper: stable sort by key ascending, ties by GPU index.
 template <class Key>

@@ -16,6 +16,7 @@
 
 #include "sched/policies.h"
 #include "sim/simulator.h"
+#include "sim/workload_specs.h"
 
 using namespace aegis;
 
@@ -80,7 +81,9 @@ int main(int argc, char** argv) {
     } else {
       names = split(policies);
     }
-    const auto catalog = WorkloadCatalog::load("data/aegis/workloads.csv");
+    auto catalog = WorkloadCatalog::load("data/aegis/workloads.csv");
+    // Predicted utilisation, as `aegis sim` gives it (only aegis-learned's order reads it).
+    predict_catalog_utilisation(catalog, load_workload_specs("data/aegis/workload_specs.csv"));
     const auto t0 = std::chrono::steady_clock::now();
     const Trace trace = load_trace(path, catalog, topt);
     const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

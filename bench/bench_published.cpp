@@ -7,6 +7,7 @@
 
 #include "sched/policies.h"
 #include "sim/simulator.h"
+#include "sim/workload_specs.h"
 
 using namespace aegis;
 
@@ -14,7 +15,9 @@ int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "data/aegis";
   const int reps = argc > 2 ? std::stoi(argv[2]) : 5;
   try {
-    const auto catalog = WorkloadCatalog::load(dir + "/workloads.csv");
+    auto catalog = WorkloadCatalog::load(dir + "/workloads.csv");
+    // Predicted utilisation, as `aegis sim` gives it (only aegis-learned's order reads it).
+    predict_catalog_utilisation(catalog, load_workload_specs(dir + "/workload_specs.csv"));
     std::vector<Trace> traces;
     for (const char* t : {"philly", "saturn", "venus"})
       traces.push_back(load_aegis_trace(dir + "/trace_" + t + ".csv", catalog));

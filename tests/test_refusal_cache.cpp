@@ -12,6 +12,7 @@
 #include "sched/engine.h"
 #include "sched/policies.h"
 #include "sim/simulator.h"
+#include "sim/workload_specs.h"
 
 namespace aegis {
 namespace {
@@ -110,6 +111,8 @@ struct Traces {
   WorkloadCatalog catalog = WorkloadCatalog::load(kData + "aegis/workloads.csv");
   std::map<std::string, Trace> published;
   Traces() {
+    // As `aegis sim` runs aegis-learned: with predicted utilisation for its order.
+    predict_catalog_utilisation(catalog, load_workload_specs(kData + "aegis/workload_specs.csv"));
     for (const char* t : {"philly", "saturn", "venus"})
       published[t] = load_aegis_trace(kData + "aegis/trace_" + t + ".csv", catalog);
   }

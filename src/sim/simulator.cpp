@@ -769,49 +769,37 @@ class Run {
     if (d.blocked && d.blocked->by_pressure && windows_changing(srv, d.blocked->pressure_gpus, t) &&
         !(cache_ && refused_at_floor(srv, job, t, d.blocked->pressure_gpus))) {
       const double hz = opt_.engine.telemetry_sample_hz;
-      push_wake(s, (std::floor(t * hz + 1e-9) + 1) / hz);
+      const double k_now = std::floor(t * hz + 1e-9);
+      if (!cache_ || !windows_falling(srv, d.blocked->pressure_gpus, t)) {
+        push_wake(s, (k_now + 1) / hz);
+      } else if (const std::int64_t j = first_passing_sample(srv, job, t, d.blocked->pressure_gpus); j > 0) {
+        // Falling windows: asked again at the first sample that passes, not at every one.
+        push_wake(s, (k_now + static_cast<double>(j)) / hz);
+      }
     }
     return std::nullopt;
   }
 
-  // Until the next event, every window of these GPUs is made of samples already in it and
-  // of the GPU's current value. The pressure verdict only grows with activity (every risk
-  // statistic is at least the window's minimum times the weights' sum, and the rule is
-  // monotone), so if the engine refuses even windows holding just the component-wise
-  // minimum of those values, no later window of this quiet period can pass. Asked only
-  // when every stage declares its refusals monotone (cache_).
-  bool refused_at_floor(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
-    // The other GPUs keep their windows as of t (built on demand); these read the floor.
-    class FloorWindows final : public WindowStatsSource {
-     public:
-      FloorWindows(WindowStatsSource* rest, const std::vector<int>& locals) : rest_(rest), locals_(locals) {}
-      std::vector<std::array<WindowStats, 4>> floor;  // per entry of locals
-      const WindowStats& stats(int local, int metric) override {
-        for (std::size_t i = 0; i < locals_.size(); ++i)
-          if (locals_[i] == local) return floor[i][static_cast<std::size_t>(metric)];
-        return rest_->stats(local, metric);
-      }
-
-     private:
-      WindowStatsSource* rest_;
-      const std::vector<int>& locals_;
-    };
-    FloorWindows windows(srv.placer.window_stats, locals);
-    windows.floor.resize(locals.size());
-    for (std::size_t i = 0; i < locals.size(); ++i) {
-      const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
-      GpuSample m = gpu.sample;
-      for (const auto& [x, count] : gpu.window) {
-        m.smact = std::min(m.smact, x.smact);
-        m.smocc = std::min(m.smocc, x.smocc);
-        m.drama = std::min(m.drama, x.drama);
-        m.util = std::min(m.util, x.util);
-      }
-      // A window of that one sample, as the engine would summarise it.
-      const double one[4] = {m.smact, m.smocc, m.drama, m.util};
-      for (std::size_t k = 0; k < 4; ++k) windows.floor[i][k] = {one[k], one[k], one[k], one[k]};  // every statistic of one sample
+  // The statistics of some GPUs' windows replaced (the others keep theirs as of now, built
+  // on demand): what the engine would decide if these GPUs' windows were those.
+  class OverriddenWindows final : public WindowStatsSource {
+   public:
+    OverriddenWindows(WindowStatsSource* rest, const std::vector<int>& locals) : rest_(rest), locals_(locals) {}
+    std::vector<std::array<WindowStats, 4>> stats_of;  // per entry of locals
+    const WindowStats& stats(int local, int metric) override {
+      for (std::size_t i = 0; i < locals_.size(); ++i)
+        if (locals_[i] == local) return stats_of[i][static_cast<std::size_t>(metric)];
+      return rest_->stats(local, metric);
     }
-    // The engine asked directly: a what-if, not a placement (the server's state stays).
+
+   private:
+    WindowStatsSource* rest_;
+    const std::vector<int>& locals_;
+  };
+
+  // The engine asked directly whether it would start `job` on server `srv` at t with these
+  // windows: a what-if, not a placement (the server's state stays).
+  bool refused_with(Server& srv, const QueuedJob& job, Seconds t, OverriddenWindows& windows) {
     Snapshot snap;
     snap.now = t;
     snap.only_job = &job;
@@ -823,8 +811,99 @@ class Run {
     snap.window_stats = srv.placer.window_stats ? &windows : nullptr;
     ++n_ticks_;
     n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
-    const bool refused = engine_.tick(snap).launches.empty();
-    return refused;
+    return engine_.tick(snap).launches.empty();
+  }
+
+  // Until the next event, every window of these GPUs is made of samples already in it and
+  // of the GPU's current value. The pressure verdict only grows with activity (every risk
+  // statistic is at least the window's minimum times the weights' sum, and the rule is
+  // monotone), so if the engine refuses even windows holding just the component-wise
+  // minimum of those values, no later window of this quiet period can pass. Asked only
+  // when every stage declares its refusals monotone (cache_).
+  bool refused_at_floor(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
+    OverriddenWindows windows(srv.placer.window_stats, locals);
+    windows.stats_of.resize(locals.size());
+    for (std::size_t i = 0; i < locals.size(); ++i) {
+      const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
+      GpuSample m = gpu.sample;
+      for (const auto& [x, count] : gpu.window) {
+        m.smact = std::min(m.smact, x.smact);
+        m.smocc = std::min(m.smocc, x.smocc);
+        m.drama = std::min(m.drama, x.drama);
+        m.util = std::min(m.util, x.util);
+      }
+      // A window of that one sample, as the engine would summarise it.
+      const double one[4] = {m.smact, m.smocc, m.drama, m.util};
+      for (std::size_t k = 0; k < 4; ++k) windows.stats_of[i][k] = {one[k], one[k], one[k], one[k]};  // every statistic of one sample
+    }
+    return refused_with(srv, job, t, windows);
+  }
+
+  // True if, until the next event, every later window of these GPUs is at most the current
+  // one sample by sample: each is full, never rises from one sample to the next, and the
+  // GPU's current value is at most its newest sample (activity that fell when a job ended).
+  // Each later sample drops the oldest and repeats the current value, so every statistic
+  // (sums in the same order, quantiles, an EWMA with positive weights) only falls, and so
+  // does the pressure verdict: once a window passes, every later one does.
+  bool windows_falling(Server& srv, const std::vector<int>& locals, Seconds t) {
+    if (opt_.sim.telemetry_noise > 0) return false;
+    const int n = opt_.engine.telemetry_window_samples;
+    auto at_most = [](const GpuSample& a, const GpuSample& b) {
+      return a.smact <= b.smact && a.smocc <= b.smocc && a.drama <= b.drama && a.util <= b.util;
+    };
+    for (int local : locals) {
+      ensure_window(srv, local, t);
+      const Gpu& gpu = gpus_[srv.first_gpu + local];
+      if (gpu.window_n != n || gpu.window.empty()) return false;
+      const GpuSample* prev = nullptr;
+      for (const auto& [x, count] : gpu.window) {
+        if (prev && !at_most(x, *prev)) return false;
+        prev = &x;
+      }
+      if (!at_most(gpu.sample, *prev)) return false;
+    }
+    return true;
+  }
+
+  // With falling windows (windows_falling), the first later sample, 1 to the window's
+  // length, at which the engine would start `job` if nothing happened until then, found by
+  // bisection over what-ifs (the verdict only turns once); 0 if none does.
+  std::int64_t first_passing_sample(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
+    const std::int64_t n = opt_.engine.telemetry_window_samples;
+    OverriddenWindows windows(srv.placer.window_stats, locals);
+    windows.stats_of.resize(locals.size());
+    // The window j samples on: the oldest j samples gone, the current value j times.
+    auto refused_after = [&](std::int64_t j) {
+      for (std::size_t i = 0; i < locals.size(); ++i) {
+        const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
+        future_.clear();
+        std::int64_t drop = j;
+        for (const auto& [x, count] : gpu.window) {
+          const std::int64_t gone = std::min<std::int64_t>(drop, count);
+          drop -= gone;
+          if (count > gone) future_.push_back({x, static_cast<std::uint32_t>(count - gone)});
+        }
+        future_.push_back({gpu.sample, static_cast<std::uint32_t>(j)});
+        for (int m = 0; m < 4; ++m) {
+          metric_runs_.resize(future_.size());
+          for (std::size_t r = 0; r < future_.size(); ++r) {
+            const GpuSample& x = future_[r].first;
+            const double v = m == 0 ? x.smact : m == 1 ? x.smocc : m == 2 ? x.drama : x.util;
+            metric_runs_[r] = {v, future_[r].second};
+          }
+          windows.stats_of[i][static_cast<std::size_t>(m)] = window_stats(std::span<const SampleRun>(metric_runs_));
+        }
+      }
+      return refused_with(srv, job, t, windows);
+    };
+    if (refused_after(n)) return 0;
+    std::int64_t lo = 0, hi = n;  // refused at lo (now), passes at hi
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      if (refused_after(mid)) lo = mid;
+      else hi = mid;
+    }
+    return hi;
   }
 
   bool refused_already(int s, const Engine::RequestShape& request) const {
@@ -1099,6 +1178,7 @@ class Run {
   std::vector<std::unique_ptr<LazyWindows>> lazy_;  // per server (its placer's window source)
   std::vector<SampleRun> metric_runs_;                              // one metric of a window
   std::vector<std::pair<GpuSample, std::uint32_t>> noisy_runs_;  // scratch of ensure_window
+  std::vector<std::pair<GpuSample, std::uint32_t>> future_;      // scratch of first_passing_sample
   std::uint64_t stamp_ = 0;
   std::vector<Candidate> order_;  // place_single's servers to ask (one entry per server)
   std::vector<int> changed_, candidates_;  // servers changed since the last full pass

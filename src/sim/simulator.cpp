@@ -647,20 +647,26 @@ class Run {
     ensure_window(srv, local, t);
     const unsigned bit = 1u << metric;
     if (!(gpu.stats_known & bit)) {
-      const std::size_t n = gpu.window.size();
-      metric_runs_.resize(n);
-      SampleRun* out = metric_runs_.data();
-      const auto* in = gpu.window.data();
-      switch (metric) {
-        case 0: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.smact, in[i].second}; break;
-        case 1: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.smocc, in[i].second}; break;
-        case 2: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.drama, in[i].second}; break;
-        default: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.util, in[i].second}; break;
-      }
-      gpu.stats[static_cast<std::size_t>(metric)] = window_stats(std::span<const SampleRun>(metric_runs_));
+      gpu.stats[static_cast<std::size_t>(metric)] = stats_of_runs(gpu.window, metric);
       gpu.stats_known |= bit;
     }
     return gpu.stats[static_cast<std::size_t>(metric)];
+  }
+
+  // The statistics of one metric (0 SM activity, 1 SM occupancy, 2 DRAM activity, 3
+  // utilisation) of a window kept as runs of equal samples.
+  WindowStats stats_of_runs(const std::vector<std::pair<GpuSample, std::uint32_t>>& runs, int metric) {
+    const std::size_t n = runs.size();
+    metric_runs_.resize(n);
+    SampleRun* out = metric_runs_.data();
+    const auto* in = runs.data();
+    switch (metric) {  // outside the loop: this runs at every window change
+      case 0: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.smact, in[i].second}; break;
+      case 1: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.smocc, in[i].second}; break;
+      case 2: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.drama, in[i].second}; break;
+      default: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.util, in[i].second}; break;
+    }
+    return window_stats(std::span<const SampleRun>(metric_runs_));
   }
 
   // Builds GPU `local` of server `srv`'s window at time t unless the one it has still holds.
@@ -884,15 +890,7 @@ class Run {
           if (count > gone) future_.push_back({x, static_cast<std::uint32_t>(count - gone)});
         }
         future_.push_back({gpu.sample, static_cast<std::uint32_t>(j)});
-        for (int m = 0; m < 4; ++m) {
-          metric_runs_.resize(future_.size());
-          for (std::size_t r = 0; r < future_.size(); ++r) {
-            const GpuSample& x = future_[r].first;
-            const double v = m == 0 ? x.smact : m == 1 ? x.smocc : m == 2 ? x.drama : x.util;
-            metric_runs_[r] = {v, future_[r].second};
-          }
-          windows.stats_of[i][static_cast<std::size_t>(m)] = window_stats(std::span<const SampleRun>(metric_runs_));
-        }
+        for (int m = 0; m < 4; ++m) windows.stats_of[i][static_cast<std::size_t>(m)] = stats_of_runs(future_, m);
       }
       return refused_with(srv, job, t, windows);
     };

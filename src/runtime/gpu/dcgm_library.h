@@ -4,7 +4,6 @@
 #pragma once
 #include <memory>
 #include <string>
-#include <type_traits>
 
 #include "runtime/gpu/dcgm_api.h"
 #include "runtime/gpu/dl_library.h"
@@ -16,18 +15,11 @@ class Library {
   // Null, with `error` set to one line, when the library cannot be loaded or initialised.
   static std::unique_ptr<Library> open(const std::string& path, std::string* error) {
     std::unique_ptr<Library> lib(new Library);
-    if (std::string why; !lib->dl_.open(path, &why)) {
-      *error = "cannot load DCGM from '" + path + "' (" + why + ")";
-      return nullptr;
-    }
-    if (const char* missing = lib->resolve()) {
-      *error = "'" + path + "' is not a usable DCGM library: it lacks " + missing;
-      return nullptr;
-    }
-    if (const dcgmReturn_t rc = lib->init(); rc != DCGM_ST_OK) {
-      *error = "DCGM from '" + path + "' failed to initialise: " + lib->error_string(rc);
-      return nullptr;
-    }
+    auto start = [&] {
+      const dcgmReturn_t rc = lib->init();
+      return rc == DCGM_ST_OK ? std::string() : lib->error_string(rc);
+    };
+    if (!lib->dl_.load(path, "DCGM", "", [&] { return lib->resolve(); }, start, error)) return nullptr;
     lib->initialised_ = true;
     return lib;
   }
@@ -69,10 +61,7 @@ class Library {
   // The name of the first required symbol missing, or null.
   const char* resolve() {
     const char* missing = nullptr;
-    auto need = [&](auto* out, const char* name) {
-      *out = dl_.symbol<std::remove_pointer_t<decltype(out)>>(name);
-      if (!*out && !missing) missing = name;
-    };
+    auto need = [&](auto* out, const char* name) { dl_.need(out, name, missing); };
     need(&init, "dcgmInit");
     need(&shutdown, "dcgmShutdown");
     need(&startEmbedded, "dcgmStartEmbedded");

@@ -33,6 +33,36 @@ class DlLibrary {
   }
   const std::string& path() const { return path_; }
 
+  // Resolves a symbol the caller requires into `out`; the first one missing is kept in
+  // `missing`.
+  template <class F>
+  void need(F* out, const char* name, const char*& missing) const {
+    *out = symbol<F>(name);
+    if (!*out && !missing) missing = name;
+  }
+
+  // The steps of every GPU library loader, each failure one line naming `api` and the
+  // path: load `path` (`load_hint` follows the loader's reason), resolve its symbols
+  // (`resolve()` gives the first required one missing, or null) and initialise it
+  // (`init()` gives "" or why it failed).
+  template <class Resolve, class Init>
+  bool load(const std::string& path, const std::string& api, const std::string& load_hint, Resolve resolve,
+            Init init, std::string* error) {
+    if (std::string why; !open(path, &why)) {
+      *error = "cannot load " + api + " from '" + path + "' (" + why + ")" + load_hint;
+      return false;
+    }
+    if (const char* missing = resolve()) {
+      *error = "'" + path + "' is not a usable " + api + " library: it lacks " + missing;
+      return false;
+    }
+    if (const std::string why = init(); !why.empty()) {
+      *error = api + " from '" + path + "' failed to initialise: " + why;
+      return false;
+    }
+    return true;
+  }
+
  private:
   std::string path_;
   void* handle_ = nullptr;

@@ -15,20 +15,12 @@ class Library {
   // Null, with `error` set to one line, when the library cannot be loaded or initialised.
   static std::unique_ptr<Library> open(const std::string& path, std::string* error) {
     std::unique_ptr<Library> lib(new Library);
-    if (std::string why; !lib->dl_.open(path, &why)) {
-      *error = "cannot load NVML from '" + path + "' (" + why + "): is the NVIDIA driver installed?";
+    auto start = [&] {
+      const nvmlReturn_t rc = lib->init();
+      return rc == NVML_SUCCESS ? std::string() : lib->error_string(rc);
+    };
+    if (!lib->dl_.load(path, "NVML", ": is the NVIDIA driver installed?", [&] { return lib->resolve(); }, start, error))
       return nullptr;
-    }
-    const char* missing = lib->resolve();
-    if (missing) {
-      *error = "'" + path + "' is not a usable NVML library: it lacks " + missing;
-      return nullptr;
-    }
-    const nvmlReturn_t rc = lib->init();
-    if (rc != NVML_SUCCESS) {
-      *error = "NVML from '" + path + "' failed to initialise: " + lib->error_string(rc);
-      return nullptr;
-    }
     lib->initialised_ = true;
     return lib;
   }
@@ -93,10 +85,7 @@ class Library {
   // The name of the first required symbol missing, or null.
   const char* resolve() {
     const char* missing = nullptr;
-    auto need = [&](auto* out, const char* name) {
-      find(out, name);
-      if (!*out && !missing) missing = name;
-    };
+    auto need = [&](auto* out, const char* name) { dl_.need(out, name, missing); };
     need(&init, "nvmlInit_v2");
     need(&shutdown, "nvmlShutdown");
     need(&errorString, "nvmlErrorString");

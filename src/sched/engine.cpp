@@ -96,6 +96,9 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     if (e.binds_alone) alone_rules_.push_back(filters_.back().get());
     if (filters_.back()->name() == "pressure") pressure_ = filters_.back().get();
     if (filters_.back()->name() == "observing") gate_ = filters_.back().get();
+    // A GPU that fails memory must meet neither the gate nor the pressure filter, whose
+    // refusals tell the driver when to ask again (room_refuses skips the tick).
+    if (filters_.back()->name() == "memory" && !gate_ && !pressure_) memory_ = filters_.back().get();
   }
   order_ = make_order(config_.order, config_);
   recovery_ = make_recovery(config_);
@@ -185,6 +188,38 @@ Engine::RequestShape Engine::request_shape(const QueuedJob& job) const {
   shape.need_shared = req.required_free_mib;
   shape.need_alone = std::max(req.estimate.value_or(0), job.recovery.floor_mib);
   return shape;
+}
+
+bool Engine::memory_room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads, MemoryRoom& room) const {
+  // Without collocation only idle GPUs count, which drivers know without a summary.
+  if (!tells_memory_refusals() || loads.size() != gpus.size()) return false;
+  room.free.clear();
+  room.idle_free.clear();
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    // The figures effective_free() and idle() read, as a tick's set_load() fills them.
+    GpuCandidate c;
+    c.view = &gpus[i];
+    c.guard_mib = config_.memory_guard(gpus[i].total_mib);
+    c.job_count = loads[i].job_count;
+    c.booked_mib = loads[i].booked_mib;
+    const MiB free = effective_free(c, accounting_);
+    room.free.push_back(free);
+    if (c.idle()) room.idle_free.push_back(free);
+  }
+  std::sort(room.free.begin(), room.free.end(), std::greater<>());
+  std::sort(room.idle_free.begin(), room.idle_free.end(), std::greater<>());
+  return true;
+}
+
+bool Engine::room_refuses(const MemoryRoom& room, const RequestShape& shape, int num_gpus) const {
+  // Sharing: the memory stage admits a GPU with at least need_shared effective free.
+  // Alone (tick's exclusive-first path): an idle GPU must offer need_alone. Both are
+  // bounds: a tick may refuse more (gates, caps, pressure), never less.
+  if (num_gpus < 1) return false;
+  const auto n = static_cast<std::size_t>(num_gpus);
+  const bool shares = room.free.size() >= n && room.free[n - 1] >= shape.need_shared;
+  const bool alone = room.idle_free.size() >= n && room.idle_free[n - 1] >= shape.need_alone;
+  return !shares && !alone;
 }
 
 MiB Engine::need_alone(const QueuedJob& job) const {

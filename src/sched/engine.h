@@ -70,6 +70,27 @@ class Engine {
     }
   };
   RequestShape request_shape(const QueuedJob& job) const;
+
+  // A server's memory as the memory stage and the alone path see it (effective free
+  // memory after the guard, under the policy's accounting), so that a driver can tell
+  // without a tick that a request is refused for memory. It stands while the GPUs only
+  // gain load or lose memory; a driver rebuilds it after any other change.
+  struct MemoryRoom {
+    std::vector<MiB> free;       // what each GPU offers to share, largest first
+    std::vector<MiB> idle_free;  // what the idle GPUs offer alone, largest first
+  };
+  // True when room_refuses can tell anything: the engine collocates and its memory stage
+  // comes before the observation gate and the pressure filter.
+  bool tells_memory_refusals() const { return memory_ && config_.collocate; }
+  // Fills `room` from the GPUs and their loads (Snapshot::gpus, Snapshot::loads); false
+  // when !tells_memory_refusals() or no loads are given (then only a tick can tell).
+  bool memory_room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads, MemoryRoom& room) const;
+  // True when a tick would refuse a request of this shape for `num_gpus` GPUs on the GPUs
+  // `room` describes: fewer than num_gpus pass the memory stage, and fewer than num_gpus
+  // idle ones could take it alone. False means only a tick can tell. A GPU refused by a
+  // later stage (gate, pressure) would have named a time to ask again; that time cannot
+  // help this request, which memory refuses until memory is freed.
+  bool room_refuses(const MemoryRoom& room, const RequestShape& shape, int num_gpus) const;
   // RequestShape::need_alone without the digest (cheap; asked for every job tried).
   MiB need_alone(const QueuedJob& job) const;
 
@@ -99,6 +120,7 @@ class Engine {
   std::vector<const Filter*> alone_rules_;  // in filters_; also checked for GPUs taken alone
   const Filter* pressure_ = nullptr;        // in filters_ when composed: its refusals are told apart (Blocked::by_pressure)
   const Filter* gate_ = nullptr;            // in filters_ when composed: its openings are the wake times
+  const Filter* memory_ = nullptr;          // in filters_ when composed: MemoryRoom summarises what it reads
   std::unique_ptr<Order> order_;
   std::unique_ptr<RecoveryRule> recovery_;
   StageReads reads_;

@@ -118,6 +118,13 @@ struct Server {
   std::uint64_t version = 0;
   std::vector<Engine::RequestShape> refused;  // requests refused at refused_version
   std::uint64_t refused_version = kNoJob;
+  // Its memory as the engine's memory stage sees it (Engine::MemoryRoom): tells most
+  // refusals for memory without an ask. Rebuilt when asked after any change of its GPUs'
+  // memory, loads or processes (room_stale), the version included.
+  Engine::MemoryRoom room;
+  std::uint64_t room_version = kNoJob;
+  bool room_stale = true;
+  bool has_room = false;
 };
 
 void erase_value(std::vector<int>& v, int x) {
@@ -145,6 +152,7 @@ class Run {
     // hold only if every stage says a refusal stands for more load, less memory and more
     // activity; otherwise every request asks every server.
     cache_ = o.sim.refusal_cache && engine_.refusals_monotone();
+    rooms_ = cache_ && engine_.tells_memory_refusals();
     const int total = o.cluster.total_gpus();
     max_per_server_ = o.cluster.max_gpus_per_server();
     jobs_.reserve(trace.jobs.size());
@@ -385,8 +393,10 @@ class Run {
     for (int g : j.live->gpus) {
       integrate(g, t);
       gpus_[g].used += mib;
-      servers_[gpus_[g].server].placer.views[gpus_[g].local].free_mib = gpus_[g].total - gpus_[g].used;
-      servers_[gpus_[g].server].free_mib -= mib;
+      Server& srv = servers_[gpus_[g].server];
+      srv.placer.views[gpus_[g].local].free_mib = gpus_[g].total - gpus_[g].used;
+      srv.free_mib -= mib;
+      srv.room_stale = true;
       note(g, t);
     }
     j.live->held_mib += mib;
@@ -467,6 +477,7 @@ class Run {
       a.admitted_mib = l.admitted_mib;
       j.live->parts.push_back({s, static_cast<int>(srv.placer.running.size())});
       srv.placer.add(job, l, t);
+      srv.room_stale = true;
       // A new job only adds load: the server's refusals stand, but the next request must
       // ask it again (it accepted this one).
       changed_.push_back(s);
@@ -581,7 +592,12 @@ class Run {
     const double util = union_util_ ? 1.0 - idle : std::min(1.0, u);
     const GpuSample s{std::min(1.0, a), std::min(1.0, o), std::min(1.0, d), util};
     Gpu& gpu = gpus_[g];
-    servers_[gpu.server].placer.views[gpu.local].process_count = static_cast<int>(gpu.active.size());
+    Server& srv = servers_[gpu.server];
+    int& processes = srv.placer.views[gpu.local].process_count;
+    if (processes != static_cast<int>(gpu.active.size())) {
+      processes = static_cast<int>(gpu.active.size());
+      srv.room_stale = true;
+    }
     if (s.smact == gpu.sample.smact && s.smocc == gpu.sample.smocc && s.drama == gpu.sample.drama &&
         s.util == gpu.sample.util)
       return;
@@ -915,6 +931,20 @@ class Run {
 
   static bool by_kind(const Engine::RequestShape& a, const Engine::RequestShape& b) { return a.kind < b.kind; }
 
+  // True when server s's engine would refuse `request` for n GPUs for lack of memory, told
+  // from the server's memory room without an ask (Engine::room_refuses).
+  bool room_refuses(int s, const Engine::RequestShape& request, int n) {
+    if (!rooms_) return false;
+    Server& srv = servers_[static_cast<std::size_t>(s)];
+    if (srv.room_stale || srv.room_version != srv.version) {
+      srv.has_room = engine_.memory_room(srv.placer.views, srv.placer.loads(), srv.room);
+      srv.room_version = srv.version;
+      srv.room_stale = false;
+      n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
+    }
+    return srv.has_room && engine_.room_refuses(srv.room, request, n);
+  }
+
   // Servers in the order the dispatcher asks them: those with enough idle GPUs for the
   // job to run alone first (fewest idle GPUs first: keeps whole servers free for large
   // jobs), then, if the policy shares GPUs, the others by most free memory.
@@ -950,9 +980,11 @@ class Run {
       const Server& srv = servers_[s];
       if (srv.ngpus < n) continue;
       if (refused_already(s, key)) continue;
-      if (srv.idle_gpus >= n) {
+      const bool alone = srv.idle_gpus >= n;
+      if ((!alone && !shares) || room_refuses(s, key, n)) continue;
+      if (alone) {
         order[listed++] = {0, srv.idle_gpus, 0, s};
-      } else if (shares) {
+      } else {
         order[listed++] = {1, 0, -srv.free_mib, s};
       }
     }
@@ -1189,6 +1221,7 @@ class Run {
   int max_per_server_ = 0;
   bool mps_ = false;
   bool cache_ = true;  // refusal caches on (sim.refusal_cache and monotone stages)
+  bool rooms_ = false;  // with cache_: the engine tells memory refusals from a room (Engine::tells_memory_refusals)
   std::optional<Feasibility> feasibility_;  // of the cluster's devices
   Seconds start_ = 0;
   std::uint64_t seq_ = 0, n_events_ = 0, n_ticks_ = 0, n_visits_ = 0;

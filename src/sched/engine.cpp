@@ -195,31 +195,22 @@ bool Engine::memory_room(std::span<const GpuView> gpus, std::span<const GpuLoad>
   if (!tells_memory_refusals() || loads.size() != gpus.size()) return false;
   room.free.clear();
   room.idle_free.clear();
+  // The figures effective_free() and idle() read, as a tick's set_load() fills them.
+  GpuCandidate c;
+  MiB guard_of = -1;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
-    // The figures effective_free() and idle() read, as a tick's set_load() fills them.
-    GpuCandidate c;
     c.view = &gpus[i];
-    c.guard_mib = config_.memory_guard(gpus[i].total_mib);
+    if (gpus[i].total_mib != guard_of) {  // GPUs of a server are mostly alike
+      guard_of = gpus[i].total_mib;
+      c.guard_mib = config_.memory_guard(guard_of);
+    }
     c.job_count = loads[i].job_count;
     c.booked_mib = loads[i].booked_mib;
     const MiB free = effective_free(c, accounting_);
     room.free.push_back(free);
     if (c.idle()) room.idle_free.push_back(free);
   }
-  std::sort(room.free.begin(), room.free.end(), std::greater<>());
-  std::sort(room.idle_free.begin(), room.idle_free.end(), std::greater<>());
   return true;
-}
-
-bool Engine::room_refuses(const MemoryRoom& room, const RequestShape& shape, int num_gpus) const {
-  // Sharing: the memory stage admits a GPU with at least need_shared effective free.
-  // Alone (tick's exclusive-first path): an idle GPU must offer need_alone. Both are
-  // bounds: a tick may refuse more (gates, caps, pressure), never less.
-  if (num_gpus < 1) return false;
-  const auto n = static_cast<std::size_t>(num_gpus);
-  const bool shares = room.free.size() >= n && room.free[n - 1] >= shape.need_shared;
-  const bool alone = room.idle_free.size() >= n && room.idle_free[n - 1] >= shape.need_alone;
-  return !shares && !alone;
 }
 
 MiB Engine::need_alone(const QueuedJob& job) const {

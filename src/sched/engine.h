@@ -76,8 +76,8 @@ class Engine {
   // without a tick that a request is refused for memory. It stands while the GPUs only
   // gain load or lose memory; a driver rebuilds it after any other change.
   struct MemoryRoom {
-    std::vector<MiB> free;       // what each GPU offers to share, largest first
-    std::vector<MiB> idle_free;  // what the idle GPUs offer alone, largest first
+    std::vector<MiB> free;       // what each GPU offers to share
+    std::vector<MiB> idle_free;  // what the idle GPUs offer alone
   };
   // True when room_refuses can tell anything: the engine collocates and its memory stage
   // comes before the observation gate and the pressure filter.
@@ -90,7 +90,18 @@ class Engine {
   // idle ones could take it alone. False means only a tick can tell. A GPU refused by a
   // later stage (gate, pressure) would have named a time to ask again; that time cannot
   // help this request, which memory refuses until memory is freed.
-  bool room_refuses(const MemoryRoom& room, const RequestShape& shape, int num_gpus) const;
+  static bool room_refuses(const MemoryRoom& room, const RequestShape& shape, int num_gpus) {
+    // Sharing: the memory stage admits a GPU with at least need_shared effective free.
+    // Alone (tick's exclusive-first path): an idle GPU must offer need_alone. Both are
+    // bounds: a tick may refuse more (gates, caps, pressure), never less.
+    if (num_gpus < 1) return false;
+    int shares = 0, alone = 0;
+    for (MiB f : room.free)
+      if (f >= shape.need_shared && ++shares >= num_gpus) return false;
+    for (MiB f : room.idle_free)
+      if (f >= shape.need_alone && ++alone >= num_gpus) return false;
+    return true;
+  }
   // RequestShape::need_alone without the digest (cheap; asked for every job tried).
   MiB need_alone(const QueuedJob& job) const;
 

@@ -689,11 +689,17 @@ class Run {
   void ensure_window(Server& srv, int local, Seconds t) {
     const double hz = opt_.engine.telemetry_sample_hz;
     const int n = opt_.engine.telemetry_window_samples;
-    const auto k_now = static_cast<std::int64_t>(std::floor(t * hz + 1e-9));
-    const auto k_first = static_cast<std::int64_t>(std::ceil(start_ * hz - 1e-9));
-    const std::int64_t k_lo = std::max(k_now - n + 1, k_first);
+    // Asked for many GPUs at one instant: the sample index is worked out once per instant.
+    if (t != sample_of_t_) {
+      sample_of_t_ = t;
+      sample_k_ = static_cast<std::int64_t>(std::floor(t * hz + 1e-9));
+    }
+    const std::int64_t k_now = sample_k_;
     const int g = srv.first_gpu + local;
     Gpu& gpu = gpus_[g];
+    if (gpu.window_k == k_now && gpu.window_history == gpu.history_version) return;  // the common case
+    const auto k_first = static_cast<std::int64_t>(std::ceil(start_ * hz - 1e-9));
+    const std::int64_t k_lo = std::max(k_now - n + 1, k_first);
     if (window_still_valid(gpu, k_now, k_lo, n, hz)) return;
     gpu.window_k = k_now;
     gpu.window_history = gpu.history_version;
@@ -942,7 +948,7 @@ class Run {
       srv.room_stale = false;
       n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
     }
-    return srv.has_room && engine_.room_refuses(srv.room, request, n);
+    return srv.has_room && Engine::room_refuses(srv.room, request, n);
   }
 
   // Servers in the order the dispatcher asks them: those with enough idle GPUs for the
@@ -1221,6 +1227,8 @@ class Run {
   int max_per_server_ = 0;
   bool mps_ = false;
   bool cache_ = true;  // refusal caches on (sim.refusal_cache and monotone stages)
+  Seconds sample_of_t_ = std::numeric_limits<Seconds>::quiet_NaN();  // ensure_window's last instant ...
+  std::int64_t sample_k_ = 0;                                            // ... and its sample index
   bool rooms_ = false;  // with cache_: the engine tells memory refusals from a room (Engine::tells_memory_refusals)
   std::optional<Feasibility> feasibility_;  // of the cluster's devices
   Seconds start_ = 0;

@@ -15,13 +15,7 @@ import sqlite3
 import sys
 
 from harness import Daemon, fail, wait_for
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-MODEL = os.path.abspath(os.path.join(HERE, "..", "..", "data", "models", "calibrated_memory.json"))
-VGG = {"depth": 16, "total_activations": 28676072, "total_parameters": 138357544, "batch_size": 32,
-       "activation": "ReLU", "layer_counts": {"conv2d": 13, "linear": 3, "relu": 15}}
-TINY = {"depth": 2, "total_activations": 36, "total_parameters": 2212, "batch_size": 8, "activation": "ReLU",
-        "layer_counts": {"linear": 2, "relu": 1}}
+from model_specs import CALIBRATED_MODEL as MODEL, TINY, VGG
 
 
 def gpu_of(d, job):

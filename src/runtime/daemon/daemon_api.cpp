@@ -2,6 +2,7 @@
 // job lifecycle (src/lifecycle) and are on disk before the reply (the event loop's group
 // commit); long listings are produced as the client reads them.
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <memory>
@@ -126,7 +127,7 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
   j.recovery.exclusive_only = req.exclusive;
   // Its predicted utilisation, made now and stored with it: what the lpa order ranks its
   // GPUs by while it runs, across restarts.
-  if (const PredictedUtilisation p = predicted_utilisation_of(j); p.value) {
+  if (const PredictedUtilisation p = predicted_utilisation_of(j); p.value && std::isfinite(*p.value)) {
     j.predicted_util = std::clamp(*p.value, 0.0, 1.0);
     j.predicted_util_source = p.source;
   }

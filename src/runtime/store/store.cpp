@@ -685,7 +685,7 @@ JobId Store::write(const DaemonJob& job, Write how) {
         for (int c = kModelDepth; c <= kModelActivation; ++c) bind_null(c);
       }
       bind_opt_real(kPredictedUtil, job.predicted_util);
-      bind_text(kPredictedUtilSource, job.predicted_util ? job.predicted_util_source : std::string());
+      bind_text(kPredictedUtilSource, job.predicted_util ? std::string_view(job.predicted_util_source) : "");
       step_done(s, what);
     }
     if (update && sqlite3_changes(db_) == 0) {  // not in the table (set aside): nothing to update

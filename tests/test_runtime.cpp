@@ -514,6 +514,34 @@ TEST(Store, EveryFieldOfAJobRoundTrips) {
   remove_db(path);
 }
 
+// The utilisation predicted at submission (the lpa order's) comes back as written, none
+// as none; a source without a value (or a value without one) is a damaged row.
+TEST(Store, APredictedUtilisationComesBackAndOneWithoutItsSourceIsSetAside) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  DaemonJob predicted = make_job("predicted"), plain = make_job("plain"), damaged = make_job("damaged");
+  predicted.predicted_util = 0.375;
+  predicted.predicted_util_source = "history";
+  damaged.predicted_util = 0.5;
+  damaged.predicted_util_source = "model-spec";
+  {
+    Store s(path, false);
+    for (DaemonJob* j : {&predicted, &plain, &damaged}) s.insert(*j);
+  }
+  EXPECT_EQ(raw_sql(path, "SELECT predicted_util_source FROM jobs WHERE id = " + std::to_string(plain.id)), "");
+  raw_sql(path, "UPDATE jobs SET predicted_util = NULL WHERE id = " + std::to_string(damaged.id));
+  Store s(path, false);
+  const auto jobs = s.unfinished();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].predicted_util, 0.375);
+  EXPECT_EQ(jobs[0].predicted_util_source, "history");
+  EXPECT_FALSE(jobs[1].predicted_util.has_value());
+  EXPECT_EQ(jobs[1].predicted_util_source, "");
+  ASSERT_EQ(s.last_quarantined().size(), 1u);
+  EXPECT_EQ(s.last_quarantined()[0].reason, "jobs.predicted_util_source: 'model-spec' with predicted_util NULL");
+  remove_db(path);
+}
+
 TEST(Store, EveryStateAndOutcomeNameIsAccepted) {
   const std::string path = test::temp_path("store.db");
   remove_db(path);

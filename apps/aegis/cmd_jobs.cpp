@@ -153,17 +153,19 @@ void print_job(const json& j) {
   fmt::print("  submitted  {}   started {}   ended {}\n", when(field(j, "submitted_at")), when(field(j, "started_at")),
              when(field(j, "ended_at")));
   if (const auto reason = str(j, "reason"); !reason.empty()) fmt::print("  reason     {}\n", reason);
-  // The utilisation and sharing score the policies read, and where each came from.
+  // The utilisation and sharing score the policies read, the utilisation predicted at
+  // submission (the lpa order's), and where each came from.
   const json& u = field(j, "utilisation");
-  if (!field(u, "gpu_util").is_null() || !field(u, "sharing_score").is_null()) {
+  if (!field(u, "gpu_util").is_null() || !field(u, "sharing_score").is_null() ||
+      !field(u, "predicted_util").is_null()) {
     auto from = [&](const char* value, const char* source) {
       const json& v = field(u, value);
       if (v.is_null()) return std::string("-");
       return fmt::format("{} ({})", v.is_number_float() ? fmt::format("{:.2f}", v.get<double>()) : text(v),
                          str(u, source));
     };
-    fmt::print("  gpu util   {}   sharing score {}\n", from("gpu_util", "gpu_util_source"),
-               from("sharing_score", "sharing_score_source"));
+    fmt::print("  gpu util   {}   sharing score {}   predicted util {}\n", from("gpu_util", "gpu_util_source"),
+               from("sharing_score", "sharing_score_source"), from("predicted_util", "predicted_util_source"));
   }
   for (const auto& a : items(j, "attempt_log")) {
     const auto outcome = str(a, "outcome"), detail = str(a, "detail");

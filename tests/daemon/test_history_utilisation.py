@@ -5,7 +5,8 @@ the calibrated model's prediction from its spec. Under lucid (no typed sharing s
 tiny MLP's spec predicts score 0, so it shares a running VGG-16's GPU; once a run of it
 was measured busy (util 0.9) its next submission gets score 2 from history and waits. On
 a GPU model it never ran on, its history is not used (the prediction again), and the
-recorded runs survive a restart.
+recorded runs survive a restart. The prediction made at submission for the lpa order
+(utilisation.predicted_util) follows the same sources.
 Usage: test_history_utilisation.py BUILD_DIR
 """
 import json
@@ -14,13 +15,7 @@ import sqlite3
 import sys
 
 from harness import Daemon, fail, wait_for
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-MODEL = os.path.abspath(os.path.join(HERE, "..", "..", "data", "models", "calibrated_memory.json"))
-VGG = {"depth": 16, "total_activations": 28676072, "total_parameters": 138357544, "batch_size": 32,
-       "activation": "ReLU", "layer_counts": {"conv2d": 13, "linear": 3, "relu": 15}}
-TINY = {"depth": 2, "total_activations": 36, "total_parameters": 2212, "batch_size": 8, "activation": "ReLU",
-        "layer_counts": {"linear": 2, "relu": 1}}
+from model_specs import CALIBRATED_MODEL as MODEL, TINY, VGG
 UTIL, SMACT = 0.9, 0.8  # what the busy tiny job shows alone (--smocc and --drama: SMACT / 2)
 
 
@@ -56,7 +51,8 @@ def main(build):
 
         first = job(tiny, "first", 2)
         u = utilisation(first)
-        if u["gpu_util_source"] != "model-spec" or u["sharing_score"] != 0 or u["gpu_util"] >= 0.5:
+        if u["gpu_util_source"] != "model-spec" or u["sharing_score"] != 0 or u["gpu_util"] >= 0.5 \
+                or (u["predicted_util"], u["predicted_util_source"]) != (u["gpu_util"], "model-spec"):
             fail(f"the tiny MLP's first run, no history yet: {u}")
         d.wait_all_final([first], timeout=120)
         db = sqlite3.connect(os.path.join(d.state, "aegis.db"))
@@ -85,6 +81,9 @@ def main(build):
         if u["gpu_util_source"] != "history" or abs(u["gpu_util"] - measured[0]) > 1e-6 or u["sharing_score"] != 2 \
                 or u["sharing_score_source"] != "history":
             fail(f"the second run of the measured signature: {u}, expected util {measured[0]} from history, score 2")
+        # The prediction made at its submission (the lpa order's) comes from history too.
+        if u["predicted_util_source"] != "history" or abs(u["predicted_util"] - measured[0]) > 1e-6:
+            fail(f"the second run's predicted utilisation: {u}, expected {measured[0]} from history")
         shown = d.run_cli("show", str(second)).stdout
         if f"gpu util   {measured[0]:.2f} (history)   sharing score 2 (history)" not in shown:
             fail(f"aegis show does not say where the utilisation came from:\n{shown}")

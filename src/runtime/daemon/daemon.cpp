@@ -192,44 +192,48 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   const UtilisationEstimate u = utilisation_of(j);
   spec.hints.gpu_util = u.gpu_util;
   spec.hints.sharing_score = u.sharing_score;
+  // Made once, at submission (submit()), and stored with the job: a restart reads it back.
+  spec.predicted_util = j.predicted_util;
   return spec;
 }
 
-// No hint typed: the mean utilisation of the job's earlier runs on this server's GPU
-// models (history_util_min_runs on each; history_util_quantile of them), else, with a model
-// spec, the calibrated model's prediction. Horus' cap and the lpu order read it as they
-// would the user's figure; Lucid's sharing score, when not typed, comes from it: tiny (0)
-// below tiny_util, else 2 (docs/estimators.md, "Sharing score").
-Daemon::UtilisationEstimate Daemon::utilisation_of(const DaemonJob& j) const {
-  std::optional<double> estimated;
-  const char* from = nullptr;
+// What this server predicts of the job's utilisation, whatever its user typed: the mean
+// utilisation of its signature's earlier runs on this server's GPU models
+// (history_util_min_runs on each; history_util_quantile of them), else, with a model spec,
+// the calibrated model's prediction (docs/estimators.md, "Utilisation from history").
+Daemon::PredictedUtilisation Daemon::predicted_utilisation_of(const DaemonJob& j) const {
   static const std::map<std::string, std::vector<double>> no_runs;
   const auto runs = run_utils_.find(signature_of(j));
   if (auto h = history_utilisation(runs == run_utils_.end() ? no_runs : runs->second, server_models(),
                                    static_cast<int>(cfg_.daemon.history_window), cfg_.daemon.history_util_quantile,
-                                   static_cast<int>(cfg_.daemon.history_util_min_runs))) {
-    estimated = h;
-    from = "history";
-  } else if (j.request.model) {
-    if (auto m = utilisation_.find("gpu_util"); m != utilisation_.end()) {
-      estimated = m->second.predict(calibration_run(*j.request.model, ""));
-      from = "model-spec";
-    }
-  }
+                                   static_cast<int>(cfg_.daemon.history_util_min_runs)))
+    return {h, "history"};
+  if (j.request.model)
+    if (auto m = utilisation_.find("gpu_util"); m != utilisation_.end())
+      return {m->second.predict(calibration_run(*j.request.model, "")), "model-spec"};
+  return {};
+}
+
+// The hints the profile-based policies read: the user's, else the prediction above. Horus'
+// cap and the lpu order read it as they would the user's figure; Lucid's sharing score,
+// when not typed, comes from it: tiny (0) below tiny_util, else 2 (docs/estimators.md,
+// "Sharing score").
+Daemon::UtilisationEstimate Daemon::utilisation_of(const DaemonJob& j) const {
+  const PredictedUtilisation predicted = predicted_utilisation_of(j);
   UtilisationEstimate u;
   if (j.request.hint_gpu_util) {
     u.gpu_util = j.request.hint_gpu_util;
     u.gpu_util_source = "hint";
-  } else if (estimated) {
-    u.gpu_util = estimated;
-    u.gpu_util_source = from;
+  } else if (predicted.value) {
+    u.gpu_util = predicted.value;
+    u.gpu_util_source = predicted.source;
   }
   if (j.request.hint_sharing_score) {
     u.sharing_score = j.request.hint_sharing_score;
     u.sharing_score_source = "hint";
-  } else if (estimated) {
-    u.sharing_score = sharing_score_from_util(*estimated, cfg_.daemon.tiny_util);
-    u.sharing_score_source = from;
+  } else if (predicted.value) {
+    u.sharing_score = sharing_score_from_util(*predicted.value, cfg_.daemon.tiny_util);
+    u.sharing_score_source = predicted.source;
   }
   return u;
 }

@@ -175,6 +175,13 @@ class Daemon {
     const char* sharing_score_source = nullptr;
   };
   UtilisationEstimate utilisation_of(const DaemonJob& j) const;
+  // The lpa order's prediction (JobSpec::predicted_util): history, else "model-spec", never
+  // the user's hint (docs/estimators.md, "In aegisd: the lpa order").
+  struct PredictedUtilisation {
+    std::optional<double> value;
+    const char* source = nullptr;
+  };
+  PredictedUtilisation predicted_utilisation_of(const DaemonJob& j) const;
   void record_history(const std::string& signature, const std::vector<std::string>& gpu_uuids, MiB peak,
                       const RunActivity& activity, Seconds now);
   std::string blocked_reason_;

@@ -2,6 +2,7 @@
 // job lifecycle (src/lifecycle) and are on disk before the reply (the event loop's group
 // commit); long listings are produced as the client reads them.
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <memory>
@@ -124,6 +125,12 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
   j.state = JobState::Queued;
   j.submitted_at = env_.now();
   j.recovery.exclusive_only = req.exclusive;
+  // Its predicted utilisation, made now and stored with it: what the lpa order ranks its
+  // GPUs by while it runs, across restarts.
+  if (const PredictedUtilisation p = predicted_utilisation_of(j); p.value && std::isfinite(*p.value)) {
+    j.predicted_util = std::clamp(*p.value, 0.0, 1.0);
+    j.predicted_util_source = p.source;
+  }
   // What the policy needs of a job, and whether it can ever run here: the lifecycle's
   // rules, the same as for the queue and the simulator.
   const JobSpec spec = spec_of(j);
@@ -216,7 +223,10 @@ json Daemon::show(const api::ShowRequest& r, const Caller& c) {
   v["utilisation"] = {{"gpu_util", u.gpu_util ? json(*u.gpu_util) : json(nullptr)},
                       {"gpu_util_source", source(u.gpu_util_source)},
                       {"sharing_score", u.sharing_score ? json(*u.sharing_score) : json(nullptr)},
-                      {"sharing_score_source", source(u.sharing_score_source)}};
+                      {"sharing_score_source", source(u.sharing_score_source)},
+                      {"predicted_util", j->predicted_util ? json(*j->predicted_util) : json(nullptr)},
+                      {"predicted_util_source",
+                       j->predicted_util ? json(j->predicted_util_source) : json(nullptr)}};
   json events = json::array();
   for (const auto& e : store_.events(r.id)) events.push_back({{"t", e.t}, {"kind", e.kind}, {"detail", e.detail}});
   v["events"] = events;

@@ -59,6 +59,10 @@ struct DaemonJob {
   std::string reason;                   // why it failed, was cancelled or waits
   std::vector<Attempt> attempts;
   std::optional<ClientProcess> attached_to;
+  // Its predicted mean GPU utilisation alone (the lpa order's JobSpec::predicted_util), made
+  // once at submission, and where from: "history" or "model-spec" ("" when none).
+  std::optional<double> predicted_util;
+  std::string predicted_util_source;
 
   Attempt* current() { return attempts.empty() ? nullptr : &attempts.back(); }
   const Attempt* current() const { return attempts.empty() ? nullptr : &attempts.back(); }

@@ -60,6 +60,16 @@
 //   model_batchnorm_layers, model_dropout_layers, model_activation
 //                      the learned estimator's features (estimate/features.h ModelFeatures);
 //                      all NULL when the job has none, all set when it has
+//   -- what aegisd made of it at submission:
+//   predicted_util     its predicted mean coarse GPU utilisation alone, REAL in [0, 1]
+//                      (core/job.h JobSpec::predicted_util, read by the `lpa` order); NULL:
+//                      none could be made
+//   predicted_util_source  where it came from: 'history' | 'model-spec'; '' exactly when
+//                      predicted_util is NULL (docs/estimators.md, "In aegisd: the lpa order")
+//                      Both added in schema 2 without a version change: aegisd adds them to
+//                      an older `jobs` when it opens the database (ALTER TABLE, in the opening
+//                      transaction; its jobs get NULL and ''); an older aegisd names its own
+//                      columns only, so its INSERTs leave them NULL and ''.
 //   Index jobs_state(state): the unfinished jobs, read at every start.
 //
 // job_args(job_id, pos, arg)        the command's argv: pos 0 is argv[0], then 1, 2, ...
@@ -163,6 +173,8 @@ CREATE TABLE IF NOT EXISTS jobs (
   model_batchnorm_layers INTEGER,
   model_dropout_layers INTEGER,
   model_activation TEXT,
+  predicted_util REAL CHECK (predicted_util IS NULL OR (predicted_util >= 0 AND predicted_util <= 1)),
+  predicted_util_source TEXT NOT NULL DEFAULT '' CHECK (predicted_util_source IN ('', 'history', 'model-spec')),
   CHECK ((state = 'queued') = (queue <> '')),
   CHECK ((attached_pid IS NULL) = (attached_start_ticks IS NULL))
 ) STRICT;
@@ -257,8 +269,16 @@ CREATE TABLE IF NOT EXISTS quarantine (id INTEGER PRIMARY KEY, uid, state, data,
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 )";
 
-// The columns add_activity_columns (store.cpp) adds to an older history_runs.
+// The columns add_later_columns (store.cpp) adds to an older history_runs.
 inline constexpr const char* kHistoryActivityColumns[] = {"gpu_util", "smact", "smocc", "drama"};
+
+// The columns add_later_columns (store.cpp) adds to an older jobs table: name and
+// declaration, as in kCreateTables (ADD COLUMN takes a column's own CHECK, and a NOT NULL
+// column needs its DEFAULT).
+inline constexpr const char* kJobPredictionColumns[][2] = {
+    {"predicted_util", "REAL CHECK (predicted_util IS NULL OR (predicted_util >= 0 AND predicted_util <= 1))"},
+    {"predicted_util_source",
+     "TEXT NOT NULL DEFAULT '' CHECK (predicted_util_source IN ('', 'history', 'model-spec'))"}};
 
 // The tables that hold a job (the quarantine copies their rows, in this order).
 inline constexpr const char* kJobTables[] = {"jobs", "job_args", "job_env", "job_tags", "job_model_layers",

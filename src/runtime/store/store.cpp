@@ -42,20 +42,20 @@ struct Use {
 
 // The columns of `jobs` (store/schema.h), in the order every statement binds (?1 ...) and
 // reads (column 0 ...) them.
-constexpr std::array<const char*, 34> kJobColumns = {
+constexpr std::array<const char*, 36> kJobColumns = {
     "id", "uid", "gid", "user", "state", "queue", "queue_seq", "submitted_at", "started_at", "ended_at",
     "cancel_requested", "reason", "attached_pid", "attached_start_ticks", "recovery_floor_mib",
     "recovery_exclusive_only", "recovery_oom_count", "name", "workdir", "gpus", "mem_mib", "profiled_mib",
     "faketensor_mib", "exclusive", "restartable", "hint_gpu_util", "hint_sharing_score", "model_depth",
     "model_total_activations", "model_total_parameters", "model_batch_size", "model_batchnorm_layers",
-    "model_dropout_layers", "model_activation"};
+    "model_dropout_layers", "model_activation", "predicted_util", "predicted_util_source"};
 enum JobCol : int {
   kId, kUid, kGid, kUser, kState, kQueue, kQueueSeq, kSubmittedAt, kStartedAt, kEndedAt,
   kCancelRequested, kReason, kAttachedPid, kAttachedStartTicks, kRecoveryFloorMib,
   kRecoveryExclusiveOnly, kRecoveryOomCount, kName, kWorkdir, kGpus, kMemMib, kProfiledMib,
   kFaketensorMib, kExclusive, kRestartable, kHintGpuUtil, kHintSharingScore, kModelDepth,
   kModelTotalActivations, kModelTotalParameters, kModelBatchSize, kModelBatchnormLayers,
-  kModelDropoutLayers, kModelActivation, kJobColumnCount
+  kModelDropoutLayers, kModelActivation, kPredictedUtil, kPredictedUtilSource, kJobColumnCount
 };
 static_assert(kJobColumnCount == kJobColumns.size());
 
@@ -423,7 +423,7 @@ void Store::open_schema(const std::string& path) {
                        std::to_string(kSchemaVersion) + "): written by a newer aegisd; refusing to use it");
     if (version == 1) migrate_from_1();
     exec(store_schema::kCreateTables, "create tables");
-    add_activity_columns();
+    add_later_columns();
     if (version != kSchemaVersion)
       exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '2')", "record the schema version");
     static_assert(kSchemaVersion == 2, "the line above writes the version");
@@ -434,18 +434,23 @@ void Store::open_schema(const std::string& path) {
   }
 }
 
-// history_runs of an older schema-2 database gets the activity columns (store/schema.h),
-// inside open_schema's transaction; its runs keep NULL there (activity not recorded).
-void Store::add_activity_columns() {
-  for (const char* column : store_schema::kHistoryActivityColumns) {
-    Stmt st{prepare("SELECT COUNT(*) FROM pragma_table_info('history_runs') WHERE name = ?1")};
-    check(sqlite3_bind_text(st.s, 1, column, -1, SQLITE_STATIC), "read history_runs' columns");
-    if (sqlite3_step(st.s) != SQLITE_ROW) fail("read history_runs' columns");
-    if (sqlite3_column_int64(st.s, 0) > 0) continue;
-    const std::string sql = std::string("ALTER TABLE history_runs ADD COLUMN ") + column +
-                            " REAL CHECK (" + column + " IS NULL OR (" + column + " >= 0 AND " + column + " <= 1))";
-    exec(sql.c_str(), "add an activity column to history_runs");
-  }
+// Columns added to schema 2 without a version change (store/schema.h): history_runs'
+// activity and jobs' prediction, added to an older table inside open_schema's transaction;
+// the rows already there get NULL (or the column's DEFAULT): nothing was measured or made.
+void Store::add_later_columns() {
+  auto add = [&](const char* table, const char* column, const std::string& declaration) {
+    Stmt st{prepare("SELECT COUNT(*) FROM pragma_table_info(?1) WHERE name = ?2")};
+    check(sqlite3_bind_text(st.s, 1, table, -1, SQLITE_STATIC), "read a table's columns");
+    check(sqlite3_bind_text(st.s, 2, column, -1, SQLITE_STATIC), "read a table's columns");
+    if (sqlite3_step(st.s) != SQLITE_ROW) fail(std::string("read ") + table + "'s columns");
+    if (sqlite3_column_int64(st.s, 0) > 0) return;
+    const std::string sql = std::string("ALTER TABLE ") + table + " ADD COLUMN " + column + " " + declaration;
+    exec(sql.c_str(), "add a column to an older table");
+  };
+  for (const char* column : store_schema::kHistoryActivityColumns)
+    add("history_runs", column,
+        std::string("REAL CHECK (") + column + " IS NULL OR (" + column + " >= 0 AND " + column + " <= 1))");
+  for (const auto& [column, declaration] : store_schema::kJobPredictionColumns) add("jobs", column, declaration);
 }
 
 // Schema 1 -> 2 (store/schema.h), inside open_schema's transaction.
@@ -679,6 +684,8 @@ JobId Store::write(const DaemonJob& job, Write how) {
       } else {
         for (int c = kModelDepth; c <= kModelActivation; ++c) bind_null(c);
       }
+      bind_opt_real(kPredictedUtil, job.predicted_util);
+      bind_text(kPredictedUtilSource, job.predicted_util ? std::string_view(job.predicted_util_source) : "");
       step_done(s, what);
     }
     if (update && sqlite3_changes(db_) == 0) {  // not in the table (set aside): nothing to update
@@ -914,6 +921,13 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
       if (row.ok() && sqlite3_column_type(s, c) != SQLITE_NULL)
         row.wrong(kJobColumns[static_cast<std::size_t>(c)], "set without model_depth");
   }
+  j.predicted_util = row.opt_real(kPredictedUtil, "predicted_util");
+  j.predicted_util_source = row.text(kPredictedUtilSource, "predicted_util_source");
+  if (row.ok() && j.predicted_util.has_value() == j.predicted_util_source.empty())
+    row.wrong("predicted_util_source", "'" + j.predicted_util_source.substr(0, 40) + "' with predicted_util " +
+                                           (j.predicted_util ? "set" : "NULL"));
+  if (row.ok() && j.predicted_util && !(*j.predicted_util >= 0 && *j.predicted_util <= 1))
+    row.wrong("predicted_util", "outside [0, 1]");
   if (!row.ok()) return std::nullopt;
 
   // The child rows, read on the same connection while `s` is on its row: one snapshot.

@@ -132,7 +132,7 @@ class Store {
 
   void open_schema(const std::string& path);
   void migrate_from_1();
-  void add_activity_columns();
+  void add_later_columns();
   void set_id_sequence_at_least(JobId floor);
   JobId write(const DaemonJob& job, Write how);
   void write_request_lists(JobId id, const api::JobRequest& request, bool replace);

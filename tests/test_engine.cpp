@@ -376,20 +376,21 @@ namespace aegis {
 namespace {
 
 // Engine::room_refuses lets the simulator skip asks; it must never say "refused" where a
-// tick would place the job. Random servers (jobs of random sizes, some still observed,
-// some telemetry) and random requests, under every policy whose engine tells memory
-// refusals: wherever the room refuses, the tick refuses too; and the room does tell a good
-// share of the tick's refusals, or it saves nothing.
-TEST(MemoryRoom, RefusesOnlyWhatATickRefuses) {
+// tick would place the job, and the time it names to ask again must be no later than the
+// tick's. Random servers (jobs of random sizes, some exclusive, some still observed, some
+// telemetry) and random requests at random instants, under every policy whose engine
+// tells refusals from a room: wherever the room refuses, the tick refuses too, and the
+// room tells a good share of the tick's refusals, or it saves nothing.
+TEST(Room, RefusesOnlyWhatATickRefuses) {
   std::mt19937_64 rng(7);
   auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   int policies_told = 0;
   for (const char* policy : {"exclusive", "aegis", "aegis-peak", "aegis-horus", "carma", "lucid", "horus", "naive"}) {
     const Engine e = test::engine(policy);
-    if (!e.tells_memory_refusals()) continue;
+    if (!e.tells_refusals_from_room()) continue;
     ++policies_told;
-    int room_refused = 0, tick_refused_for_memory = 0, placed = 0;
-    for (int trial = 0; trial < 400; ++trial) {
+    int room_refused = 0, tick_refused = 0, placed = 0, woken = 0;
+    for (int trial = 0; trial < 600; ++trial) {
       test::World w(8);
       w.now = 1000;
       JobId id = 100;
@@ -399,11 +400,12 @@ TEST(MemoryRoom, RefusesOnlyWhatATickRefuses) {
         for (int g = uniform(0, 7); static_cast<int>(on.size()) < n; g = (g + 1) % 8) on.push_back(g);
         const MiB used = uniform(1, 20) * 1024;
         if (w.gpus[on[0]].free_mib < used || (on.size() > 1 && w.gpus[on[1]].free_mib < used)) continue;
-        // Some jobs are still observed (gate closed), some show no activity yet.
+        // Some jobs are still observed (gate shut), some show no activity yet.
         const bool active = uniform(0, 3) > 0;
         RunningJob& r = w.run(id++, on, used, w.now - uniform(0, 400),
-                                           active ? std::optional<Seconds>(w.now - uniform(0, 400)) : std::nullopt);
+                              active ? std::optional<Seconds>(w.now - uniform(0, 400)) : std::nullopt);
         r.spec.estimates.profiled = used;
+        r.exclusive = uniform(0, 9) == 0;
         if (uniform(0, 1)) r.spec.hints.sharing_score = uniform(0, 2);
         for (int g : on) w.busy(g, uniform(0, 10) / 10.0, uniform(0, 10) / 10.0, uniform(0, 10) / 10.0, uniform(0, 10) / 10.0);
       }
@@ -414,50 +416,64 @@ TEST(MemoryRoom, RefusesOnlyWhatATickRefuses) {
       q.recovery.floor_mib = uniform(0, 3) == 0 ? uniform(1, 40) * 1024 : 0;
       q.recovery.exclusive_only = uniform(0, 5) == 0;
       if (uniform(0, 1)) q.spec.hints.sharing_score = uniform(0, 2);
-      Engine::MemoryRoom room;
-      ASSERT_TRUE(e.memory_room(w.gpus, loads, room));
+      Engine::Room room;
+      ASSERT_TRUE(e.room(w.gpus, loads, room));
+      w.now += uniform(0, 1) ? 0 : uniform(0, 900);  // a room outlives instants: gates open as time passes
       Snapshot s = w.snapshot();
       s.loads = loads;
       s.only_job = &q;
       s.main_queue = nullptr;
       s.recovery_queue = nullptr;
-      s.explain = true;
       const Decisions d = e.tick(s);
-      const bool refuses = e.room_refuses(room, e.request_shape(q), q.spec.num_gpus);
+      Seconds wake = 0;
+      const bool refuses = e.room_refuses(room, e.request_shape(q), q.spec.num_gpus, w.now, wake);
       if (refuses) {
         ++room_refused;
         EXPECT_TRUE(d.launches.empty()) << policy << ": the room refused a job the tick placed (trial " << trial << ")";
+        if (d.wake_at) {
+          ++woken;
+          EXPECT_LE(wake, *d.wake_at) << policy << ": the room names a later time to ask again (trial " << trial << ")";
+        }
       }
-      if (d.launches.empty() && d.blocked && d.blocked->reason.find("memory") != std::string::npos) ++tick_refused_for_memory;
-      if (!d.launches.empty()) ++placed;
+      if (d.launches.empty()) ++tick_refused;
+      else ++placed;
     }
-    // Not vacuous: both answers occur, and the room tells a share of the memory refusals.
-    EXPECT_GT(placed, 40) << policy;
-    EXPECT_GT(room_refused, tick_refused_for_memory / 4) << policy;
-    EXPECT_GT(room_refused, 20) << policy;
+    // Not vacuous: both answers occur, and the room tells a share of the refusals.
+    EXPECT_GT(placed, 60) << policy;
+    EXPECT_GT(room_refused, tick_refused / 4) << policy;
+    if (e.config().observation) {
+      EXPECT_GT(woken, 5) << policy;
+    }
   }
   EXPECT_GE(policies_told, 5);  // the aegis family, carma, lucid, horus, naive collocate
 }
 
-TEST(MemoryRoom, TellsSharingAndAloneApart) {
+TEST(Room, TellsSharingAloneAndGatesApart) {
   const Engine e = test::engine("aegis-peak");
-  test::World w(2);
-  w.run(10, {0}, 30 * 1024);  // GPU 0 has ~10 GiB left; GPU 1 is idle
-  std::vector<GpuLoad> loads(2);
-  for (const auto& r : w.running) e.add_load(loads[0], r);
-  Engine::MemoryRoom room;
-  ASSERT_TRUE(e.memory_room(w.gpus, loads, room));
-  ASSERT_EQ(room.idle_free.size(), 1u);
-  const auto shape = [&](MiB est) { return e.request_shape(test::job(1, 1, est)); };
-  EXPECT_FALSE(e.room_refuses(room, shape(20 * 1024), 1));  // the idle GPU takes it
+  test::World w(3);
+  w.run(10, {0}, 30 * 1024);                    // GPU 0 has ~10 GiB left
+  w.run(11, {2}, 1024, w.now - 5, w.now - 5);   // GPU 2: plenty left, gate shut (active 5 s)
+  std::vector<GpuLoad> loads(3);
+  for (const auto& r : w.running) e.add_load(loads[static_cast<std::size_t>(r.gpus[0])], r);
+  Engine::Room room;
+  ASSERT_TRUE(e.room(w.gpus, loads, room));
+  Seconds wake = 0;
+  const auto refuses = [&](MiB est, int n, Seconds now) {
+    return e.room_refuses(room, e.request_shape(test::job(1, n, est)), n, now, wake);
+  };
+  EXPECT_FALSE(refuses(20 * 1024, 1, w.now));  // GPU 1, idle, takes it
   // Too large to share any GPU (the margin on top), small enough for the idle one alone.
-  EXPECT_FALSE(e.room_refuses(room, shape(39 * 1024), 1));
-  EXPECT_GT(e.request_shape(test::job(1, 1, 39 * 1024)).need_shared, room.free[0]);
-  EXPECT_FALSE(e.room_refuses(room, shape(4 * 1024), 2));   // one GPU each way: a tick must tell
-  EXPECT_TRUE(e.room_refuses(room, shape(20 * 1024), 2));   // only one GPU holds it
-  EXPECT_TRUE(e.room_refuses(room, shape(45 * 1024), 1));   // more than any GPU offers
-  // An engine that does not collocate tells nothing from memory.
-  EXPECT_FALSE(test::engine("exclusive").tells_memory_refusals());
+  EXPECT_FALSE(refuses(39 * 1024, 1, w.now));
+  EXPECT_GT(e.request_shape(test::job(1, 1, 39 * 1024)).need_shared, room.gpus[1].free);
+  EXPECT_FALSE(refuses(4 * 1024, 2, w.now));   // GPUs 0 and 1: a tick must tell
+  EXPECT_TRUE(refuses(20 * 1024, 2, w.now));   // GPU 1 holds it, GPU 2 would but its gate is shut ...
+  EXPECT_EQ(wake, room.gpus[2].gate_opens_at);  // ... until then
+  EXPECT_GT(wake, w.now);
+  EXPECT_FALSE(refuses(20 * 1024, 2, wake));    // then the room cannot tell
+  EXPECT_TRUE(refuses(45 * 1024, 1, w.now));   // more than any GPU offers
+  EXPECT_EQ(wake, std::numeric_limits<Seconds>::infinity());
+  // An engine that does not collocate tells nothing from a room.
+  EXPECT_FALSE(test::engine("exclusive").tells_refusals_from_room());
 }
 
 }  // namespace

@@ -99,6 +99,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     // A GPU that fails memory must meet neither the gate nor the pressure filter, whose
     // refusals tell the driver when to ask again (room_refuses skips the tick).
     if (filters_.back()->name() == "memory" && !gate_ && !pressure_) memory_ = filters_.back().get();
+    if (filters_.back()->name() == "exclusive") exclusive_guard_ = true;
   }
   order_ = make_order(config_.order, config_);
   recovery_ = make_recovery(config_);
@@ -190,11 +191,10 @@ Engine::RequestShape Engine::request_shape(const QueuedJob& job) const {
   return shape;
 }
 
-bool Engine::memory_room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads, MemoryRoom& room) const {
+bool Engine::room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads, Room& room) const {
   // Without collocation only idle GPUs count, which drivers know without a summary.
-  if (!tells_memory_refusals() || loads.size() != gpus.size()) return false;
-  room.free.clear();
-  room.idle_free.clear();
+  if (!tells_refusals_from_room() || loads.size() != gpus.size()) return false;
+  room.gpus.resize(gpus.size());
   // The figures effective_free() and idle() read, as a tick's set_load() fills them.
   GpuCandidate c;
   MiB guard_of = -1;
@@ -206,9 +206,7 @@ bool Engine::memory_room(std::span<const GpuView> gpus, std::span<const GpuLoad>
     }
     c.job_count = loads[i].job_count;
     c.booked_mib = loads[i].booked_mib;
-    const MiB free = effective_free(c, accounting_);
-    room.free.push_back(free);
-    if (c.idle()) room.idle_free.push_back(free);
+    room.gpus[i] = {effective_free(c, accounting_), c.idle(), loads[i].has_exclusive, loads[i].gate_opens_at};
   }
   return true;
 }

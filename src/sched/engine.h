@@ -3,6 +3,8 @@
 // One tick: classify failures (recovery rule), then place queued jobs head first:
 // idle GPUs to the head job alone (exclusive first), else the policy's filters and order.
 #pragma once
+#include <algorithm>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,35 +73,44 @@ class Engine {
   };
   RequestShape request_shape(const QueuedJob& job) const;
 
-  // A server's memory as the memory stage and the alone path see it (effective free
-  // memory after the guard, under the policy's accounting), so that a driver can tell
-  // without a tick that a request is refused for memory. It stands while the GPUs only
-  // gain load or lose memory; a driver rebuilds it after any other change.
-  struct MemoryRoom {
-    std::vector<MiB> free;       // what each GPU offers to share
-    std::vector<MiB> idle_free;  // what the idle GPUs offer alone
+  // What a server's GPUs offer any request, as the stages that read no job field but its
+  // memory need see them: effective free memory (after the guard, under the policy's
+  // accounting), an exclusive job, the observation gate; and what idle GPUs offer alone.
+  // A driver keeps one per server so as to tell, without a tick, that a request is
+  // refused. It stands while the GPUs only gain load or lose memory; a driver rebuilds it
+  // after any other change (a job ending, a first activity, ...), not as time passes.
+  struct Room {
+    struct Gpu {
+      MiB free = 0;            // effective free memory: what sharing it offers
+      bool idle = false;       // no job, no process: the alone path's
+      bool exclusive = false;  // a job on it runs alone (the exclusive guard refuses)
+      Seconds gate_opens_at = 0;  // its observation gate is shut before this time
+    };
+    std::vector<Gpu> gpus;
   };
-  // True when room_refuses can tell anything: the engine collocates and its memory stage
+  // True when room_refuses can tell anything: the engine collocates, and its memory stage
   // comes before the observation gate and the pressure filter.
-  bool tells_memory_refusals() const { return memory_ && config_.collocate; }
+  bool tells_refusals_from_room() const { return memory_ && config_.collocate; }
   // Fills `room` from the GPUs and their loads (Snapshot::gpus, Snapshot::loads); false
-  // when !tells_memory_refusals() or no loads are given (then only a tick can tell).
-  bool memory_room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads, MemoryRoom& room) const;
-  // True when a tick would refuse a request of this shape for `num_gpus` GPUs on the GPUs
-  // `room` describes: fewer than num_gpus pass the memory stage, and fewer than num_gpus
-  // idle ones could take it alone. False means only a tick can tell. A GPU refused by a
-  // later stage (gate, pressure) would have named a time to ask again; that time cannot
-  // help this request, which memory refuses until memory is freed.
-  static bool room_refuses(const MemoryRoom& room, const RequestShape& shape, int num_gpus) {
-    // Sharing: the memory stage admits a GPU with at least need_shared effective free.
-    // Alone (tick's exclusive-first path): an idle GPU must offer need_alone. Both are
-    // bounds: a tick may refuse more (gates, caps, pressure), never less.
+  // when !tells_refusals_from_room() or no loads are given (then only a tick can tell).
+  bool room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads, Room& room) const;
+  // True when a tick at `now` would refuse a request of this shape for `num_gpus` GPUs on
+  // the GPUs `room` describes: fewer than num_gpus pass the exclusive guard, the memory
+  // stage and the gate, and fewer than num_gpus idle ones could take it alone. A bound: a
+  // tick may refuse more (caps, pressure, ...), never less. `wake_at` gets the earliest
+  // opening of a gate that shut a GPU the guard and memory passed (infinity if none): the
+  // time to ask again, as a tick's Decisions::wake_at (it may name a gate a tick would not).
+  bool room_refuses(const Room& room, const RequestShape& shape, int num_gpus, Seconds now, Seconds& wake_at) const {
+    wake_at = std::numeric_limits<Seconds>::infinity();
     if (num_gpus < 1) return false;
     int shares = 0, alone = 0;
-    for (MiB f : room.free)
-      if (f >= shape.need_shared && ++shares >= num_gpus) return false;
-    for (MiB f : room.idle_free)
-      if (f >= shape.need_alone && ++alone >= num_gpus) return false;
+    for (const Room::Gpu& g : room.gpus) {
+      if ((g.exclusive && exclusive_guard_) || g.free < shape.need_shared) continue;
+      if (config_.observation && now < g.gate_opens_at) wake_at = std::min(wake_at, std::max<Seconds>(0, g.gate_opens_at));
+      else if (++shares >= num_gpus) return false;
+    }
+    for (const Room::Gpu& g : room.gpus)
+      if (g.idle && g.free >= shape.need_alone && ++alone >= num_gpus) return false;
     return true;
   }
   // RequestShape::need_alone without the digest (cheap; asked for every job tried).
@@ -131,7 +142,8 @@ class Engine {
   std::vector<const Filter*> alone_rules_;  // in filters_; also checked for GPUs taken alone
   const Filter* pressure_ = nullptr;        // in filters_ when composed: its refusals are told apart (Blocked::by_pressure)
   const Filter* gate_ = nullptr;            // in filters_ when composed: its openings are the wake times
-  const Filter* memory_ = nullptr;          // in filters_ when composed: MemoryRoom summarises what it reads
+  const Filter* memory_ = nullptr;          // in filters_, before gate_ and pressure_: Room summarises what it reads
+  bool exclusive_guard_ = false;            // the exclusive guard is in filters_
   std::unique_ptr<Order> order_;
   std::unique_ptr<RecoveryRule> recovery_;
   StageReads reads_;

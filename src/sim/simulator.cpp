@@ -118,10 +118,10 @@ struct Server {
   std::uint64_t version = 0;
   std::vector<Engine::RequestShape> refused;  // requests refused at refused_version
   std::uint64_t refused_version = kNoJob;
-  // Its memory as the engine's memory stage sees it (Engine::MemoryRoom): tells most
-  // refusals for memory without an ask. Rebuilt when asked after any change of its GPUs'
-  // memory, loads or processes (room_stale), the version included.
-  Engine::MemoryRoom room;
+  // What its GPUs offer any request (Engine::Room): tells most refusals for memory, an
+  // exclusive job or a shut gate without an ask. Rebuilt when asked after any change of
+  // its GPUs' memory, loads, processes or gates (room_stale), the version included.
+  Engine::Room room;
   std::uint64_t room_version = kNoJob;
   bool room_stale = true;
   bool has_room = false;
@@ -152,7 +152,7 @@ class Run {
     // hold only if every stage says a refusal stands for more load, less memory and more
     // activity; otherwise every request asks every server.
     cache_ = o.sim.refusal_cache && engine_.refusals_monotone();
-    rooms_ = cache_ && engine_.tells_memory_refusals();
+    rooms_ = cache_ && engine_.tells_refusals_from_room();
     const int total = o.cluster.total_gpus();
     max_per_server_ = o.cluster.max_gpus_per_server();
     jobs_.reserve(trace.jobs.size());
@@ -285,8 +285,10 @@ class Run {
       case EvKind::FirstActivity: {
         Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.attempt != e.version) break;
-        for (const auto& p : j.live->parts)
+        for (const auto& p : j.live->parts) {
           servers_[p.server].placer.set_first_activity(static_cast<std::size_t>(p.running_pos), e.t);
+          servers_[p.server].room_stale = true;  // its gates move
+        }
         j.rec->attempts.back().first_activity = e.t;
         life_.first_activity(e.id, e.t);
         const bool ramp = opt_.sim.memory_ramp_s > 0 && opt_.sim.memory_initial_fraction < 1;
@@ -780,17 +782,7 @@ class Run {
     n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
     if (auto l = srv.placer.probe(job, t, false)) return l;
     const Decisions& d = srv.placer.last();
-    if (cache_) {
-      if (srv.refused_version != srv.version) {
-        srv.refused.clear();
-        srv.refused_version = srv.version;
-      }
-      // Only the smallest refusals matter (a request covering a larger one covers this
-      // one): those this one covers go, so the list stays short.
-      // Kept sorted by kind: a lookup reads only the refusals of its own kind.
-      std::erase_if(srv.refused, [&](const Engine::RequestShape& r) { return r.covers(key); });
-      srv.refused.insert(std::upper_bound(srv.refused.begin(), srv.refused.end(), key, by_kind), key);
-    }
+    if (cache_) remember_refusal(srv, key);
     if (d.wake_at && *d.wake_at > t) push_wake(s, *d.wake_at);
     // A job held back by the pressure filter may pass as the windows change, sample by
     // sample, until they settle; ask again at each sample unless it cannot pass at all.
@@ -926,6 +918,18 @@ class Run {
     return hi;
   }
 
+  void remember_refusal(Server& srv, const Engine::RequestShape& key) {
+    if (srv.refused_version != srv.version) {
+      srv.refused.clear();
+      srv.refused_version = srv.version;
+    }
+    // Only the smallest refusals matter (a request covering a larger one covers this
+    // one): those this one covers go, so the list stays short.
+    // Kept sorted by kind: a lookup reads only the refusals of its own kind.
+    std::erase_if(srv.refused, [&](const Engine::RequestShape& r) { return r.covers(key); });
+    srv.refused.insert(std::upper_bound(srv.refused.begin(), srv.refused.end(), key, by_kind), key);
+  }
+
   bool refused_already(int s, const Engine::RequestShape& request) const {
     const Server& srv = servers_[s];
     if (!cache_ || srv.refused_version != srv.version) return false;
@@ -937,18 +941,23 @@ class Run {
 
   static bool by_kind(const Engine::RequestShape& a, const Engine::RequestShape& b) { return a.kind < b.kind; }
 
-  // True when server s's engine would refuse `request` for n GPUs for lack of memory, told
-  // from the server's memory room without an ask (Engine::room_refuses).
-  bool room_refuses(int s, const Engine::RequestShape& request, int n) {
+  // True when server s's engine would refuse `request` for n GPUs at t, told from the
+  // server's room without an ask (Engine::room_refuses); remembered as an asked refusal
+  // would be, with the wake-up at the gate that shut a GPU it could have had.
+  bool room_refuses(int s, const Engine::RequestShape& request, int n, Seconds t) {
     if (!rooms_) return false;
     Server& srv = servers_[static_cast<std::size_t>(s)];
     if (srv.room_stale || srv.room_version != srv.version) {
-      srv.has_room = engine_.memory_room(srv.placer.views, srv.placer.loads(), srv.room);
+      srv.has_room = engine_.room(srv.placer.views, srv.placer.loads(), srv.room);
       srv.room_version = srv.version;
       srv.room_stale = false;
       n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
     }
-    return srv.has_room && Engine::room_refuses(srv.room, request, n);
+    Seconds wake = 0;
+    if (!srv.has_room || !engine_.room_refuses(srv.room, request, n, t, wake)) return false;
+    remember_refusal(srv, request);
+    if (wake > t && wake < std::numeric_limits<Seconds>::infinity()) push_wake(s, wake);
+    return true;
   }
 
   // Servers in the order the dispatcher asks them: those with enough idle GPUs for the
@@ -987,7 +996,7 @@ class Run {
       if (srv.ngpus < n) continue;
       if (refused_already(s, key)) continue;
       const bool alone = srv.idle_gpus >= n;
-      if ((!alone && !shares) || room_refuses(s, key, n)) continue;
+      if ((!alone && !shares) || room_refuses(s, key, n, t)) continue;
       if (alone) {
         order[listed++] = {0, srv.idle_gpus, 0, s};
       } else {
@@ -1229,7 +1238,7 @@ class Run {
   bool cache_ = true;  // refusal caches on (sim.refusal_cache and monotone stages)
   Seconds sample_of_t_ = std::numeric_limits<Seconds>::quiet_NaN();  // ensure_window's last instant ...
   std::int64_t sample_k_ = 0;                                            // ... and its sample index
-  bool rooms_ = false;  // with cache_: the engine tells memory refusals from a room (Engine::tells_memory_refusals)
+  bool rooms_ = false;  // with cache_: the engine tells refusals from a room (Engine::tells_refusals_from_room)
   std::optional<Feasibility> feasibility_;  // of the cluster's devices
   Seconds start_ = 0;
   std::uint64_t seq_ = 0, n_events_ = 0, n_ticks_ = 0, n_visits_ = 0;

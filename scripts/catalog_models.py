@@ -3,8 +3,15 @@
 Xception (Chollet 2017, as Cadene's pretrained-models port: 22,855,952 parameters, the
 catalog's summary) and DLRM (Facebook's Criteo Kaggle configuration, embedding tables sized
 to the catalog's 909,313 parameters). They must run on fake tensors (CPU, no data)."""
+import os
+import sys
+
 import torch
 import torch.nn as nn
+
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "workloads"))
+sys.dont_write_bytecode = True
+from dlrm import mlp  # noqa: E402  (workloads/dlrm.py's MLP builder: Linear + ReLU, last one plain)
 
 
 class SeparableConv2d(nn.Module):
@@ -65,15 +72,6 @@ DLRM_DENSE, DLRM_TABLES, DLRM_DIM = 13, 26, 16
 DLRM_ROWS = 27083
 
 
-def _mlp(sizes, last_plain):
-    layers = []
-    for i, (a, b) in enumerate(zip(sizes, sizes[1:])):
-        layers.append(nn.Linear(a, b))
-        if not (last_plain and i == len(sizes) - 2):
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
-
-
 class DLRM(nn.Module):
     """Bottom MLP 13-512-256-64-16, 26 embedding bags of width 16, dot interaction of the
     27 vectors (351 pairs), top MLP 367-512-256-1 (Facebook DLRM's Criteo Kaggle flags).
@@ -84,9 +82,9 @@ class DLRM(nn.Module):
         per, extra = divmod(DLRM_ROWS, DLRM_TABLES)
         self.embeddings = nn.ModuleList(nn.EmbeddingBag(per + (1 if i < extra else 0), DLRM_DIM, mode="sum")
                                         for i in range(DLRM_TABLES))
-        self.bottom = _mlp([DLRM_DENSE, 512, 256, 64, DLRM_DIM], last_plain=False)
+        self.bottom = mlp([DLRM_DENSE, 512, 256, 64, DLRM_DIM])
         pairs = (DLRM_TABLES + 1) * DLRM_TABLES // 2
-        self.top = _mlp([DLRM_DIM + pairs, 512, 256, 1], last_plain=True)
+        self.top = mlp([DLRM_DIM + pairs, 512, 256, 1], last_plain=True)
 
     def forward(self, x):
         dense, ids = x[:, :DLRM_DENSE], x[:, DLRM_DENSE:].long()

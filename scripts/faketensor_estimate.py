@@ -36,27 +36,14 @@ MIB = 1024.0 * 1024.0
 OPTIMIZER_COPIES = {"adam": 2, "sgd-momentum": 1, "sgd": 0}
 
 
-def nbytes(t):
-    return t.numel() * t.element_size()
+nbytes = model_spec.nbytes
 
 
 def estimate(model, x, optimizer, backward=True):
     import torch
     params = list(model.parameters())
-    param_ids = {id(p) for p in params}
     buffers = list(model.buffers())
-    buffer_ids = {id(b) for b in buffers}
-    saved = {}  # id of the underlying tensor -> tensor (kept alive so ids stay unique)
-
-    def pack(t):
-        base = t._base if t._base is not None else t
-        if id(base) not in param_ids and id(base) not in buffer_ids:
-            saved[id(base)] = base
-        return t
-
-    model.train()
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        out = model(x)
+    out, saved = model_spec.saved_tensors(model, x)
     outs = list(model_spec.tensors_in(out))
     if not outs:
         raise RuntimeError("the model returned no tensor")

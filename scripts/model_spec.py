@@ -132,7 +132,47 @@ def activation_classes():
     return {n for n in dir(act) if isinstance(getattr(act, n), type) and n[0].isupper() and n not in not_functions}
 
 
-def features(model, x, batch_size):
+def saved_tensors(model, x):
+    """Runs one forward pass with autograd on and returns (output, {id: tensor}) of the
+    tensors autograd saves for the backward pass: once per underlying tensor (views share
+    their base), leaving out parameters and buffers (they are counted as weights)."""
+    import torch
+    skip = {id(p) for p in model.parameters()} | {id(b) for b in model.buffers()}
+    saved = {}  # id of the underlying tensor -> tensor (kept alive so that ids stay unique)
+
+    def pack(t):
+        base = t._base if t._base is not None else t
+        if id(base) not in skip:
+            saved[id(base)] = base
+        return t
+
+    model.train()
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(x)
+    return out, saved
+
+
+def nbytes(t):
+    return t.numel() * t.element_size()
+
+
+SAVED_BATCHES = (2, 4)  # batch norm needs 2; the slope between two sizes drops the constant
+
+
+def saved_activation_bytes(model, make_x):
+    """Bytes autograd saves for the backward pass per sample, in the dtype the model is
+    built in: the slope of the saved bytes between SAVED_BATCHES (make_x(batch) -> input),
+    so that what does not grow with the batch is left out. Not a spec field: the study of
+    docs/estimators.md ("Autograd's saved tensors") found it no better than
+    total_activations for the calibrated estimator."""
+    lo, hi = SAVED_BATCHES
+    size = [sum(nbytes(t) for t in saved_tensors(model, make_x(b))[1].values()) for b in (lo, hi)]
+    return max(0, round((size[1] - size[0]) / (hi - lo)))
+
+
+def features(model, x, batch_size, make_x=None):
+    """The spec's fields; with make_x (batch -> input) also saved_activation_bytes (the
+    study's, scripts/workload_specs.py --study)."""
     import torch
     from torch.nn.modules.batchnorm import _BatchNorm
     from torch.nn.modules.dropout import _DropoutNd
@@ -159,6 +199,7 @@ def features(model, x, batch_size):
         "dropout_layers": sum(1 for m in model.modules() if isinstance(m, _DropoutNd)),
         "activation": found.most_common(1)[0][0] if found else ("Identity" if counts.get("identity") else "unknown"),
         "layer_counts": dict(sorted(counts.items())),
+        **({"saved_activation_bytes": saved_activation_bytes(model, make_x)} if make_x else {}),
     }
 
 

@@ -4,6 +4,7 @@ every profiled workload in data/aegis/workloads.csv, the training and validation
 the calibrated memory estimator (docs/estimators.md, "Real networks").
 
     /usr/bin/python3 scripts/workload_specs.py [--out data/aegis/workload_specs.csv]
+    /usr/bin/python3 scripts/workload_specs.py --study   # -> data/aegis/workload_specs_study.csv
 
 Each model is defined here (torchvision 0.14's networks, the repository's workloads/*.py
 transformers, small definitions below) and measured by model_spec.features() on fake
@@ -11,8 +12,15 @@ tensors, on the CPU, with a batch of 2 (activations per sample do not depend on 
 Where no definition runs on fake tensors (torchvision's Mask R-CNN needs detection ops,
 DLRM's embedding tables, U-Net and Xception are not in torchvision), the row comes from the
 catalog's torchsummary columns instead (source "summary", the rule of docs/estimators.md);
-the `source` column says which. Needs PyTorch and torchvision (Debian: python3-torch,
-python3-torchvision). Deterministic: no randomness reaches the output.
+the `source` column says which.
+--study writes the table of scripts/memory_model_study.py's activation-feature study
+(docs/estimators.md, "Autograd's saved tensors"): Xception and DLRM from their definitions
+in scripts/catalog_models.py instead of their summary rows, and one more column,
+`saved_activation_bytes` (model_spec.saved_activation_bytes: what autograd saves for the
+backward pass per sample; empty for the summary rows, Mask R-CNN and U-Net: torchvision's
+Mask R-CNN needs detection targets and data-dependent ops fake tensors cannot run, and no
+standard U-Net has the catalog's 24,439,269 parameters). Needs PyTorch and torchvision
+(Debian: python3-torch, python3-torchvision). Deterministic: no randomness reaches the output.
 """
 import argparse
 import csv
@@ -24,6 +32,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 sys.path.insert(1, os.path.join(ROOT, "workloads"))
 sys.dont_write_bytecode = True
+import catalog_models  # noqa: E402
 import model_spec  # noqa: E402
 
 # Sequence lengths are not in the catalog; these are the Hugging Face example scripts'
@@ -66,7 +75,7 @@ def transformer(name):
     return gpt.Decoder(vocab, width, layers, heads, ffn if kind == "decoder" else ffn * 2 // 3, seq)
 
 
-def definitions():
+def definitions(study):
     """model (the catalog's `model` and `dataset`) -> (factory, one sample's shape, dtype)."""
     import torchvision.models as tv
     img, cifar = [3, 224, 224], [3, 32, 32]
@@ -85,20 +94,30 @@ def definitions():
     }
     for name, t in TRANSFORMERS.items():
         defs[(name, "wiki")] = (lambda n=name: transformer(n), [t[6]], "int64")
+    if study:
+        # 224x224, not Xception's usual 299: the catalog's summary (397.88 MB per sample) is
+        # what torchsummary counts for this definition at 224 (397.86 MB), not at 299 (725).
+        defs[("xception", "imagenet")] = (catalog_models.xception, img, "float32")
+        defs[("dlrm", "criteo")] = (catalog_models.DLRM, [catalog_models.DLRM_DENSE + catalog_models.DLRM_TABLES],
+                                    "float32")
     return defs
 
 
-def measure(factory, shape, dtype):
+def measure(factory, shape, dtype, study):
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     batch = 2
+
+    def make_x(b):  # zeros: valid token and category ids; fake tensors carry no values anyway
+        return torch.zeros([b] + shape, dtype=getattr(torch, dtype))
+
     with FakeTensorMode():
         model = factory()
         if dtype == "int64":
             x = torch.randint(0, 2, [batch] + shape, dtype=torch.int64)
         else:
             x = torch.randn([batch] + shape)
-        return model_spec.features(model, x, batch)
+        return model_spec.features(model, x, batch, make_x if study else None)
 
 
 def from_summary(row):
@@ -108,7 +127,7 @@ def from_summary(row):
     f_mib = float(row["model_summary_forward_backward_pass_size_mb"])
     batch = int(row["batch_size"])
     return {"total_parameters": params, "total_activations": int(f_mib * 2**20 / 8 / batch),
-            "depth": 0, "activation": "unknown", "layer_counts": {}}
+            "depth": 0, "activation": "unknown", "layer_counts": {}, "saved_activation_bytes": ""}
 
 
 COLUMNS = ["name", "model", "batch_size", "gpus", "precision", "total_parameters", "total_activations", "depth",
@@ -118,10 +137,14 @@ COLUMNS = ["name", "model", "batch_size", "gpus", "precision", "total_parameters
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--workloads", default=os.path.join(ROOT, "data/aegis/workloads.csv"))
-    p.add_argument("--out", default=os.path.join(ROOT, "data/aegis/workload_specs.csv"))
+    p.add_argument("--out", help="default data/aegis/workload_specs.csv, with --study workload_specs_study.csv")
+    p.add_argument("--study", action="store_true",
+                   help="the saved-tensors study's table: Xception and DLRM defined, saved_activation_bytes column")
     args = p.parse_args()
+    args.out = args.out or os.path.join(ROOT, "data/aegis", "workload_specs_study.csv" if args.study
+                                        else "workload_specs.csv")
     model_spec.require_torch("workload_specs.py")
-    defs = definitions()
+    defs = definitions(args.study)
     cache = {}
     rows = []
     with open(args.workloads) as f:
@@ -132,7 +155,7 @@ def main():
             if key in defs:
                 if key not in cache:
                     print(f"measuring {key[0]} ({key[1]})", file=sys.stderr)
-                    cache[key] = measure(*defs[key])
+                    cache[key] = measure(*defs[key], args.study)
                 spec, source = cache[key], "model_spec"
             elif row["model_summary_forward_backward_pass_size_mb"]:
                 spec, source = from_summary(row), "summary"
@@ -146,8 +169,11 @@ def main():
                          "activation": spec["activation"],
                          "layer_counts": ";".join(f"{k}:{v}" for k, v in sorted(spec["layer_counts"].items())),
                          "source": source})
+            if args.study:
+                rows[-1]["saved_activation_bytes"] = spec["saved_activation_bytes"]
+    columns = COLUMNS[:-1] + ["saved_activation_bytes", "source"] if args.study else COLUMNS
     with open(args.out, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
+        w = csv.DictWriter(f, fieldnames=columns, lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
     print(f"{len(rows)} workloads -> {args.out}", file=sys.stderr)

@@ -195,6 +195,8 @@ bool Engine::room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads,
   // Without collocation only idle GPUs count, which drivers know without a summary.
   if (!tells_refusals_from_room() || loads.size() != gpus.size()) return false;
   room.gpus.resize(gpus.size());
+  room.most_free = room.most_idle_free = std::numeric_limits<MiB>::min();
+  room.idle = 0;
   // The figures effective_free() and idle() read, as a tick's set_load() fills them.
   GpuCandidate c;
   MiB guard_of = -1;
@@ -206,7 +208,13 @@ bool Engine::room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads,
     }
     c.job_count = loads[i].job_count;
     c.booked_mib = loads[i].booked_mib;
-    room.gpus[i] = {effective_free(c, accounting_), c.idle(), loads[i].has_exclusive, loads[i].gate_opens_at};
+    const Room::Gpu g{effective_free(c, accounting_), c.idle(), loads[i].has_exclusive, loads[i].gate_opens_at};
+    room.gpus[i] = g;
+    if (!g.exclusive || !exclusive_guard_) room.most_free = std::max(room.most_free, g.free);
+    if (g.idle) {
+      ++room.idle;
+      room.most_idle_free = std::max(room.most_idle_free, g.free);
+    }
   }
   return true;
 }

@@ -87,6 +87,9 @@ class Engine {
       Seconds gate_opens_at = 0;  // its observation gate is shut before this time
     };
     std::vector<Gpu> gpus;
+    MiB most_free = 0;       // the most any GPU without an exclusive job offers to share
+    MiB most_idle_free = 0;  // the most an idle GPU offers alone
+    int idle = 0;            // idle GPUs
   };
   // True when room_refuses can tell anything: the engine collocates, and its memory stage
   // comes before the observation gate and the pressure filter.
@@ -103,12 +106,16 @@ class Engine {
   bool room_refuses(const Room& room, const RequestShape& shape, int num_gpus, Seconds now, Seconds& wake_at) const {
     wake_at = std::numeric_limits<Seconds>::infinity();
     if (num_gpus < 1) return false;
+    // Most requests refused here are refused by memory on every GPU: told from the totals.
+    const bool none_alone = room.idle < num_gpus || room.most_idle_free < shape.need_alone;
+    if (room.most_free < shape.need_shared && none_alone) return true;
     int shares = 0, alone = 0;
     for (const Room::Gpu& g : room.gpus) {
       if ((g.exclusive && exclusive_guard_) || g.free < shape.need_shared) continue;
       if (config_.observation && now < g.gate_opens_at) wake_at = std::min(wake_at, std::max<Seconds>(0, g.gate_opens_at));
       else if (++shares >= num_gpus) return false;
     }
+    if (none_alone) return true;
     for (const Room::Gpu& g : room.gpus)
       if (g.idle && g.free >= shape.need_alone && ++alone >= num_gpus) return false;
     return true;

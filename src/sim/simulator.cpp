@@ -942,8 +942,8 @@ class Run {
   static bool by_kind(const Engine::RequestShape& a, const Engine::RequestShape& b) { return a.kind < b.kind; }
 
   // True when server s's engine would refuse `request` for n GPUs at t, told from the
-  // server's room without an ask (Engine::room_refuses); remembered as an asked refusal
-  // would be, with the wake-up at the gate that shut a GPU it could have had.
+  // server's room without an ask (Engine::room_refuses); a refusal by a gate is
+  // remembered as an asked one would be, with the wake-up at that gate's opening.
   bool room_refuses(int s, const Engine::RequestShape& request, int n, Seconds t) {
     if (!rooms_) return false;
     Server& srv = servers_[static_cast<std::size_t>(s)];
@@ -955,8 +955,13 @@ class Run {
     }
     Seconds wake = 0;
     if (!srv.has_room || !engine_.room_refuses(srv.room, request, n, t, wake)) return false;
-    remember_refusal(srv, request);
-    if (wake > t && wake < std::numeric_limits<Seconds>::infinity()) push_wake(s, wake);
+    // A refusal that names no gate stands until memory or load is freed, which rebuilds
+    // the room: it needs no memo (nor the wake-up a job's first activity gives servers
+    // that remember refusals, for their gates).
+    if (wake < std::numeric_limits<Seconds>::infinity()) {
+      remember_refusal(srv, request);
+      if (wake > t) push_wake(s, wake);
+    }
     return true;
   }
 

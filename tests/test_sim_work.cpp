@@ -22,16 +22,18 @@ struct PerJob {
   double events, asks, visits;
 };
 
-// Measured per job (x 1.2 gives the bound); last lowered when a job held back by falling
-// telemetry windows was asked again at the first sample that passes instead of at every
-// sample (asks: aegis 6.14 -> 5.31, aegis-learned 8.36 -> 6.18, carma 3.54 -> 2.90).
+// Measured per job (x 1.2 gives the bound); last set when servers' rooms (Engine::Room)
+// began to tell refusals by memory, an exclusive job or a shut gate without an ask (asks:
+// aegis 5.31 -> 2.22, aegis-horus 6.83 -> 4.68, carma 2.90 -> 1.89, lucid 3.06 -> 2.47).
+// Visits went up for some policies (lucid 85.22 -> 96.92): building a room visits its
+// server's GPUs, once per change of the server.
 const std::map<std::string, PerJob>& measured() {
   static const std::map<std::string, PerJob> m = {
-      {"exclusive", {3.99, 1.01, 33.52}},    {"aegis", {6.72, 5.31, 112.24}},
-      {"aegis-peak", {5.87, 4.90, 118.07}},  {"aegis-horus", {6.42, 6.83, 118.55}},
-      {"aegis-learned", {6.39, 6.18, 106.07}}, {"aegis-auto", {6.36, 6.11, 105.00}},
-      {"carma", {6.46, 2.90, 85.01}},        {"lucid", {4.53, 3.06, 85.22}},
-      {"horus", {4.31, 3.19, 89.53}},        {"naive", {5.98, 2.16, 105.12}},
+      {"exclusive", {3.99, 1.01, 33.52}},    {"aegis", {6.30, 2.22, 108.73}},
+      {"aegis-peak", {5.62, 2.32, 115.53}},  {"aegis-horus", {6.33, 4.68, 126.10}},
+      {"aegis-learned", {6.24, 3.93, 110.41}}, {"aegis-auto", {6.22, 3.86, 108.82}},
+      {"carma", {6.50, 1.89, 90.67}},        {"lucid", {4.53, 2.47, 96.92}},
+      {"horus", {4.31, 2.36, 96.38}},        {"naive", {5.98, 1.80, 97.71}},
   };
   return m;
 }

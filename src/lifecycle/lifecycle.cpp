@@ -124,6 +124,7 @@ Effects Lifecycle::withdraw(JobId id, const std::string& why) {
 
 void Lifecycle::set_estimates(JobId id, const MemoryEstimates& e) { job(id).queued.spec.estimates = e; }
 void Lifecycle::set_hints(JobId id, const ProfileHints& h) { job(id).queued.spec.hints = h; }
+void Lifecycle::set_predicted_util(JobId id, std::optional<double> u) { job(id).queued.spec.predicted_util = u; }
 
 Effects Lifecycle::first_activity(JobId id, Seconds t, Anchor anchor) {
   Effects fx;

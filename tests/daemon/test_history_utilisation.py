@@ -54,6 +54,13 @@ def main(build):
         if u["gpu_util_source"] != "model-spec" or u["sharing_score"] != 0 or u["gpu_util"] >= 0.5 \
                 or (u["predicted_util"], u["predicted_util_source"]) != (u["gpu_util"], "model-spec"):
             fail(f"the tiny MLP's first run, no history yet: {u}")
+        # One of the same signature waits (alone: for the only GPU) while the first runs:
+        # predicted from its spec now, from the first run's history once that ends.
+        wait_for("the first run to start", lambda: d.show(first)["state"] == "running")
+        early = job(tiny, "early", 3600, "--exclusive")
+        u = utilisation(early)
+        if d.show(early)["state"] != "queued" or u["predicted_util_source"] != "model-spec":
+            fail(f"the job waiting behind the first run: {d.show(early)['state']}, {u}")
         d.wait_all_final([first], timeout=120)
         db = sqlite3.connect(os.path.join(d.state, "aegis.db"))
         rows = db.execute("SELECT gpu_model, gpu_util, smact, smocc, drama FROM history_runs").fetchall()
@@ -66,6 +73,12 @@ def main(build):
                 fail(f"the run's mean {what} is {got}, expected about {want} (alone on its GPU): {rows}")
         print(f"OK: the run's mean activity recorded on '{model}': util {measured[0]:.3f}, smact {measured[1]:.3f}, "
               f"smocc {measured[2]:.3f}, drama {measured[3]:.3f}")
+        u = utilisation(early)
+        if u["predicted_util_source"] != "history" or abs(u["predicted_util"] - measured[0]) > 1e-6:
+            fail(f"the job that waited while the first run ended kept its earlier prediction: {u}")
+        d.run_cli("cancel", str(early))  # cancelled: no second run in history
+        d.wait_all_final([early], timeout=120)
+        print(f"OK: a job waiting while a run of its signature ended was predicted again from it ({measured[0]:.3f})")
 
         # VGG-16 (predicted score 2) runs until cancelled; a tiny MLP of another signature
         # (its score still predicted: 0) shares its GPU; the measured one (history: busy,

@@ -214,6 +214,17 @@ Daemon::PredictedUtilisation Daemon::predicted_utilisation_of(const DaemonJob& j
   return {};
 }
 
+bool Daemon::predict_utilisation(DaemonJob& j) const {
+  const PredictedUtilisation p = predicted_utilisation_of(j);
+  // A run only adds history: a prediction is replaced, never dropped.
+  if (!p.value || !std::isfinite(*p.value)) return false;
+  const double u = std::clamp(*p.value, 0.0, 1.0);
+  if (j.predicted_util == u && j.predicted_util_source == p.source) return false;
+  j.predicted_util = u;
+  j.predicted_util_source = p.source;
+  return true;
+}
+
 // The hints the profile-based policies read: the user's, else the prediction above. Horus'
 // cap and the lpu order read it as they would the user's figure; Lucid's sharing score,
 // when not typed, comes from it: tiny (0) below tiny_util, else 2 (docs/estimators.md,
@@ -297,13 +308,16 @@ void Daemon::record_history(const std::string& signature, const std::vector<std:
 }
 
 // A run of `signature` was recorded: the queued jobs of that signature wait with its
-// peak, and with its utilisation where they have no hint.
+// peak, with its utilisation where they have no hint, and with the lpa order's prediction
+// from it (stored, as at submission).
 void Daemon::refresh_estimates(const std::string& signature) {
-  for (const auto& [id, rec] : records_)
+  for (auto& [id, rec] : records_)
     if (rec.state == JobState::Queued && signature_of(rec) == signature) {
+      if (predict_utilisation(rec)) store_.update(rec);
       const JobSpec spec = spec_of(rec);
       life_.set_estimates(id, spec.estimates);
       life_.set_hints(id, spec.hints);
+      life_.set_predicted_util(id, spec.predicted_util);
     }
 }
 

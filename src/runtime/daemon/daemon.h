@@ -182,6 +182,9 @@ class Daemon {
     const char* source = nullptr;
   };
   PredictedUtilisation predicted_utilisation_of(const DaemonJob& j) const;
+  // Sets the job's stored prediction (DaemonJob::predicted_util) from the above, at
+  // submission and when a run of its signature ends while it waits; true if it changed.
+  bool predict_utilisation(DaemonJob& j) const;
   void record_history(const std::string& signature, const std::vector<std::string>& gpu_uuids, MiB peak,
                       const RunActivity& activity, Seconds now);
   std::string blocked_reason_;

@@ -127,10 +127,7 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
   j.recovery.exclusive_only = req.exclusive;
   // Its predicted utilisation, made now and stored with it: what the lpa order ranks its
   // GPUs by while it runs, across restarts.
-  if (const PredictedUtilisation p = predicted_utilisation_of(j); p.value && std::isfinite(*p.value)) {
-    j.predicted_util = std::clamp(*p.value, 0.0, 1.0);
-    j.predicted_util_source = p.source;
-  }
+  predict_utilisation(j);
   // What the policy needs of a job, and whether it can ever run here: the lifecycle's
   // rules, the same as for the queue and the simulator.
   const JobSpec spec = spec_of(j);

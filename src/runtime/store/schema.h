@@ -60,7 +60,8 @@
 //   model_batchnorm_layers, model_dropout_layers, model_activation
 //                      the learned estimator's features (estimate/features.h ModelFeatures);
 //                      all NULL when the job has none, all set when it has
-//   -- what aegisd made of it at submission:
+//   -- what aegisd made of it at submission (predicted_util: again while it waits, when
+//      a run of its signature ends):
 //   predicted_util     its predicted mean coarse GPU utilisation alone, REAL in [0, 1]
 //                      (core/job.h JobSpec::predicted_util, read by the `lpa` order); NULL:
 //                      none could be made

@@ -478,3 +478,60 @@ TEST(Room, TellsSharingAloneAndGatesApart) {
 
 }  // namespace
 }  // namespace aegis
+
+namespace aegis {
+namespace {
+
+// With the pressure filter last and an order that ranks each GPU alone, a tick asks the
+// pressure filter GPU by GPU in rank order until enough pass (Engine::tick). It must pick
+// what filtering every GPU would: a tick with explain (which asks every GPU) is the
+// reference. Random busy servers, random requests, every policy with a pressure filter.
+TEST(Engine, PressureAskedInRankOrderPicksAsAskingEveryGpu) {
+  std::mt19937_64 rng(11);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  int compared = 0, placed = 0, by_pressure = 0;
+  for (const char* policy : {"aegis", "aegis-peak", "aegis-horus", "carma", "aegis-learned"}) {
+    const Engine e = test::engine(policy);
+    for (int trial = 0; trial < 300; ++trial) {
+      test::World w(8);
+      w.now = 1000;
+      for (int k = uniform(0, 10), id = 100; k > 0; --k, ++id) {
+        const int g = uniform(0, 7);
+        RunningJob& r = w.run(id, {g}, uniform(1, 8) * 1024, 0, 1.0);
+        r.spec.predicted_util = uniform(0, 10) / 10.0;
+      }
+      for (int g = 0; g < 8; ++g)  // mostly busy: the pressure filter decides often
+        w.busy(g, uniform(4, 10) / 10.0, uniform(2, 10) / 10.0, uniform(2, 10) / 10.0, uniform(2, 10) / 10.0);
+      QueuedJob q = test::job(1, uniform(1, 4), std::optional<MiB>(uniform(1, 20) * 1024));
+      Snapshot s = w.snapshot();
+      s.only_job = &q;
+      s.main_queue = nullptr;
+      s.recovery_queue = nullptr;
+      s.explain = true;
+      const Decisions all = e.tick(s);
+      s.explain = false;
+      const Decisions lazy = e.tick(s);
+      ++compared;
+      ASSERT_EQ(all.launches.size(), lazy.launches.size()) << policy << " trial " << trial;
+      if (!all.launches.empty()) {
+        ++placed;
+        EXPECT_EQ(all.launches[0].gpus, lazy.launches[0].gpus) << policy << " trial " << trial;
+        EXPECT_EQ(all.state.rr_cursor, lazy.state.rr_cursor) << policy << " trial " << trial;
+      }
+      ASSERT_EQ(all.blocked.has_value(), lazy.blocked.has_value()) << policy << " trial " << trial;
+      if (all.blocked) {
+        EXPECT_EQ(all.blocked->by_pressure, lazy.blocked->by_pressure) << policy << " trial " << trial;
+        EXPECT_EQ(all.blocked->pressure_gpus, lazy.blocked->pressure_gpus) << policy << " trial " << trial;
+        by_pressure += all.blocked->by_pressure ? 1 : 0;
+      }
+      EXPECT_EQ(all.wake_at, lazy.wake_at) << policy << " trial " << trial;
+    }
+  }
+  // Not vacuous: placements among busy GPUs, and refusals by pressure.
+  EXPECT_GT(placed, 300) << "placed";
+  EXPECT_GT(by_pressure, 50) << "refused by pressure";
+  EXPECT_EQ(compared, 1500);
+}
+
+}  // namespace
+}  // namespace aegis

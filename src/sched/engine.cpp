@@ -102,6 +102,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
     if (filters_.back()->name() == "exclusive") exclusive_guard_ = true;
   }
   order_ = make_order(config_.order, config_);
+  lazy_pressure_ = pressure_ && filters_.back().get() == pressure_ && order_->ranks_each_gpu_alone();
   recovery_ = make_recovery(config_);
   // What the caches of drivers may rely on derives from the stages' declarations.
   reads_ = kEngineReads;
@@ -394,10 +395,16 @@ Decisions Engine::tick(const Snapshot& snap) const {
       }
       // Otherwise collocate: every filter must admit a GPU.
       if (pick.empty() && why.empty()) {
+        // With a pressure filter last and an order that ranks each GPU alone, the GPUs
+        // that pass the other filters are ranked first and the pressure filter (telemetry,
+        // the costly one) asked in that order until n pass: the same n as filtering all and
+        // ranking those that pass. The bookkeeping of a refusal is the same (every GPU asked).
+        const bool lazy = lazy_pressure_ && !snap.explain;
+        const std::size_t asked_first = filters_.size() - (lazy ? 1 : 0);
         for (const auto& g : t.gpus) {
           const Filter* failed = nullptr;
-          for (const auto& f : filters_)
-            if (!f->admits(req, g)) { failed = f.get(); break; }
+          for (std::size_t k = 0; k < asked_first; ++k)
+            if (!filters_[k]->admits(req, g)) { failed = filters_[k].get(); break; }
           if (!failed) {
             pick.push_back(&g);
           } else {
@@ -411,8 +418,23 @@ Decisions Engine::tick(const Snapshot& snap) const {
             if (snap.explain) why += fmt::format("{}gpu{}: {}", why.empty() ? "" : ", ", g.view->index, failed->name());
           }
         }
+        if (lazy) {
+          if (static_cast<int>(pick.size()) >= n) order_->sort(pick, req, d.state);
+          std::size_t kept = 0;
+          for (std::size_t i = 0; i < pick.size() && static_cast<int>(kept) < n; ++i) {
+            const GpuCandidate* g = pick[i];
+            if (pressure_->admits(req, *g)) {
+              pick[kept++] = g;
+            } else {
+              by_pressure = true;
+              pressure_gpus.push_back(g->view->index);
+            }
+          }
+          pick.resize(kept);
+          std::sort(pressure_gpus.begin(), pressure_gpus.end());  // in GPU order, as asked in turn
+        }
         if (static_cast<int>(pick.size()) >= n) {
-          order_->sort(pick, req, d.state);
+          if (!lazy) order_->sort(pick, req, d.state);
         } else {
           why = snap.explain ? fmt::format("needs {} GPU{} with {} MiB free; {}", n, n > 1 ? "s" : "",
                                            req.required_free_mib, why.empty() ? "none admitted" : why)

@@ -151,6 +151,7 @@ class Engine {
   const Filter* gate_ = nullptr;            // in filters_ when composed: its openings are the wake times
   const Filter* memory_ = nullptr;          // in filters_, before gate_ and pressure_: Room summarises what it reads
   bool exclusive_guard_ = false;            // the exclusive guard is in filters_
+  bool lazy_pressure_ = false;              // pressure_ is last and order_ ranks each GPU alone (tick)
   std::unique_ptr<Order> order_;
   std::unique_ptr<RecoveryRule> recovery_;
   StageReads reads_;

@@ -150,6 +150,10 @@ class Order {
   virtual StageReads reads() const = 0;
   // An order that only ranks (drops no GPU) takes no part in a refusal: monotone.
   virtual bool monotone() const = 0;
+  // True when each GPU's rank follows from the GPU alone (a key of its own, ties by index),
+  // so that any subset comes out in the same relative order: the engine may then rank the
+  // GPUs before the last filter has seen them all, and stop at the first that pass.
+  virtual bool ranks_each_gpu_alone() const { return false; }
 };
 
 class RecoveryRule {

@@ -13,6 +13,7 @@ class BestFit final : public Order {
   // Effective free memory only; it ranks and drops nothing: monotone.
   StageReads reads() const override { return {{}, {GpuFact::Memory}}; }
   bool monotone() const override { return true; }
+  bool ranks_each_gpu_alone() const override { return true; }  // a key per GPU, ties by index
 };
 
 }  // namespace

@@ -19,6 +19,7 @@ class LeastPredictedActivity final : public Order {
   // Its jobs' predictions and the effective free memory; it ranks and drops nothing: monotone.
   StageReads reads() const override { return {{}, {GpuFact::Jobs, GpuFact::Predictions, GpuFact::Memory}}; }
   bool monotone() const override { return true; }
+  bool ranks_each_gpu_alone() const override { return true; }  // a key per GPU, ties by index
 };
 
 }  // namespace

@@ -15,6 +15,7 @@ class LeastProjectedUtil final : public Order {
   // ranks and drops nothing: monotone.
   StageReads reads() const override { return {{}, {GpuFact::Jobs}}; }
   bool monotone() const override { return true; }
+  bool ranks_each_gpu_alone() const override { return true; }  // a key per GPU, ties by index
 };
 
 }  // namespace

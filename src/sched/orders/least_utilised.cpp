@@ -22,6 +22,7 @@ class LeastUtilised final : public Order {
   // Telemetry windows only; it ranks and drops nothing: monotone.
   StageReads reads() const override { return {{}, {GpuFact::Telemetry}}; }
   bool monotone() const override { return true; }
+  bool ranks_each_gpu_alone() const override { return true; }  // a key per GPU, ties by index
 
  private:
   RiskWeights w_;

@@ -976,20 +976,22 @@ class Run {
     // After a pass for request P, every server outside changed_ has refused (at its
     // current version) something P covers, or cannot take P's size at all. So for a
     // request that covers P only the changed servers need asking; otherwise all do.
-    if (!cache_ || !key.covers(scanned_)) {
-      changed_.resize(servers_.size());
-      for (int s = 0; s < static_cast<int>(servers_.size()); ++s) changed_[s] = s;
-    }
+    const bool every_server = !cache_ || !key.covers(scanned_);
     scanned_ = key;
-    // Each server once (the heap below orders them; their order here does not matter).
-    ++candidate_stamp_;
     candidates_.clear();
-    for (int s : changed_) {
-      if (servers_[s].candidate_stamp == candidate_stamp_) continue;
-      servers_[s].candidate_stamp = candidate_stamp_;
-      candidates_.push_back(s);
+    if (every_server) {
+      changed_.clear();
+      for (int s = 0; s < static_cast<int>(servers_.size()); ++s) candidates_.push_back(s);
+    } else {
+      // Each changed server once (the selection below orders them; their order here does not matter).
+      ++candidate_stamp_;
+      for (int s : changed_) {
+        if (servers_[s].candidate_stamp == candidate_stamp_) continue;
+        servers_[s].candidate_stamp = candidate_stamp_;
+        candidates_.push_back(s);
+      }
+      changed_.clear();
     }
-    changed_.clear();
     n_visits_ += candidates_.size();
     // Written in place in an array of one entry per server: an append per server is a
     // call where the compiler declines to inline it (it did in a unity batch).

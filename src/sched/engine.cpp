@@ -63,7 +63,7 @@ struct Tick {
     c.owner = l.owner;
     c.owners_differ = l.owners_differ;
     // Shut while the latest gate of its jobs is ahead (then the latest is the one that opens last).
-    c.observing = cfg.observation && snap.now < l.gate_opens_at;
+    c.observing = Engine::gate_shut(cfg, snap.now, l.gate_opens_at);
     c.opens_at = c.observing ? std::max<Seconds>(0, l.gate_opens_at) : 0;
   }
 
@@ -73,12 +73,10 @@ struct Tick {
       if (g < 0 || g >= static_cast<int>(gpus.size())) continue;
       auto& c = gpus[g];
       add_sums(c, spec, exclusive, admitted);
-      if (cfg.observation) {
-        const Seconds opens = gate_opens_at(cfg, launched_at, first_activity);
-        if (snap.now < opens) {
-          c.observing = true;
-          c.opens_at = std::max(c.opens_at, opens);
-        }
+      const Seconds opens = gate_opens_at(cfg, launched_at, first_activity);
+      if (Engine::gate_shut(cfg, snap.now, opens)) {
+        c.observing = true;
+        c.opens_at = std::max(c.opens_at, opens);
       }
     }
   }

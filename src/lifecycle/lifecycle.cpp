@@ -18,8 +18,8 @@ void Effects::merge(Effects&& o) {
 
 Lifecycle::Lifecycle(const EngineConfig& config, LifecycleOptions options) : config_(config), opt_(options) {}
 
-void Lifecycle::change(Effects& fx, Effects::Change c) const {
-  if (opt_.report_changes) fx.changes.push_back(std::move(c));
+void Lifecycle::change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const {
+  if (opt_.report_changes) fx.changes.push_back({id, std::string(event), std::string(detail)});
 }
 
 LifeJob& Lifecycle::job(JobId id) {
@@ -36,7 +36,7 @@ const LifeJob* Lifecycle::find(JobId id) const {
 void Lifecycle::enqueue(LifeJob& j, QueueName q, bool new_place) {
   if (new_place) j.queue_seq = next_seq_++;
   j.queue = q;
-  (q == QueueName::Recovery ? recovery_ : main_)[j.queue_seq] = j.id();
+  (q == QueueName::Recovery ? recovery_ : main_)[j.queue_seq] = &j;
 }
 
 void Lifecycle::dequeue(LifeJob& j) {
@@ -45,14 +45,14 @@ void Lifecycle::dequeue(LifeJob& j) {
   j.queue = QueueName::None;
 }
 
-void Lifecycle::finish(LifeJob& j, JobState s, const std::string& reason, Seconds t, Effects& fx,
-                       const std::string& event) {
+void Lifecycle::finish(LifeJob& j, JobState s, std::string_view reason, Seconds t, Effects& fx,
+                       std::string_view event) {
   dequeue(j);
   j.state = s;
   j.ended_at = t;
   j.reason = reason;
   fx.finished.push_back(j.id());
-  change(fx, {j.id(), event, reason});
+  change(fx, j.id(), event, reason);
 }
 
 Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Seconds t) {
@@ -66,7 +66,7 @@ Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Sec
   auto& stored = jobs_.emplace(id, std::move(j)).first->second;
   enqueue(stored, QueueName::Main, true);
   (void)t;
-  change(fx, {id, "submit", ""});
+  change(fx, id, "submit", "");
   return fx;
 }
 
@@ -101,7 +101,7 @@ Effects Lifecycle::start_failed(JobId id, bool transient, const std::string& why
     j.state = JobState::Queued;
     j.reason = "requeued: cannot start it: " + why;
     enqueue(j, j.placed_from == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
-    change(fx, {id, "requeue", j.reason});
+    change(fx, id, "requeue", j.reason);
   } else {
     a.outcome = AttemptOutcome::FailedStart;
     a.detail = why;
@@ -132,7 +132,7 @@ Effects Lifecycle::first_activity(JobId id, Seconds t, Anchor anchor) {
   if (!j.holds_gpus() || j.current()->first_activity) return fx;
   j.current()->first_activity = t;
   j.current()->anchor = anchor;
-  change(fx, {id, "activity", anchor == Anchor::Reported ? "" : "anchor: " + std::string(to_string(anchor))});
+  change(fx, id, "activity", anchor == Anchor::Reported ? "" : "anchor: " + std::string(to_string(anchor)));
   return fx;
 }
 
@@ -165,7 +165,7 @@ Effects Lifecycle::ended(JobId id, const Ended& e, Seconds t) {
       pending_failures_.push_back(
           {id, Failure{running_view(j, part), e.outcome == AttemptOutcome::Oom ? FailureKind::Oom : FailureKind::Other,
                        e.outcome == AttemptOutcome::FailedStart ? "failed to start: " + e.detail : e.detail}});
-      change(fx, {id, e.outcome == AttemptOutcome::Oom ? "oom" : "exit", e.detail});
+      change(fx, id, e.outcome == AttemptOutcome::Oom ? "oom" : "exit", e.detail);
       break;
     }
     case AttemptOutcome::Lost: {
@@ -181,7 +181,7 @@ Effects Lifecycle::ended(JobId id, const Ended& e, Seconds t) {
       j.state = JobState::Queued;
       j.reason = "requeued: its launch was interrupted";
       enqueue(j, j.placed_from == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
-      change(fx, {id, "requeue", j.reason});
+      change(fx, id, "requeue", j.reason);
       break;
     }
     case AttemptOutcome::Unknown:
@@ -192,7 +192,7 @@ Effects Lifecycle::ended(JobId id, const Ended& e, Seconds t) {
         j.state = JobState::Queued;
         j.reason = "requeued (restartable): " + e.detail;
         enqueue(j, j.placed_from == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
-        change(fx, {id, "requeue", j.reason});
+        change(fx, id, "requeue", j.reason);
       } else {
         finish(j, JobState::Failed,
                e.detail + "; not run again, as it might have run already (submit with --restartable to allow it)", t,
@@ -215,7 +215,7 @@ Effects Lifecycle::cancel(JobId id, const std::string& why, Seconds t) {
   // Recorded first (the driver persists the change), signalled after.
   j.cancel_requested = true;
   j.reason = why.empty() ? "" : "cancelled: " + why;
-  change(fx, {id, "cancel", why.empty() ? "requested" : why});
+  change(fx, id, "cancel", why.empty() ? "requested" : why);
   fx.signals.push_back(id);
   return fx;
 }
@@ -252,7 +252,7 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
       j.state = JobState::Queued;
       j.reason = r->why;
       enqueue(j, QueueName::Recovery, true);
-      change(fx, {id, "requeue", r->why});
+      change(fx, id, "requeue", r->why);
     } else {
       finish(j, JobState::Failed, std::get<Stop>(outcome).reason, now, fx, "failed");
     }
@@ -261,7 +261,7 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
   const bool strict = config_.strict_head_of_line;
   for (auto* q : {&recovery_, &main_}) {
     for (auto it = q->begin(); it != q->end();) {
-      LifeJob& j = job(it->second);
+      LifeJob& j = *it->second;
       ++it;  // the job may leave the queue below
       const QueuedJob& qj = j.queued;
       if (auto why = placer.never_runs(qj)) {
@@ -296,7 +296,7 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
       a.placement = std::move(*p);
       a.launched_at = now;
       fx.starts.push_back(std::move(s));
-      change(fx, {j.id(), "launch", ""});
+      change(fx, j.id(), "launch", "");
     }
   }
   fx.blocked.reset();  // nothing waits at the head
@@ -316,8 +316,8 @@ std::vector<RunningJob> Lifecycle::running_on(int server) const {
 
 std::vector<JobId> Lifecycle::queue_order() const {
   std::vector<JobId> out;
-  for (const auto& [seq, id] : recovery_) out.push_back(id);
-  for (const auto& [seq, id] : main_) out.push_back(id);
+  for (const auto& [seq, j] : recovery_) out.push_back(j->id());
+  for (const auto& [seq, j] : main_) out.push_back(j->id());
   return out;
 }
 

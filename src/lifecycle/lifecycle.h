@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -168,17 +169,19 @@ class Lifecycle {
 
  private:
   LifeJob& job(JobId id);
-  void change(Effects& fx, Effects::Change c) const;
+  // Strings are made only when changes are reported (a simulator makes none).
+  void change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const;
   void enqueue(LifeJob& j, QueueName q, bool new_place);
   void dequeue(LifeJob& j);
-  void finish(LifeJob& j, JobState s, const std::string& reason, Seconds t, Effects& fx, const std::string& event);
+  void finish(LifeJob& j, JobState s, std::string_view reason, Seconds t, Effects& fx, std::string_view event);
   RunningJob running_view(const LifeJob& j, const Placement::Part& part) const;
 
   EngineConfig config_;
   LifecycleOptions opt_;
   std::unordered_map<JobId, LifeJob> jobs_;
-  // Queue position -> job, per queue (ordered: the order jobs are served in).
-  std::map<std::int64_t, JobId> main_, recovery_;
+  // Queue position -> job, per queue (ordered: the order jobs are served in). The job
+  // itself, not its id: a pass reads every queued job, and jobs_'s nodes do not move.
+  std::map<std::int64_t, LifeJob*> main_, recovery_;
   std::int64_t next_seq_ = 1;
   std::vector<std::pair<JobId, Failure>> pending_failures_;  // ended Oom/Failed, for the recovery rule
 };

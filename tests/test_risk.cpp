@@ -106,6 +106,36 @@ TEST(Risk, WindowStatsFromRunsEqualTheSampleVersion) {
   EXPECT_EQ(window_stats(std::span<const SampleRun>(leading_empty)).mean, 0.7);
 }
 
+// Windows of a few values are remembered (a per-thread table of recent summaries): asked
+// again, in another order, and after more distinct windows than the table holds (so slots
+// are overwritten and keys collide), every answer is still the sample version's.
+TEST(Risk, RememberedWindowStatsEqualTheSampleVersion) {
+  std::mt19937_64 rng(23);
+  std::uniform_int_distribution<int> runs_of(2, 4), len_of(0, 12);
+  auto same = [](const WindowStats& a, const WindowStats& b) {
+    return std::bit_cast<std::uint64_t>(a.mean) == std::bit_cast<std::uint64_t>(b.mean) &&
+           std::bit_cast<std::uint64_t>(a.median) == std::bit_cast<std::uint64_t>(b.median) &&
+           std::bit_cast<std::uint64_t>(a.p95) == std::bit_cast<std::uint64_t>(b.p95) &&
+           std::bit_cast<std::uint64_t>(a.ewma) == std::bit_cast<std::uint64_t>(b.ewma);
+  };
+  std::vector<std::vector<SampleRun>> windows;
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<SampleRun> runs;
+    const int nruns = runs_of(rng);
+    for (int r = 0; r < nruns; ++r)  // values from a small set: many windows differ only in counts
+      runs.push_back({static_cast<double>(rng() % 5) / 4, static_cast<std::uint32_t>(len_of(rng))});
+    windows.push_back(runs);
+  }
+  for (int pass = 0; pass < 3; ++pass) {
+    for (const auto& runs : windows) {
+      std::vector<double> w;
+      for (const auto& r : runs) w.insert(w.end(), r.count, r.value);
+      ASSERT_TRUE(same(window_stats(std::span<const SampleRun>(runs)), window_stats(w))) << pass;
+    }
+    std::shuffle(windows.begin(), windows.end(), rng);
+  }
+}
+
 TEST(Risk, PublishedWeightsGiveQuarterOfEach) {
   EXPECT_NEAR(risk_score(kWindow, RiskWeights{}), 0.65122804, 1e-6);
 }

@@ -804,17 +804,47 @@ class Run {
   // on demand): what the engine would decide if these GPUs' windows were those.
   class OverriddenWindows final : public WindowStatsSource {
    public:
-    OverriddenWindows(WindowStatsSource* rest, const std::vector<int>& locals) : rest_(rest), locals_(locals) {}
-    std::vector<std::array<WindowStats, 4>> stats_of;  // per entry of locals
+    // A GPU's window replaced by runs of samples; each metric's statistics are worked out
+    // only when the engine reads them (the pressure rule often reads SM activity alone).
+    OverriddenWindows(Run& run, WindowStatsSource* rest, const std::vector<int>& locals)
+        : run_(run), rest_(rest), locals_(locals) {
+      entries_.resize(locals.size());
+    }
+    // Entry i (for locals[i]) is these statistics for every metric.
+    void set_stats(std::size_t i, const std::array<WindowStats, 4>& stats) {
+      entries_[i].stats = stats;
+      entries_[i].known = 0xf;
+    }
+    // Entry i is the window these runs spell out; the caller fills them.
+    std::vector<std::pair<GpuSample, std::uint32_t>>& runs(std::size_t i) {
+      entries_[i].known = 0;
+      entries_[i].runs.clear();
+      return entries_[i].runs;
+    }
     const WindowStats& stats(int local, int metric) override {
       for (std::size_t i = 0; i < locals_.size(); ++i)
-        if (locals_[i] == local) return stats_of[i][static_cast<std::size_t>(metric)];
+        if (locals_[i] == local) {
+          Entry& e = entries_[i];
+          const unsigned bit = 1u << metric;
+          if (!(e.known & bit)) {
+            e.stats[static_cast<std::size_t>(metric)] = run_.stats_of_runs(e.runs, metric);
+            e.known |= bit;
+          }
+          return e.stats[static_cast<std::size_t>(metric)];
+        }
       return rest_->stats(local, metric);
     }
 
    private:
+    struct Entry {
+      std::vector<std::pair<GpuSample, std::uint32_t>> runs;
+      std::array<WindowStats, 4> stats;
+      unsigned known = 0;  // bit m: stats[m] is worked out
+    };
+    Run& run_;
     WindowStatsSource* rest_;
     const std::vector<int>& locals_;
+    std::vector<Entry> entries_;
   };
 
   // The engine asked directly whether it would start `job` on server `srv` at t with these
@@ -841,8 +871,7 @@ class Run {
   // minimum of those values, no later window of this quiet period can pass. Asked only
   // when every stage declares its refusals monotone (cache_).
   bool refused_at_floor(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
-    OverriddenWindows windows(srv.placer.window_stats, locals);
-    windows.stats_of.resize(locals.size());
+    OverriddenWindows windows(*this, srv.placer.window_stats, locals);
     for (std::size_t i = 0; i < locals.size(); ++i) {
       const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
       GpuSample m = gpu.sample;
@@ -854,7 +883,9 @@ class Run {
       }
       // A window of that one sample, as the engine would summarise it.
       const double one[4] = {m.smact, m.smocc, m.drama, m.util};
-      for (std::size_t k = 0; k < 4; ++k) windows.stats_of[i][k] = {one[k], one[k], one[k], one[k]};  // every statistic of one sample
+      std::array<WindowStats, 4> stats;
+      for (std::size_t k = 0; k < 4; ++k) stats[k] = {one[k], one[k], one[k], one[k]};  // every statistic of one sample
+      windows.set_stats(i, stats);
     }
     return refused_with(srv, job, t, windows);
   }
@@ -890,21 +921,19 @@ class Run {
   // bisection over what-ifs (the verdict only turns once); 0 if none does.
   std::int64_t first_passing_sample(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
     const std::int64_t n = opt_.engine.telemetry_window_samples;
-    OverriddenWindows windows(srv.placer.window_stats, locals);
-    windows.stats_of.resize(locals.size());
+    OverriddenWindows windows(*this, srv.placer.window_stats, locals);
     // The window j samples on: the oldest j samples gone, the current value j times.
     auto refused_after = [&](std::int64_t j) {
       for (std::size_t i = 0; i < locals.size(); ++i) {
         const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
-        future_.clear();
+        auto& future = windows.runs(i);
         std::int64_t drop = j;
         for (const auto& [x, count] : gpu.window) {
           const std::int64_t gone = std::min<std::int64_t>(drop, count);
           drop -= gone;
-          if (count > gone) future_.push_back({x, static_cast<std::uint32_t>(count - gone)});
+          if (count > gone) future.push_back({x, static_cast<std::uint32_t>(count - gone)});
         }
-        future_.push_back({gpu.sample, static_cast<std::uint32_t>(j)});
-        for (int m = 0; m < 4; ++m) windows.stats_of[i][static_cast<std::size_t>(m)] = stats_of_runs(future_, m);
+        future.push_back({gpu.sample, static_cast<std::uint32_t>(j)});
       }
       return refused_with(srv, job, t, windows);
     };
@@ -1230,7 +1259,6 @@ class Run {
   std::vector<std::unique_ptr<LazyWindows>> lazy_;  // per server (its placer's window source)
   std::vector<SampleRun> metric_runs_;                              // one metric of a window
   std::vector<std::pair<GpuSample, std::uint32_t>> noisy_runs_;  // scratch of ensure_window
-  std::vector<std::pair<GpuSample, std::uint32_t>> future_;      // scratch of first_passing_sample
   std::uint64_t stamp_ = 0;
   std::vector<Candidate> order_;  // place_single's servers to ask (one entry per server)
   std::vector<int> changed_, candidates_;  // servers changed since the last full pass

@@ -116,6 +116,11 @@ struct LifecycleOptions {
 class Lifecycle {
  public:
   Lifecycle(const EngineConfig& config, LifecycleOptions options);
+  // Movable, not copyable: the queues point at the jobs (a move keeps them in place).
+  Lifecycle(const Lifecycle&) = delete;
+  Lifecycle& operator=(const Lifecycle&) = delete;
+  Lifecycle(Lifecycle&&) = default;
+  Lifecycle& operator=(Lifecycle&&) = default;
 
   // --- events -------------------------------------------------------------------------
   // A new job, at the back of the main queue. Its spec carries the estimates the driver

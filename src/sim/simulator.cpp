@@ -8,6 +8,7 @@
 #include <memory>
 #include <queue>
 #include <set>
+#include <unordered_map>
 
 #include "core/busy_union.h"
 #include "core/mig_models.h"
@@ -195,13 +196,18 @@ class Run {
     max_per_server_ = o.cluster.max_gpus_per_server();
     jobs_.reserve(trace.jobs.size());
     records_.resize(trace.jobs.size());
+    // A million jobs name a few dozen workloads (kept names, one address each): each is
+    // looked up in the catalog once.
+    std::unordered_map<const std::string*, const WorkloadProfile*> profiles;
     for (const auto& tj : trace.jobs) {
       if (tj.num_gpus > total)
         throw InputError(fmt::format("{}: field 'num_gpus': job {} needs {} GPUs; the simulated cluster has {}",
                                      trace.where(tj), tj.index, tj.num_gpus, total));
       Job j;
       j.tj = &tj;
-      j.w = cat.find(tj.workload);
+      auto profile = profiles.try_emplace(&tj.workload.str(), nullptr);
+      if (profile.second) profile.first->second = cat.find(tj.workload);
+      j.w = profile.first->second;
       if (!j.w) throw InputError(fmt::format("{}: field 'workload_name': unknown workload '{}'", trace.where(tj), tj.workload));
       if (!j.w->problem.empty())
         throw InputError(fmt::format("{}: field 'workload_name': workload '{}' cannot be simulated: {}", trace.where(tj),

@@ -114,8 +114,8 @@ void finish(Trace& t, const WorkloadCatalog& catalog, const TraceOptions& option
     return a.submit_time != b.submit_time ? a.submit_time < b.submit_time : a.index < b.index;
   };
   // The --max-jobs fast path hands them over in order already. Otherwise the keys are
-  // sorted, not the jobs (a job is 120 bytes with strings: moving it in every swap cost
-  // 60 % of loading Philly), and each job then moves once. Indices are row numbers, so
+  // sorted, not the jobs (a job is about 100 bytes with a string: moving it in every swap
+  // cost 60 % of loading Philly), and each job then moves once. Indices are row numbers, so
   // no two keys are equal and the order is the one a sort of the jobs gives.
   if (!std::is_sorted(t.jobs.begin(), t.jobs.end(), earlier)) {
     struct Key {

@@ -305,7 +305,7 @@ TEST(TraceFormats, MaxJobsFastPathGivesWhatTheFullReaderGives) {
   quoted += "2017-10-03 14:00:00,60.0,1,60.0,dup\n2017-10-03 14:00:00,60.0,2,120.0,dup\n";
   TempFile fast(plain), full(quoted);
   const auto catalog = WorkloadCatalog::load(kData + "aegis/workloads.csv");
-  for (std::size_t keep : {1u, 500u, 2999u, 5000u}) {
+  for (std::size_t keep : {0u, 1u, 500u, 2999u, 5000u}) {  // 0: every row, read at once too
     TraceOptions o;
     o.max_jobs = keep;
     const Trace a = load_trace(fast.path(), catalog, o), b = load_trace(full.path(), catalog, o);
@@ -337,6 +337,20 @@ TEST(TraceFormats, MaxJobsFastPathStillValidatesTheRowsItKeeps) {
   TempFile bad_time(kPhillyHeader + "2017-10-09 00:00:40,1,1,1,a\nyesterday,1,1,1,a\n");
   EXPECT_EQ(error_of([&] { load_trace(bad_time.path(), small_catalog(), o); }),
             bad_time.path() + ":3: field 'timestamp': expected a UTC time 'YYYY-MM-DD HH:MM:SS', got 'yesterday'");
+}
+
+// Without --max-jobs a file without quotes is read at once too; its rows are validated in
+// file order, so the first bad row named is the one the full reader names, not the
+// earliest bad one by submit time.
+TEST(TraceFormats, WholeFileReadNamesTheFirstBadRowInFileOrder) {
+  const std::string rows = "2017-10-09 00:00:40,1,1,1,a\n"
+                           "2017-10-09 00:00:50,1,0,1,a\n"
+                           "2017-10-09 00:00:10,-5,1,1,a\n";
+  TempFile plain(kPhillyHeader + rows), quoted(kPhillyHeader + "\"2017-10-09 00:00:01\",1,1,1,a\n" + rows);
+  const std::string want = ":3: field 'num_gpus': 0 is not in [1, 1024]";
+  EXPECT_EQ(error_of([&] { load_trace(plain.path(), small_catalog()); }), plain.path() + want);
+  EXPECT_EQ(error_of([&] { load_trace(quoted.path(), small_catalog()); }),
+            quoted.path() + ":4: field 'num_gpus': 0 is not in [1, 1024]");
 }
 
 TEST(TraceFormats, RepeatReplaysTheTraceShiftedByItsSpan) {

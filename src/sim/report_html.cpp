@@ -546,7 +546,7 @@ void draw_bar(std::string& o, const Plot& p, const Bar& b, Seconds t0, const Tim
   put(o, R"(<rect class="j{}{}" x="{}" y="{}" width="{}" height="{}"><title>job {} {}: {}{}</title></rect>)",
       static_cast<std::uint64_t>(b.job->trace_index) % kJobColours,
       b.oom() ? " oom" : completed ? "" : " stopped", px(x), px(y), px(w), px(lane_h), b.job->trace_index,
-      esc(b.job->workload), span_label(a, t0, u), completed ? "" : b.oom() ? ", OOM" : ", stopped");
+      esc(b.job->workload.str()), span_label(a, t0, u), completed ? "" : b.oom() ? ", OOM" : ", stopped");
   if (!b.oom()) return;
   const double s = std::clamp(lane_h / 2 - 1, 2.0, 4.0), cy = y + lane_h / 2;
   put(o, R"(<path class="x" d="M{},{}l{},{}m0,{}l{},{}"/>)", px(x + w - s), px(cy - s), px(2 * s), px(2 * s),

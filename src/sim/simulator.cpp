@@ -8,6 +8,7 @@
 #include <memory>
 #include <queue>
 #include <set>
+#include <unordered_map>
 
 #include "core/busy_union.h"
 #include "core/mig_models.h"
@@ -127,6 +128,44 @@ struct Server {
   bool has_room = false;
 };
 
+// Positions of `records` in the order of their trace_index, equal ones in the order they
+// come (a stable sort). Indices are usually distinct and dense (rows of a file, and the
+// copies of --repeat after them): then each goes straight to its slot, in linear time.
+std::vector<std::uint32_t> trace_index_order(const std::vector<JobRecord>& records) {
+  const std::size_t n = records.size();
+  std::vector<std::uint32_t> order;
+  if (n == 0) return order;
+  std::int64_t lo = records.front().trace_index, hi = lo;
+  for (const auto& r : records) {
+    lo = std::min(lo, r.trace_index);
+    hi = std::max(hi, r.trace_index);
+  }
+  constexpr auto kEmpty = std::numeric_limits<std::uint32_t>::max();
+  const auto range = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1;
+  if (range != 0 && range <= 2 * static_cast<std::uint64_t>(n)) {
+    std::vector<std::uint32_t> slot(range, kEmpty);
+    bool distinct = true;
+    for (std::uint32_t i = 0; i < n && distinct; ++i) {
+      auto& s = slot[static_cast<std::uint64_t>(records[i].trace_index - lo)];
+      distinct = s == kEmpty;
+      s = i;
+    }
+    if (distinct) {
+      order.reserve(n);
+      for (std::uint32_t s : slot)
+        if (s != kEmpty) order.push_back(s);
+      return order;
+    }
+  }
+  // Sparse or repeated indices: sort (index, position) pairs, which is the stable order.
+  std::vector<std::pair<std::int64_t, std::uint32_t>> keyed(n);
+  for (std::uint32_t i = 0; i < n; ++i) keyed[i] = {records[i].trace_index, i};
+  std::sort(keyed.begin(), keyed.end());
+  order.resize(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = keyed[i].second;
+  return order;
+}
+
 void erase_value(std::vector<int>& v, int x) {
   auto it = std::find(v.begin(), v.end(), x);
   if (it != v.end()) v.erase(it);
@@ -157,13 +196,18 @@ class Run {
     max_per_server_ = o.cluster.max_gpus_per_server();
     jobs_.reserve(trace.jobs.size());
     records_.resize(trace.jobs.size());
+    // A million jobs name a few dozen workloads (kept names, one address each): each is
+    // looked up in the catalog once.
+    std::unordered_map<const std::string*, const WorkloadProfile*> profiles;
     for (const auto& tj : trace.jobs) {
       if (tj.num_gpus > total)
         throw InputError(fmt::format("{}: field 'num_gpus': job {} needs {} GPUs; the simulated cluster has {}",
                                      trace.where(tj), tj.index, tj.num_gpus, total));
       Job j;
       j.tj = &tj;
-      j.w = cat.find(tj.workload);
+      auto profile = profiles.try_emplace(&tj.workload.str(), nullptr);
+      if (profile.second) profile.first->second = cat.find(tj.workload);
+      j.w = profile.first->second;
       if (!j.w) throw InputError(fmt::format("{}: field 'workload_name': unknown workload '{}'", trace.where(tj), tj.workload));
       if (!j.w->problem.empty())
         throw InputError(fmt::format("{}: field 'workload_name': workload '{}' cannot be simulated: {}", trace.where(tj),
@@ -224,9 +268,12 @@ class Run {
     // stays small): at equal times they come first, as if pushed before every other event.
     std::vector<std::uint32_t> arrivals(jobs_.size());
     for (std::uint32_t i = 0; i < arrivals.size(); ++i) arrivals[i] = i;
-    std::stable_sort(arrivals.begin(), arrivals.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const auto arrives_first = [&](std::uint32_t a, std::uint32_t b) {
       return jobs_[a].tj->submit_time < jobs_[b].tj->submit_time;
-    });
+    };
+    // Loaded traces come in submit order already (a stable sort would still merge).
+    if (!std::is_sorted(arrivals.begin(), arrivals.end(), arrives_first))
+      std::stable_sort(arrivals.begin(), arrivals.end(), arrives_first);
     std::size_t next_arrival = 0;
     while (next_arrival < arrivals.size() || !events_.empty()) {
       Seconds t = events_.empty() ? std::numeric_limits<Seconds>::infinity() : events_.top().t;
@@ -1198,13 +1245,9 @@ class Run {
     const double span = (r.end - r.start) * static_cast<double>(gpus_.size());
     r.gpu_mem_util_mean = span > 0 ? mem / span : 0;
     r.sm_util_mean = span > 0 ? sm / span : 0;
-    // In trace-index order: a stable sort of positions, applied in place cycle by cycle
+    // In trace-index order: the positions in that order, applied in place cycle by cycle
     // (no second copy of a million records).
-    std::vector<std::uint32_t> order(records_.size());
-    for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-      return records_[a].trace_index < records_[b].trace_index;
-    });
+    std::vector<std::uint32_t> order = trace_index_order(records_);
     for (std::size_t k = 0; k < order.size(); ++k) {
       if (order[k] == k) continue;
       JobRecord held = std::move(records_[k]);

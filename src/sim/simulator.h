@@ -69,7 +69,7 @@ struct AttemptRecord {
 
 struct JobRecord {
   std::int64_t trace_index = 0;
-  std::string workload;
+  WorkloadName workload;
   int num_gpus = 1;
   bool completed = false;
   Seconds submit = 0;

@@ -16,13 +16,14 @@
 
 #include "core/units.h"
 #include "sim/workload.h"
+#include "sim/workload_name.h"
 
 namespace aegis {
 
 struct TraceJob {
   std::int64_t index = 0;                // position or id in the source trace
   Seconds submit_time = 0;               // seconds from the trace's first arrival
-  std::string workload;                  // catalog workload whose profile it runs with
+  WorkloadName workload;                 // catalog workload whose profile it runs with
   int num_gpus = 1;
   std::uint32_t line = 0;                // line of the source file it came from (0: not from a file)
   std::optional<Seconds> duration_s;     // its own runtime alone; absent = the workload's

@@ -61,13 +61,17 @@ void assign_by_quantile(std::vector<TraceJob*>& members, std::uint64_t seed, Poo
     return *a->duration_s != *b->duration_s ? *a->duration_s < *b->duration_s : a->index < b->index;
   });
   const double n = static_cast<double>(members.size());
+  std::map<const WorkloadProfile*, WorkloadName> names;  // each looked up once, not per job
   for (std::size_t r = 0; r < members.size(); ++r) {
     TraceJob& j = *members[r];
     const Candidates& pool = pool_of(j);
     const double u = unit_uniform(hash_keys(seed, kMappingStream, static_cast<std::uint64_t>(j.index)));
     const double q = (static_cast<double>(r) + u) / n;
     const auto pick = static_cast<std::size_t>(std::floor(q * static_cast<double>(pool.size())));
-    j.workload = pool[std::min(pick, pool.size() - 1)]->name;
+    const WorkloadProfile* w = pool[std::min(pick, pool.size() - 1)];
+    auto name = names.find(w);
+    if (name == names.end()) name = names.emplace(w, WorkloadName(w->name)).first;
+    j.workload = name->second;
   }
 }
 

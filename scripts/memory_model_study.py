@@ -329,7 +329,7 @@ def nested(runs, candidates, jobs=1):
         chosen[held] = choice
         ratios.update(held_ratios)
     v = np.array([ratios[r["name"]] for r in runs if r["catalog"]])
-    return len(v), np.median(v), np.quantile(v, 0.95), np.mean(v < 1), chosen
+    return len(v), np.median(v), np.quantile(v, 0.95), np.mean(v < 1), chosen, ratios
 
 
 def main():
@@ -359,11 +359,14 @@ def main():
         p.error(f"--features: {args.specs} has no saved_activation_bytes (scripts/workload_specs.py --study)")
     if args.nested:
         candidates = [(f, n, q) for f in features for n in names for q in quantiles]
-        n, med, p95, under, chosen = nested(runs, candidates, args.jobs)
+        n, med, p95, under, chosen, ratios = nested(runs, candidates, args.jobs)
         print(f"nested over {len(candidates)} candidates: n {n}, median {med:.3f}, p95 {p95:.2f}, "
               f"under {under * 100:.1f} %")
         for (f, name, q), k in Counter(chosen.values()).most_common():
             print(f"  chosen for {k} of {len(chosen)} held-out models: {f} {name} q = {q:.2f}")
+        for held, (f, name, q) in sorted(chosen.items()):
+            low = [f"{r['name']} {ratios[r['name']]:.2f}" for r in runs if r["model"] == held and ratios[r["name"]] < 1]
+            print(f"  {held}: {f} {name} q = {q:.2f}" + (f"; under: {', '.join(low)}" if low else ""))
         return
     examples = {}
     print(f"{'feature':<12} {'variant':<16} {'q':>6} {'n':>3} {'median':>7} {'p95':>6} {'under':>7}")

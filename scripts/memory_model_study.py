@@ -21,6 +21,16 @@ Variants:
   family-margin one margin per family with >= 4 models in the training folds, else the pooled one
   ddp-term      one more parameter slope for multi-GPU (data-parallel gradient buckets)
   quantile-reg  the q-quantile fitted directly (pinball loss on the relative error, IRLS)
+Added for the median goal (docs/estimators.md, "Context by layer type, two-part margin"):
+  layer-context context per GPU + an offset when the spec lists convolutions (cuDNN) and one
+                when it lists embeddings, fitted jointly with the slopes; margin as shipped
+  two-part      estimate = context + m_add + m_mul x fitted part, (m_add, m_mul) chosen on the
+                training runs: the lowest training median with at most 1 - q of them under
+                (two_part_margin)
+  layer-context+two-part  both
+  sqrt-weights  the margin's quantile weighing a model's n runs 1/sqrt(n) each
+    /usr/bin/python3 scripts/memory_model_study.py --variants \
+        shipped,layer-context,two-part,layer-context+two-part,sqrt-weights [--nested --jobs 2]
 Activation features (--features; all but A need the `saved_activation_bytes` column that
 scripts/workload_specs.py --study writes):
   A             every layer's output elements per sample x bytes x batch (shipped)
@@ -36,6 +46,7 @@ batch 32 and 128). Deterministic (no randomness).
 """
 import argparse
 import csv
+import multiprocessing
 import os
 from collections import Counter
 
@@ -55,7 +66,9 @@ def load(specs=os.path.join(ROOT, "data/aegis/workload_specs.csv")):
             lc = r["layer_counts"]
             family = "conv" if "conv2d" in lc else "attn" if "embedding" in lc else "summary"
             saved = r.get("saved_activation_bytes", "")
+            layers = {kv.split(":")[0] for kv in lc.split(";") if kv}
             runs.append(dict(name=r["name"], model=r["model"], gpu="A100", P=float(r["total_parameters"]),
+                             layers=layers,
                              AB=float(r["total_activations"]) * int(r["batch_size"]), bytes=2 if half else 4,
                              SB=float(saved) * int(r["batch_size"]) if saved else None,
                              peak=peak[r["name"]], catalog=True, family=family, gpus=int(r["gpus"])))
@@ -63,6 +76,7 @@ def load(specs=os.path.join(ROOT, "data/aegis/workload_specs.csv")):
         with open(os.path.join(ROOT, "data/gpumemnet", name)) as f:
             for r in csv.DictReader(f):
                 runs.append(dict(name="mlp", model="mlp", gpu="testbed", P=float(r["Total Parameters"]),
+                                 layers={"linear"},
                                  AB=float(r["Total Activations"]) * int(r["Batch Size"]), bytes=4, SB=None,
                                  peak=float(r["Max GPU Memory (MiB)"]), catalog=False, family="mlp", gpus=1))
     for r in runs:
@@ -103,32 +117,44 @@ def wquantile(values, weights, q):
     return v[min(np.searchsorted(cs, q * cs[-1] - 1e-12), len(v) - 1)]
 
 
-def design(rs, family_slopes, ddp, second=False):
-    """Columns: one context per GPU, the parameter slope, activation slope(s), [ddp slope],
-    [second activation column's slope]."""
+# The layer types whose presence adds to the context in the layer-context form: convolutions
+# load cuDNN (its handles, workspace and kernel images), embeddings (embedding, embeddingbag)
+# stand for the transformer / recommender stacks. Every spec lists its layer types; the
+# catalog's torchsummary rows list none and get neither.
+CONTEXT_LAYERS = (("conv", lambda t: t.startswith("conv")), ("embedding", lambda t: t.startswith("embedding")))
+
+
+def design(rs, family_slopes, ddp, second=False, layer_context=False):
+    """Columns: one context per GPU, [a context offset per CONTEXT_LAYERS type the spec lists],
+    the parameter slope, activation slope(s), [ddp slope], [second activation column's slope].
+    Returns the number of context columns (not scaled by the margin, free in sign) and row()."""
     gpus = sorted({r["gpu"] for r in rs})
     fams = sorted({r["family"] for r in rs}) if family_slopes else ["all"]
+    nctx = len(gpus) + (len(CONTEXT_LAYERS) if layer_context else 0)
 
     def row(r):
-        x = np.zeros(len(gpus) + 1 + len(fams) + (1 if ddp else 0) + (1 if second else 0))
+        x = np.zeros(nctx + 1 + len(fams) + (1 if ddp else 0) + (1 if second else 0))
         x[gpus.index(r["gpu"]) if r["gpu"] in gpus else gpus.index("A100")] = 1
-        x[len(gpus)] = r["pm"]
+        if layer_context:
+            for i, (_, has) in enumerate(CONTEXT_LAYERS):
+                x[len(gpus) + i] = float(any(has(t) for t in r["layers"]))
+        x[nctx] = r["pm"]
         f = r["family"] if family_slopes else "all"
         if f in fams:
-            x[len(gpus) + 1 + fams.index(f)] = r["am"]
+            x[nctx + 1 + fams.index(f)] = r["am"]
         else:  # a family never seen: the mean of the others' slopes
-            x[len(gpus) + 1:len(gpus) + 1 + len(fams)] = r["am"] / len(fams)
+            x[nctx + 1:nctx + 1 + len(fams)] = r["am"] / len(fams)
         if ddp and r["gpus"] > 1:
-            x[len(gpus) + 1 + len(fams)] = r["pm"]
+            x[nctx + 1 + len(fams)] = r["pm"]
         if second:
             x[-1] = r["am2"]
         return x
 
-    return len(gpus), row
+    return nctx, row
 
 
-def fit(rs, log_fit=False, family_slopes=False, ddp=False, quantile_reg=None, second=False):
-    nctx, row = design(rs, family_slopes, ddp, second)
+def fit(rs, log_fit=False, family_slopes=False, ddp=False, quantile_reg=None, second=False, layer_context=False):
+    nctx, row = design(rs, family_slopes, ddp, second, layer_context)
     X = np.array([row(r) for r in rs])
     peak = np.array([r["peak"] for r in rs])
     w = model_weights(rs)
@@ -164,12 +190,48 @@ def fit(rs, log_fit=False, family_slopes=False, ddp=False, quantile_reg=None, se
     return lambda r: (row(r)[:nctx] @ th[:nctx], row(r)[nctx:] @ th[nctx:])
 
 
-def variant(q, run_weights=False, total_margin=False, family_margin=False, **fit_args):
+def margin_weights(rs, run_weights=False, sqrt_weights=False):
+    """Weights of the training runs in the margin's quantile: every model 1 (shipped), every run
+    1, or a catalog model's runs 1/sqrt(n) each (sqrt(n) together; GPUMemNet's 6,000 MLPs stay
+    one model weighing 1, else they would outweigh the catalog 77 to 1)."""
+    if run_weights:
+        return np.ones(len(rs))
+    w = model_weights(rs)
+    return np.where([r["catalog"] for r in rs], np.sqrt(w), w) if sqrt_weights else w
+
+
+def two_part_margin(rs, ctx, var, w, q):
+    """(m_add, m_mul) of estimate = context + m_add + m_mul x fitted part, from the training runs
+    only: for each m_add on a grid from -0.5 to +1 times the training runs' median context (every
+    model weighing 1), m_mul is the smallest factor (at least 1) that leaves at most 1 - q of the
+    training runs under, counted both ways (every model weighing 1; every catalog run 1); the pair
+    with the lowest median estimate / peak over the training catalog runs (the goal's measure)
+    wins, the first on the grid on ties."""
+    peak = np.array([r["peak"] for r in rs])
+    cat = np.array([r["catalog"] for r in rs])
+    ok = var > 0
+    base = wquantile(ctx, w, 0.5)
+    best = None
+    for m_add in base * np.linspace(-0.5, 1.0, 151):
+        need = (peak - ctx - m_add)[ok] / var[ok]
+        m_mul = max(1.0, wquantile(need, w[ok], q), wquantile(need[cat[ok]], np.ones(int(cat[ok].sum())), q))
+        med = np.median(((ctx + m_add + m_mul * var) / peak)[cat])
+        if best is None or med < best[0]:
+            best = (med, m_add, m_mul)
+    return best[1], best[2]
+
+
+def variant(q, run_weights=False, total_margin=False, family_margin=False, sqrt_weights=False, two_part=False,
+            **fit_args):
     def train(rs):
         f = fit(rs, **fit_args)
         if "quantile_reg" in fit_args:
             return lambda r: sum(f(r))
-        w = np.ones(len(rs)) if run_weights else model_weights(rs)
+        w = margin_weights(rs, run_weights, sqrt_weights)
+        if two_part:
+            ctx, var = np.array([f(r) for r in rs]).T
+            m_add, m_mul = two_part_margin(rs, ctx, var, w, q)
+            return lambda r: f(r)[0] + m_add + m_mul * f(r)[1]
         groups = {}
         for i, r in enumerate(rs):
             ctx, var = f(r)
@@ -213,7 +275,11 @@ EXAMPLES = [f"{m}_imagenet_bs{b}_1gpu" for m in ("vgg16", "resnet50", "mobilenet
 FEATURES = ("A", "saved", "saved-split", "saved+A", "saved-conv")
 VARIANTS = {"shipped": {}, "run-weights": {"run_weights": True}, "total-margin": {"total_margin": True},
             "log-fit": {"log_fit": True}, "family-slopes": {"family_slopes": True},
-            "family-margin": {"family_margin": True}, "ddp-term": {"ddp": True}, "quantile-reg": None}
+            "family-margin": {"family_margin": True}, "ddp-term": {"ddp": True}, "quantile-reg": None,
+            # added for the median goal (docs/estimators.md, "Context by layer type, two-part margin")
+            "layer-context": {"layer_context": True}, "two-part": {"two_part": True},
+            "layer-context+two-part": {"layer_context": True, "two_part": True},
+            "sqrt-weights": {"sqrt_weights": True}}
 QUANTILES = (0.8, 0.85, 0.9, 0.95, 0.99)
 
 
@@ -223,25 +289,47 @@ def trainer_for(feature, name, q, runs):
     return variant(q, quantile_reg=q, second=second) if v is None else variant(q, second=second, **v)
 
 
-def nested(runs, candidates):
+def nested_fold(runs, candidates, held):
+    """One outer fold of nested(): the candidate chosen without `held`, and its estimate / peak
+    of the held-out runs."""
+    inner = [r for r in runs if r["model"] != held]
+    best = None
+    for c in candidates:
+        _, med, _, under, _ = lomo(inner, trainer_for(*c, runs))
+        key = (under > 0.10, under if under > 0.10 else med)
+        if best is None or key < best[0]:
+            best = (key, c)
+    estimate = trainer_for(*best[1], runs)(inner)
+    return best[1], {r["name"]: estimate(r) / r["peak"] for r in runs if r["model"] == held}
+
+
+_NESTED = None  # (runs, candidates) for the worker processes, inherited by fork
+
+
+def _nested_worker(held):
+    return nested_fold(*_NESTED, held)
+
+
+def nested(runs, candidates, jobs=1):
     """The selection itself judged by leave-one-model-out: for each held-out model, every
     candidate (feature, form, q) is scored by leave-one-model-out on the other models, the
     lowest median with at most 10 % under is chosen (else the lowest under share), fitted on
-    the other models and judged on the held-out one. Returns lomo()'s figures and the choices."""
+    the other models and judged on the held-out one. Returns lomo()'s figures and the choices.
+    The outer folds are independent: `jobs` processes share them (same result for any count)."""
+    global _NESTED
+    helds = sorted({r["model"] for r in runs if r["catalog"]})
+    if jobs > 1:
+        _NESTED = (runs, candidates)
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            results = pool.map(_nested_worker, helds, chunksize=1)
+    else:
+        results = [nested_fold(runs, candidates, held) for held in helds]
     ratios, chosen = {}, {}
-    for held in sorted({r["model"] for r in runs if r["catalog"]}):
-        inner = [r for r in runs if r["model"] != held]
-        best = None
-        for c in candidates:
-            _, med, _, under, _ = lomo(inner, trainer_for(*c, runs))
-            key = (under > 0.10, under if under > 0.10 else med)
-            if best is None or key < best[0]:
-                best = (key, c)
-        chosen[held] = best[1]
-        estimate = trainer_for(*best[1], runs)(inner)
-        ratios.update({r["name"]: estimate(r) / r["peak"] for r in runs if r["model"] == held})
-    v = np.array(list(ratios.values()))
-    return len(v), np.median(v), np.quantile(v, 0.95), np.mean(v < 1), chosen
+    for held, (choice, held_ratios) in zip(helds, results):
+        chosen[held] = choice
+        ratios.update(held_ratios)
+    v = np.array([ratios[r["name"]] for r in runs if r["catalog"]])
+    return len(v), np.median(v), np.quantile(v, 0.95), np.mean(v < 1), chosen, ratios
 
 
 def main():
@@ -250,6 +338,9 @@ def main():
     p.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated (default: all)")
     p.add_argument("--nested", action="store_true",
                    help="judge the choice among --features x --variants x quantiles itself (nested; slow)")
+    p.add_argument("--jobs", type=int, default=1, help="processes for --nested's outer folds (default 1)")
+    p.add_argument("--quantiles", default=",".join(str(q) for q in QUANTILES),
+                   help="comma-separated margin quantiles (default: all five)")
     p.add_argument("--specs", default=os.path.join(ROOT, "data/aegis/workload_specs.csv"),
                    help="model specs of the catalog (default: the shipped data/aegis/workload_specs.csv)")
     args = p.parse_args()
@@ -260,16 +351,22 @@ def main():
     for n in names:
         if n not in VARIANTS:
             p.error(f"--variants: unknown '{n}'")
+    quantiles = [float(q) for q in args.quantiles.split(",")]
+    if any(not 0 < q < 1 for q in quantiles):
+        p.error("--quantiles: each must lie in (0, 1)")
     runs = load(args.specs)
     if any(f != "A" for f in features) and all(r["sm"] is None for r in runs):
         p.error(f"--features: {args.specs} has no saved_activation_bytes (scripts/workload_specs.py --study)")
     if args.nested:
-        candidates = [(f, n, q) for f in features for n in names for q in QUANTILES]
-        n, med, p95, under, chosen = nested(runs, candidates)
+        candidates = [(f, n, q) for f in features for n in names for q in quantiles]
+        n, med, p95, under, chosen, ratios = nested(runs, candidates, args.jobs)
         print(f"nested over {len(candidates)} candidates: n {n}, median {med:.3f}, p95 {p95:.2f}, "
               f"under {under * 100:.1f} %")
         for (f, name, q), k in Counter(chosen.values()).most_common():
             print(f"  chosen for {k} of {len(chosen)} held-out models: {f} {name} q = {q:.2f}")
+        for held, (f, name, q) in sorted(chosen.items()):
+            low = [f"{r['name']} {ratios[r['name']]:.2f}" for r in runs if r["model"] == held and ratios[r["name"]] < 1]
+            print(f"  {held}: {f} {name} q = {q:.2f}" + (f"; under: {', '.join(low)}" if low else ""))
         return
     examples = {}
     print(f"{'feature':<12} {'variant':<16} {'q':>6} {'n':>3} {'median':>7} {'p95':>6} {'under':>7}")
@@ -277,7 +374,7 @@ def main():
     for feature in features:
         second = use_activation(runs, feature)
         for name in names:
-            for q in QUANTILES:
+            for q in quantiles:
                 v = VARIANTS[name]
                 trainer = variant(q, quantile_reg=q, second=second) if v is None else variant(q, second=second, **v)
                 n, med, p95, under, ratios = lomo(runs, trainer)

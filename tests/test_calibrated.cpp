@@ -4,7 +4,10 @@
 // model far from the training data is flagged, GPU models are kept apart.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <tuple>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -46,6 +49,7 @@ TEST(CalibratedTest, FitRecoversContextPerGpuAndSlopes) {
   const auto runs = exact_runs();
   CalibrationOptions o;
   o.default_gpu = "A";
+  o.two_part_margin = false;
   const auto m = CalibratedModel::fit(runs, o);
   EXPECT_NEAR(m.context_mib("A"), 500, 1e-6);
   EXPECT_NEAR(m.context_mib("B"), 1400, 1e-6);
@@ -63,12 +67,77 @@ TEST(CalibratedTest, FitRecoversContextPerGpuAndSlopes) {
 TEST(CalibratedTest, MarginCoversTheChosenQuantileOfRuns) {
   auto runs = exact_runs();
   for (std::size_t i = 0; i < runs.size(); ++i) runs[i].peak_mib *= 1.0 + 0.02 * static_cast<double>(i % 10);
+  for (bool two_part : {false, true}) {
+    CalibrationOptions o;
+    o.two_part_margin = two_part;
+    o.margin_quantile = 1.0;
+    const auto m = CalibratedModel::fit(runs, o);
+    for (const auto& r : runs) EXPECT_GE(m.estimate(r, r.gpu).mib, r.peak_mib * (1 - 1e-9)) << r.model;
+    o.margin_quantile = 0.5;
+    const auto half = CalibratedModel::fit(runs, o);
+    int under = 0;
+    for (const auto& r : runs) under += half.estimate(r, r.gpu).mib < r.peak_mib * (1 - 1e-9);
+    EXPECT_LE(under, static_cast<int>(runs.size()) / 2) << "two-part " << two_part;
+    EXPECT_GT(under, 0) << "two-part " << two_part;  // a median margin leaves some runs above
+  }
+}
+
+// Ten real models on one GPU, the small ones' peaks 450 MiB below the large ones' context,
+// all scattered by -10 to +20 %, and a synthetic model of 200 runs far above them all.
+std::vector<CalibrationRun> small_jobs_below_the_context() {
+  std::vector<CalibrationRun> runs;
+  for (int i = 0; i < 40; ++i) {
+    auto r = run("m" + std::to_string(i / 4), "A", 2e6 * (1 + i % 5) * (i < 20 ? 1 : 40), 2e5, 32 << (i % 4));
+    const double scatter = 0.9 + 0.05 * (i % 7);
+    r.peak_mib = (i < 20 ? 350 : 800) + scatter * (4 * r.parameter_mib() + 1.5 * r.activation_mib());
+    runs.push_back(r);
+  }
+  for (int i = 0; i < 200; ++i) {
+    auto r = run("synthetic", "A", 1e6, 1e5, 8 << (i % 5));
+    r.synthetic = true;
+    r.peak_mib = 3 * (800 + 4 * r.parameter_mib() + 1.5 * r.activation_mib());
+    runs.push_back(r);
+  }
+  return runs;
+}
+
+// Peaks of small jobs below what a shared context says, large ones scattered: the two-part
+// margin lowers the context where the margin-alone form can only scale the model-dependent
+// part, and still covers the chosen share of runs counted per run and per model; the
+// synthetic runs, fitted as ever, do not enter the median it lowers.
+TEST(CalibratedTest, TwoPartMarginLowersTheMedianWithinTheQuantile) {
+  const auto runs = small_jobs_below_the_context();
+  auto real_median_and_under = [&](const CalibratedModel& m) {
+    std::vector<double> ratios;
+    std::map<std::string, std::pair<int, int>> per_model;  // runs under, runs
+    for (const auto& r : runs) {
+      const double ratio = m.estimate(r, "A").mib / r.peak_mib;
+      auto& [u, n] = per_model[r.model];
+      u += ratio < 1 - 1e-9, n += 1;
+      if (!r.synthetic) ratios.push_back(ratio);
+    }
+    std::sort(ratios.begin(), ratios.end());
+    double model_under = 0;
+    for (const auto& [model, un] : per_model) model_under += static_cast<double>(un.first) / un.second;
+    const auto real_under = std::count_if(ratios.begin(), ratios.end(), [](double x) { return x < 1 - 1e-9; });
+    return std::tuple{(ratios[ratios.size() / 2 - 1] + ratios[ratios.size() / 2]) / 2,
+                      static_cast<double>(real_under) / static_cast<double>(ratios.size()),
+                      model_under / static_cast<double>(per_model.size())};
+  };
   CalibrationOptions o;
-  o.margin_quantile = 1.0;
-  const auto m = CalibratedModel::fit(runs, o);
-  for (const auto& r : runs) EXPECT_GE(m.estimate(r, r.gpu).mib, r.peak_mib * (1 - 1e-9)) << r.model;
-  o.margin_quantile = 0.5;
-  EXPECT_LT(CalibratedModel::fit(runs, o).margin(), m.margin());
+  o.margin_quantile = 0.9;
+  o.two_part_margin = true;
+  const auto two_part = CalibratedModel::fit(runs, o);
+  o.two_part_margin = false;
+  const auto margin_only = CalibratedModel::fit(runs, o);
+  const auto [median2, real_under2, model_under2] = real_median_and_under(two_part);
+  const auto [median1, real_under1, model_under1] = real_median_and_under(margin_only);
+  EXPECT_LT(two_part.context_margin_mib(), 0);  // the small jobs need less than the context
+  EXPECT_EQ(margin_only.context_margin_mib(), 0);
+  EXPECT_LT(median2, median1);
+  EXPECT_GE(median2, 1.0);
+  EXPECT_LE(real_under2, 0.1 + 1e-9);
+  EXPECT_LE(model_under2, 0.1 + 1e-9);
 }
 
 TEST(CalibratedTest, FarFromTrainingIsFlaggedNotRefused) {
@@ -91,11 +160,18 @@ TEST(CalibratedTest, FarFromTrainingIsFlaggedNotRefused) {
 }
 
 TEST(CalibratedTest, JsonRoundTripAndErrorsNameTheField) {
-  const auto m = CalibratedModel::fit(exact_runs(), {});
+  CalibrationOptions two_part;
+  two_part.two_part_margin = true;
+  two_part.default_gpu = "A";
+  const auto m = CalibratedModel::fit(small_jobs_below_the_context(), two_part);
+  ASSERT_NE(m.context_margin_mib(), 0);
   const auto back = CalibratedModel::from_json(m.to_json());
-  const auto r = run("x", "B", 3e7, 1e5, 32);
-  EXPECT_DOUBLE_EQ(back.estimate(r, "B").mib, m.estimate(r, "B").mib);
+  const auto r = run("x", "A", 3e7, 1e5, 32);
+  EXPECT_DOUBLE_EQ(back.estimate(r, "A").mib, m.estimate(r, "A").mib);
+  // The margin alone writes the version-1 file it always wrote (no context margin).
+  EXPECT_EQ(CalibratedModel::fit(exact_runs(), {}).to_json().at("format"), "aegis-calibrated-memory-1");
   auto j = m.to_json();
+  EXPECT_EQ(j.at("format"), "aegis-calibrated-memory-2");
   j["margin"] = "x";
   try {
     CalibratedModel::from_json(j);
@@ -105,6 +181,21 @@ TEST(CalibratedTest, JsonRoundTripAndErrorsNameTheField) {
   }
   j = m.to_json();
   j["default_gpu"] = "nowhere";
+  EXPECT_THROW(CalibratedModel::from_json(j), std::runtime_error);
+  j = m.to_json();
+  j.erase("context_margin_mib");
+  try {
+    CalibratedModel::from_json(j);
+    FAIL() << "accepted a version-2 file without its context margin";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("context_margin_mib"), std::string::npos) << e.what();
+  }
+  // A version-1 file (the margin alone) still reads, with no context margin.
+  j["format"] = "aegis-calibrated-memory-1";
+  const auto v1 = CalibratedModel::from_json(j);
+  EXPECT_EQ(v1.context_margin_mib(), 0);
+  EXPECT_DOUBLE_EQ(v1.estimate(r, "A").mib, m.estimate(r, "A").mib - m.context_margin_mib());
+  j["format"] = "aegis-calibrated-memory-3";
   EXPECT_THROW(CalibratedModel::from_json(j), std::runtime_error);
 }
 

@@ -5,11 +5,17 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 namespace aegis {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+// The model file's format: 2 adds context_margin_mib (the two-part margin), written only when
+// it is not 0, so that a margin-alone fit writes the same file as before.
+constexpr const char* kFormat = "aegis-calibrated-memory-2";
+constexpr const char* kFormatMarginOnly = "aegis-calibrated-memory-1";
 // How far past the training range (in natural-log units, as the learned model's coverage
 // check: a tenth of the range, at least 0.5 = a factor 1.65) a job still counts as inside.
 constexpr double kRangeSlackShare = 0.1, kRangeSlackMin = 0.5;
@@ -38,6 +44,64 @@ double weighted_quantile(std::vector<std::pair<double, double>> value_weight, do
 
 double slack(double lo, double hi) { return std::max(kRangeSlackShare * (hi - lo), kRangeSlackMin); }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The smallest margin (at least 1: never below the fit) on the model-dependent part that
+// leaves at most 1 - q of the runs above context + context_margin + margin x part, counted
+// with `weights` (each model 1) and, over the real runs, each run 1.
+double margin_for(std::span<const CalibrationRun> runs, const std::vector<double>& weights,
+                  const std::vector<double>& context, const std::vector<double>& variable, bool all_real,
+                  double context_margin, double q) {
+  std::vector<std::pair<double, double>> by_model, by_run;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (!(variable[i] > 0)) continue;  // nothing model-dependent to scale
+    const double need = (runs[i].peak_mib - context[i] - context_margin) / variable[i];
+    by_model.emplace_back(need, weights[i]);
+    if (all_real || !runs[i].synthetic) by_run.emplace_back(need, 1.0);
+  }
+  double margin = 1;
+  if (!by_model.empty()) margin = std::max(margin, weighted_quantile(std::move(by_model), q));
+  if (!by_run.empty()) margin = std::max(margin, weighted_quantile(std::move(by_run), q));
+  return margin;
+}
+
+// (context margin, margin): see CalibrationOptions::two_part_margin. The margin alone, as
+// before the two-part form, quantiles over models only.
+std::pair<double, double> choose_margins(std::span<const CalibrationRun> runs, const std::vector<double>& weights,
+                                         const std::vector<double>& context, const std::vector<double>& variable,
+                                         const CalibrationOptions& o) {
+  if (!o.two_part_margin) {
+    std::vector<std::pair<double, double>> ratios;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (variable[i] > 0) ratios.emplace_back((runs[i].peak_mib - context[i]) / variable[i], weights[i]);
+    return {0.0, ratios.empty() ? 1.0 : std::max(1.0, weighted_quantile(std::move(ratios), o.margin_quantile))};
+  }
+  // With no real run (synthetic data only), every run counts as real.
+  const bool all_real = std::all_of(runs.begin(), runs.end(), [](const CalibrationRun& r) { return r.synthetic; });
+  std::vector<std::pair<double, double>> contexts;
+  for (std::size_t i = 0; i < runs.size(); ++i) contexts.emplace_back(context[i], weights[i]);
+  const double base = weighted_quantile(std::move(contexts), 0.5);
+  const double step = (o.context_margin_high - o.context_margin_low) / o.context_margin_steps;
+  double best_median = INFINITY;
+  std::pair<double, double> best = {0.0, 1.0};
+  for (int k = 0; k <= o.context_margin_steps; ++k) {
+    const double share = k == o.context_margin_steps ? o.context_margin_high : o.context_margin_low + k * step;
+    const double add = base * share;
+    const double margin = margin_for(runs, weights, context, variable, all_real, add, o.margin_quantile);
+    std::vector<double> ratios;
+    for (std::size_t i = 0; i < runs.size(); ++i)
+      if (all_real || !runs[i].synthetic)
+        ratios.push_back((context[i] + add + margin * variable[i]) / runs[i].peak_mib);
+    const double med = median(std::move(ratios));
+    if (med < best_median) best_median = med, best = {add, margin};
+  }
+  return best;
+}
+
 }  // namespace
 
 CalibrationRun calibration_run(const ModelFeatures& f, const std::string& gpu, bool half) {
@@ -61,6 +125,8 @@ CalibratedModel CalibratedModel::fit(std::span<const CalibrationRun> runs, const
   if (runs.empty()) throw std::invalid_argument("calibration: no runs");
   if (!(o.margin_quantile > 0 && o.margin_quantile <= 1))
     throw std::invalid_argument("calibration: margin quantile must be in (0, 1]");
+  if (o.two_part_margin && !(o.context_margin_steps >= 1 && o.context_margin_low <= o.context_margin_high))
+    throw std::invalid_argument("calibration: context margin grid needs steps >= 1 and low <= high");
   CalibratedModel m;
   m.quantile_ = o.margin_quantile;
   m.default_gpu_ = o.default_gpu;
@@ -104,21 +170,19 @@ CalibratedModel CalibratedModel::fit(std::span<const CalibrationRun> runs, const
   for (const auto& [g, c] : gpu_column) m.context_[g] = std::max(0.0, beta(c));
   m.per_parameter_ = beta(slope0);
   m.per_activation_ = beta(slope0 + 1);
-  // The margin scales the model-dependent part only: the context is one per GPU model and
-  // process, known as well from a small job as from a large one.
-  std::vector<std::pair<double, double>> ratios;
   m.log_param_lo_ = m.log_act_lo_ = INFINITY;
   m.log_param_hi_ = m.log_act_hi_ = -INFINITY;
+  std::vector<double> context(runs.size()), variable(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const auto& r = runs[i];
-    const double variable = m.per_parameter_ * r.parameter_mib() + m.per_activation_ * r.activation_mib();
-    if (variable > 0) ratios.emplace_back((r.peak_mib - m.context_[r.gpu]) / variable, weights[i]);
+    context[i] = m.context_[r.gpu];
+    variable[i] = m.per_parameter_ * r.parameter_mib() + m.per_activation_ * r.activation_mib();
     const double lp = std::log1p(r.parameters), la = std::log1p(r.activations * r.batch_size);
     m.log_param_lo_ = std::min(m.log_param_lo_, lp), m.log_param_hi_ = std::max(m.log_param_hi_, lp);
     m.log_act_lo_ = std::min(m.log_act_lo_, la), m.log_act_hi_ = std::max(m.log_act_hi_, la);
     m.layer_types_.insert(r.layer_types.begin(), r.layer_types.end());
   }
-  m.margin_ = ratios.empty() ? 1.0 : std::max(1.0, weighted_quantile(std::move(ratios), o.margin_quantile));
+  std::tie(m.context_margin_, m.margin_) = choose_margins(runs, weights, context, variable, o);
   if (!m.context_.count(m.default_gpu_)) m.default_gpu_ = m.context_.begin()->first;
   return m;
 }
@@ -130,7 +194,8 @@ double CalibratedModel::context_mib(const std::string& gpu) const {
 
 CalibratedEstimate CalibratedModel::estimate(const CalibrationRun& job, const std::string& gpu) const {
   CalibratedEstimate e;
-  e.mib = context_mib(gpu) + margin_ * (per_parameter_ * job.parameter_mib() + per_activation_ * job.activation_mib());
+  e.mib = context_mib(gpu) + context_margin_ +
+          margin_ * (per_parameter_ * job.parameter_mib() + per_activation_ * job.activation_mib());
   std::vector<std::string> why;
   auto check = [&](const char* what, double v, double lo, double hi) {
     const double s = slack(lo, hi);
@@ -158,17 +223,19 @@ double CalibratedModel::translate(double mib, const std::string& from_gpu, const
 nlohmann::json CalibratedModel::to_json() const {
   nlohmann::json ctx = nlohmann::json::object();
   for (const auto& [g, c] : context_) ctx[g] = c;
-  return {{"format", "aegis-calibrated-memory-1"},
-          {"context_mib", ctx},
-          {"per_parameter_mib", per_parameter_},
-          {"per_activation_mib", per_activation_},
-          {"margin", margin_},
-          {"margin_quantile", quantile_},
-          {"default_gpu", default_gpu_},
-          {"coverage",
-           {{"log1p_parameters", {log_param_lo_, log_param_hi_}},
-            {"log1p_batch_activations", {log_act_lo_, log_act_hi_}},
-            {"layer_types", layer_types_}}}};
+  nlohmann::json j = {{"format", context_margin_ != 0 ? kFormat : kFormatMarginOnly},
+                      {"context_mib", ctx},
+                      {"per_parameter_mib", per_parameter_},
+                      {"per_activation_mib", per_activation_},
+                      {"margin", margin_},
+                      {"margin_quantile", quantile_},
+                      {"default_gpu", default_gpu_},
+                      {"coverage",
+                       {{"log1p_parameters", {log_param_lo_, log_param_hi_}},
+                        {"log1p_batch_activations", {log_act_lo_, log_act_hi_}},
+                        {"layer_types", layer_types_}}}};
+  if (context_margin_ != 0) j["context_margin_mib"] = context_margin_;
+  return j;
 }
 
 CalibratedModel CalibratedModel::from_json(const nlohmann::json& j) {
@@ -188,9 +255,12 @@ CalibratedModel CalibratedModel::from_json(const nlohmann::json& j) {
       throw std::runtime_error(fmt::format("coverage.{}: expected [low, high]", key));
     lo = v[0].get<double>(), hi = v[1].get<double>();
   };
-  if (!j.is_object() || j.value("format", "") != "aegis-calibrated-memory-1")
-    throw std::runtime_error("format: expected \"aegis-calibrated-memory-1\"");
+  if (!j.is_object() || !j.contains("format") || !j.at("format").is_string() ||
+      (j.at("format") != kFormat && j.at("format") != kFormatMarginOnly))
+    throw std::runtime_error(fmt::format("format: expected \"{}\" or \"{}\"", kFormat, kFormatMarginOnly));
   CalibratedModel m;
+  // Version 1 had no context margin (the margin alone): it reads as 0.
+  if (j.at("format") == kFormat) m.context_margin_ = number(j, "context_margin_mib");
   const auto& ctx = need(j, "context_mib");
   if (!ctx.is_object() || ctx.empty()) throw std::runtime_error("context_mib: expected a non-empty object");
   for (const auto& [g, v] : ctx.items()) {

@@ -58,12 +58,12 @@ void Lifecycle::finish(LifeJob& j, JobState s, std::string_view reason, Seconds 
 Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Seconds t) {
   Effects fx;
   const JobId id = spec.id;
-  if (jobs_.count(id)) throw std::logic_error(fmt::format("lifecycle: job {} submitted twice", id));
-  LifeJob j;
-  j.queued.spec = std::move(spec);
-  j.queued.recovery.exclusive_only = exclusive;
-  j.restartable = restartable;
-  auto& stored = jobs_.emplace(id, std::move(j)).first->second;
+  auto [it, fresh] = jobs_.try_emplace(id);
+  if (!fresh) throw std::logic_error(fmt::format("lifecycle: job {} submitted twice", id));
+  LifeJob& stored = it->second;
+  stored.queued.spec = std::move(spec);
+  stored.queued.recovery.exclusive_only = exclusive;
+  stored.restartable = restartable;
   enqueue(stored, QueueName::Main, true);
   (void)t;
   change(fx, id, "submit", "");

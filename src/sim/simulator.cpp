@@ -532,7 +532,7 @@ class Run {
       changed_.push_back(s);
     }
     a.gpus = j.live->gpus;
-    j.rec->attempts.push_back(a);
+    j.rec->attempts.push_back(std::move(a));
 
     j.live->ends_at = t + j.work;
     push(j.live->ends_at, EvKind::Complete, id, j.version);

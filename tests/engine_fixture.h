@@ -75,6 +75,15 @@ struct World {
     return s;
   }
 
+  // The snapshot of a what-if: this one job, no queues (as the simulator asks a server).
+  Snapshot snapshot_of(const QueuedJob& job) {
+    Snapshot s = snapshot();
+    s.only_job = &job;
+    s.main_queue = nullptr;
+    s.recovery_queue = nullptr;
+    return s;
+  }
+
   Decisions tick(const Engine& e) {
     auto s = snapshot();
     return e.tick(s);

@@ -419,11 +419,8 @@ TEST(Room, RefusesOnlyWhatATickRefuses) {
       Engine::Room room;
       ASSERT_TRUE(e.room(w.gpus, loads, room));
       w.now += uniform(0, 1) ? 0 : uniform(0, 900);  // a room outlives instants: gates open as time passes
-      Snapshot s = w.snapshot();
+      Snapshot s = w.snapshot_of(q);
       s.loads = loads;
-      s.only_job = &q;
-      s.main_queue = nullptr;
-      s.recovery_queue = nullptr;
       const Decisions d = e.tick(s);
       Seconds wake = 0;
       const bool refuses = e.room_refuses(room, e.request_shape(q), q.spec.num_gpus, w.now, wake);
@@ -503,10 +500,7 @@ TEST(Engine, PressureAskedInRankOrderPicksAsAskingEveryGpu) {
       for (int g = 0; g < 8; ++g)  // mostly busy: the pressure filter decides often
         w.busy(g, uniform(4, 10) / 10.0, uniform(2, 10) / 10.0, uniform(2, 10) / 10.0, uniform(2, 10) / 10.0);
       QueuedJob q = test::job(1, uniform(1, 4), std::optional<MiB>(uniform(1, 20) * 1024));
-      Snapshot s = w.snapshot();
-      s.only_job = &q;
-      s.main_queue = nullptr;
-      s.recovery_queue = nullptr;
+      Snapshot s = w.snapshot_of(q);
       s.explain = true;
       const Decisions all = e.tick(s);
       s.explain = false;

@@ -259,11 +259,6 @@ TEST(Engine, JobLargerThanServerIsReportedNotPlaced) {
   EXPECT_NE(d.blocked->reason.find("needs 3 GPUs; this server has 2"), std::string::npos);
 }
 
-}  // namespace
-}  // namespace aegis
-
-namespace aegis {
-namespace {
 
 TEST(Engine, ExclusiveFirstSkipsIdleGpusTooSmallForTheEstimate) {
   World w(2);
@@ -278,11 +273,6 @@ TEST(Engine, ExclusiveFirstSkipsIdleGpusTooSmallForTheEstimate) {
   EXPECT_EQ(d.launches.size(), 1u);
 }
 
-}  // namespace
-}  // namespace aegis
-
-namespace aegis {
-namespace {
 
 TEST(Engine, RequestShapeCoversWhatThePolicyReads) {
   QueuedJob a = test::job(1, 1, 8000), b = test::job(2, 1, 12000);
@@ -323,11 +313,6 @@ TEST(Engine, RequestShapeCoversWhatThePolicyReads) {
   EXPECT_FALSE(free.request_shape(b).covers(free.request_shape(a)));
 }
 
-}  // namespace
-}  // namespace aegis
-
-namespace aegis {
-namespace {
 
 TEST(StageReads, AFieldStaysANeedOnlyIfEveryReaderSaysSo) {
   const StageReads as_need{{JobField::GpuUtilHint}, {GpuFact::Jobs}, {JobField::GpuUtilHint}};
@@ -369,11 +354,6 @@ TEST(Engine, StopsJobsNoGpuHereCanHold) {
   EXPECT_EQ(d2.launches[0].gpus, std::vector<int>{1});
 }
 
-}  // namespace
-}  // namespace aegis
-
-namespace aegis {
-namespace {
 
 // Engine::room_refuses lets the simulator skip asks; it must never say "refused" where a
 // tick would place the job, and the time it names to ask again must be no later than the
@@ -473,11 +453,6 @@ TEST(Room, TellsSharingAloneAndGatesApart) {
   EXPECT_FALSE(test::engine("exclusive").tells_refusals_from_room());
 }
 
-}  // namespace
-}  // namespace aegis
-
-namespace aegis {
-namespace {
 
 // With the pressure filter last and an order that ranks each GPU alone, a tick asks the
 // pressure filter GPU by GPU in rank order until enough pass (Engine::tick). It must pick

@@ -7,30 +7,32 @@ docs/estimators.md, "Model choices tried".
     /usr/bin/python3 scripts/memory_model_study.py --specs data/aegis/workload_specs_study.csv \
         --features A,saved,saved-split,saved+A           # the activation-feature study; 3 min
 
-Every variant is judged as `aegis estimate eval` judges the shipped one: for each of the 17
-catalog models, fitted without that model's runs (GPUMemNet's 6,000 MLPs always in, as one
-model), then estimating the held-out runs. The first variant re-implements the shipped fit
-(src/estimate/calibrated.cpp) as a cross-check: its q = 0.95 row must read 1.414 / 3.8 %.
+Every variant is judged as `aegis estimate eval` judges the calibrated estimator: for each of
+the 17 catalog models, fitted without that model's runs (GPUMemNet's 6,000 MLPs always in, as
+one model), then estimating the held-out runs. margin-alone and two-part re-implement the two
+forms of src/estimate/calibrated.cpp as a cross-check: margin-alone's q = 0.95 row must read
+1.414 / 3.8 %, two-part's q = 0.90 row (the shipped form since 2026-12-03) 1.245 / 3.8 %.
 Variants:
-  shipped       least squares on the relative error, context per GPU + a x P MiB + b x A.B MiB,
+  margin-alone  (named "shipped" before 2026-12-03) least squares on the relative error,
+                context per GPU + a x P MiB + b x A.B MiB,
                 margin = q-quantile (each model weighing 1) of (peak - context) / fitted part
   run-weights   the same, the margin's quantile weighing every run 1 instead of every model
   total-margin  the margin scales the whole estimate (context included)
-  log-fit       least squares on log(peak) (Gauss-Newton), margin as shipped
+  log-fit       least squares on log(peak) (Gauss-Newton), margin as margin-alone
   family-slopes one activation slope per family (conv2d / embedding / MLP / torchsummary rows)
   family-margin one margin per family with >= 4 models in the training folds, else the pooled one
   ddp-term      one more parameter slope for multi-GPU (data-parallel gradient buckets)
   quantile-reg  the q-quantile fitted directly (pinball loss on the relative error, IRLS)
 Added for the median goal (docs/estimators.md, "Context by layer type, two-part margin"):
   layer-context context per GPU + an offset when the spec lists convolutions (cuDNN) and one
-                when it lists embeddings, fitted jointly with the slopes; margin as shipped
+                when it lists embeddings, fitted jointly with the slopes; margin as margin-alone
   two-part      estimate = context + m_add + m_mul x fitted part, (m_add, m_mul) chosen on the
                 training runs: the lowest training median with at most 1 - q of them under
-                (two_part_margin)
+                (two_part_margin; shipped at q = 0.90)
   layer-context+two-part  both
   sqrt-weights  the margin's quantile weighing a model's n runs 1/sqrt(n) each
     /usr/bin/python3 scripts/memory_model_study.py --variants \
-        shipped,layer-context,two-part,layer-context+two-part,sqrt-weights [--nested --jobs 2]
+        margin-alone,layer-context,two-part,layer-context+two-part,sqrt-weights [--nested --jobs 2]
 Activation features (--features; all but A need the `saved_activation_bytes` column that
 scripts/workload_specs.py --study writes):
   A             every layer's output elements per sample x bytes x batch (shipped)
@@ -40,7 +42,7 @@ scripts/workload_specs.py --study writes):
   saved-conv    saved bytes on the convolutional networks only (rows listing conv2d), A on
                 the rest (transformer stand-ins included), each with its slope; added
                 after the others' results, which blamed the stand-ins' attention
-For each feature, the shipped variant at q = 0.95 also prints the held-out estimate / peak
+For each feature, margin-alone at q = 0.95 also prints the held-out estimate / peak
 of the issue's examples (VGG-16, ResNet-50, MobileNetV2, EfficientNet-B0 on ImageNet at
 batch 32 and 128). Deterministic (no randomness).
 """
@@ -273,7 +275,7 @@ EXAMPLES = [f"{m}_imagenet_bs{b}_1gpu" for m in ("vgg16", "resnet50", "mobilenet
 
 
 FEATURES = ("A", "saved", "saved-split", "saved+A", "saved-conv")
-VARIANTS = {"shipped": {}, "run-weights": {"run_weights": True}, "total-margin": {"total_margin": True},
+VARIANTS = {"margin-alone": {}, "run-weights": {"run_weights": True}, "total-margin": {"total_margin": True},
             "log-fit": {"log_fit": True}, "family-slopes": {"family_slopes": True},
             "family-margin": {"family_margin": True}, "ddp-term": {"ddp": True}, "quantile-reg": None,
             # added for the median goal (docs/estimators.md, "Context by layer type, two-part margin")
@@ -348,6 +350,7 @@ def main():
     for f in features:
         if f not in FEATURES:
             p.error(f"--features: unknown '{f}'")
+    names = ["margin-alone" if n == "shipped" else n for n in names]  # the name before 2026-12-03
     for n in names:
         if n not in VARIANTS:
             p.error(f"--variants: unknown '{n}'")
@@ -378,14 +381,14 @@ def main():
                 v = VARIANTS[name]
                 trainer = variant(q, quantile_reg=q, second=second) if v is None else variant(q, second=second, **v)
                 n, med, p95, under, ratios = lomo(runs, trainer)
-                if name == "shipped" and q == 0.95:
+                if name == "margin-alone" and q == 0.95:
                     examples[feature] = ratios
                 print(f"{feature:<12} {name:<16} {q:>6.2f} {n:>3} {med:>7.3f} {p95:>6.2f} {under * 100:>6.1f}%",
                       flush=True)
                 if under <= 0.10 and (best is None or med < best[0]):
                     best = (med, under, feature, name, q)
     for feature, ratios in examples.items():
-        print(f"{feature}, shipped, q = 0.95: " + ", ".join(f"{n} {ratios[n]:.2f}" for n in EXAMPLES))
+        print(f"{feature}, margin-alone, q = 0.95: " + ", ".join(f"{n} {ratios[n]:.2f}" for n in EXAMPLES))
     print(f"lowest median with <= 10 % under: {best[2]} {best[3]} q = {best[4]:.2f}: median {best[0]:.3f}, "
           f"under {best[1] * 100:.1f} %")
 

@@ -169,7 +169,9 @@ TEST(CalibratedTest, JsonRoundTripAndErrorsNameTheField) {
   const auto r = run("x", "A", 3e7, 1e5, 32);
   EXPECT_DOUBLE_EQ(back.estimate(r, "A").mib, m.estimate(r, "A").mib);
   // The margin alone writes the version-1 file it always wrote (no context margin).
-  EXPECT_EQ(CalibratedModel::fit(exact_runs(), {}).to_json().at("format"), "aegis-calibrated-memory-1");
+  CalibrationOptions margin_alone;
+  margin_alone.two_part_margin = false;
+  EXPECT_EQ(CalibratedModel::fit(exact_runs(), margin_alone).to_json().at("format"), "aegis-calibrated-memory-1");
   auto j = m.to_json();
   EXPECT_EQ(j.at("format"), "aegis-calibrated-memory-2");
   j["margin"] = "x";

@@ -23,7 +23,8 @@ const std::string kCatalogGpu = "A100-40GB";
 const std::string kMlpGpu = "gpumemnet-testbed";
 const std::string kMlpModel = "gpumemnet-mlp";  // the synthetic MLPs weigh as one model
 const std::vector<double> kQuantiles = {0.8, 0.85, 0.9, 0.95, 0.99};
-constexpr double kDefaultQuantile = 0.95;  // chosen by leave-one-model-out: the lowest median with <= 10 % under
+// The shipped form: CalibrationOptions' defaults (two-part, q = 0.90; docs/estimators.md).
+const CalibrationOptions kShippedForm{};
 
 struct RealRun {
   std::string name;
@@ -126,8 +127,8 @@ nlohmann::json memory_table(const std::vector<RealRun>& all, const LearnedNet* l
     names.push_back(name);
     est[name] = leave_one_model_out(runs, o, [](const CalibrationRun& r) { return r.model != kMlpModel; });
   };
-  // The shipped form (the margin alone) and the two-part margin, not shipped (docs/estimators.md,
-  // "Context by layer type, two-part margin"), at each quantile.
+  // Both forms, the margin alone (shipped before) and the two-part margin (shipped now;
+  // docs/estimators.md, "Context by layer type, two-part margin"), at each quantile.
   for (bool two_part : {false, true})
     for (double q : kQuantiles) {
       CalibrationOptions o;
@@ -166,7 +167,8 @@ nlohmann::json memory_table(const std::vector<RealRun>& all, const LearnedNet* l
              "Published columns: 40000 and empty count as no estimate; learned-regression: the shipped model, "
              "inside its coverage only)\n");
   nlohmann::json rows = nlohmann::json::array();
-  const auto chosen = fmt::format("calibrated (margin p{:g})", kDefaultQuantile * 100);
+  const auto chosen = fmt::format("calibrated ({} p{:g})", kShippedForm.two_part_margin ? "two-part" : "margin",
+                                  kShippedForm.margin_quantile * 100);
   std::size_t k = 0;
   for (const auto& x : all) {
     if (!x.catalog) continue;
@@ -297,8 +299,8 @@ void add_calibrate_estimator(CLI::App& est, const std::vector<std::string>& defa
   struct Args {
     std::string workloads = "data/aegis/workloads.csv", specs = kDefaultSpecs, out;
     std::vector<std::string> data;
-    double quantile = kDefaultQuantile;
-    bool two_part = false;
+    double quantile = kShippedForm.margin_quantile;
+    std::string form = kShippedForm.two_part_margin ? "two-part" : "margin";
   };
   static Args a;
   static std::vector<std::string> defaults;
@@ -313,8 +315,11 @@ void add_calibrate_estimator(CLI::App& est, const std::vector<std::string>& defa
                   "the share of training runs, over models and over real runs, the estimate must cover)")
       ->check(CLI::Range(0.5, 1.0))
       ->capture_default_str();
-  cmd->add_flag("--two-part", a.two_part,
-                "Fit the two-part margin (context margin + margin; docs/estimators.md): not the shipped form");
+  cmd->add_option("--form", a.form,
+                  "two-part: context margin + margin (shipped); margin: the margin alone (shipped before "
+                  "2026-12-03, with --quantile 0.95); docs/estimators.md")
+      ->check(CLI::IsMember({"two-part", "margin"}))
+      ->capture_default_str();
   cmd->add_option("--out", a.out, "Model file to write")->required();
   cmd->callback([] {
     auto all = load_catalog_runs(a.workloads, a.specs);
@@ -322,7 +327,7 @@ void add_calibrate_estimator(CLI::App& est, const std::vector<std::string>& defa
     all.insert(all.end(), mlp.begin(), mlp.end());
     CalibrationOptions o;
     o.margin_quantile = a.quantile;
-    o.two_part_margin = a.two_part;
+    o.two_part_margin = a.form == "two-part";
     o.default_gpu = kCatalogGpu;
     const auto m = CalibratedModel::fit(calibration_runs(all), o);
     auto j = m.to_json();
@@ -336,8 +341,8 @@ void add_calibrate_estimator(CLI::App& est, const std::vector<std::string>& defa
     }
     j["utilisation"] = to_json(util);
     j["training"] = {{"workloads", a.workloads}, {"specs", a.specs}, {"runs", all.size()},
-                     {"command", fmt::format("aegis estimate calibrate --quantile {:g}{} --out {}", a.quantile,
-                                             a.two_part ? " --two-part" : "", a.out)}};
+                     {"command", fmt::format("aegis estimate calibrate --form {} --quantile {:g} --out {}", a.form,
+                                             a.quantile, a.out)}};
     std::ofstream f(a.out);
     if (!f) throw InputError(a.out + ": cannot write the model file");
     f << j.dump(2) << "\n";

@@ -311,8 +311,9 @@ void add_calibrate_estimator(CLI::App& est, const std::vector<std::string>& defa
   cmd->add_option("--specs", a.specs, "Model specs of the catalog (scripts/workload_specs.py)")->capture_default_str();
   cmd->add_option("--data", a.data, "GPUMemNet CSV (repeatable; default: both files in data/gpumemnet/)");
   cmd->add_option("--quantile", a.quantile,
-                  "Quantile of (measured - context) / fitted model-dependent part taken as the margin (--two-part: "
-                  "the share of training runs, over models and over real runs, the estimate must cover)")
+                  "two-part: the share of training runs, counted over models and over real runs, the estimate must "
+                  "cover (0.9: the goal's 10 % under); margin: the quantile of (measured - context) / fitted "
+                  "model-dependent part taken as the margin")
       ->check(CLI::Range(0.5, 1.0))
       ->capture_default_str();
   cmd->add_option("--form", a.form,

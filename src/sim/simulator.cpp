@@ -120,10 +120,11 @@ struct Server {
   std::vector<Engine::RequestShape> refused;  // requests refused at refused_version
   std::uint64_t refused_version = kNoJob;
   // What its GPUs offer any request (Engine::Room): tells most refusals for memory, an
-  // exclusive job or a shut gate without an ask. Rebuilt when asked after any change of
-  // its GPUs' memory, loads, processes or gates (room_stale), the version included.
+  // exclusive job or a shut gate without an ask. A function of the views and loads only,
+  // so rebuilt when asked after a change of its GPUs' memory, loads, processes or gates
+  // (room_stale, set wherever those change), not after every version bump: a wake or
+  // falling activity changes nothing it holds.
   Engine::Room room;
-  std::uint64_t room_version = kNoJob;
   bool room_stale = true;
   bool has_room = false;
 };
@@ -471,6 +472,7 @@ class Run {
       srv.free_mib += (gpu.total - gpu.used) - v.free_mib;
       v.free_mib = gpu.total - gpu.used;
       v.process_count = static_cast<int>(gpu.active.size());
+      srv.room_stale = true;  // its memory, processes and loads change
       if (gpu.running.empty()) srv.idle_gpus++;
       note(g, t);
     }
@@ -1023,9 +1025,8 @@ class Run {
   bool room_refuses(int s, const Engine::RequestShape& request, int n, Seconds t) {
     if (!rooms_) return false;
     Server& srv = servers_[static_cast<std::size_t>(s)];
-    if (srv.room_stale || srv.room_version != srv.version) {
+    if (srv.room_stale) {
       srv.has_room = engine_.room(srv.placer.views, srv.placer.loads(), srv.room);
-      srv.room_version = srv.version;
       srv.room_stale = false;
       n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
     }

@@ -143,15 +143,16 @@ bool ServerPlacer::remove(std::size_t pos) {
         list.insert(std::lower_bound(list.begin(), list.end(), p), p);
       }
   }
-  const std::vector<int> removed_gpus = keep_loads_ ? running[pos].gpus : std::vector<int>{};
+  // Marked before the move (sums are redone lazily, in loads(), from `running` as it
+  // will be then): no copy of the removed job's GPU list.
+  if (keep_loads_) {
+    for (int g : running[pos].gpus) mark(g);
+    if (pos != last)
+      for (int g : running[last].gpus) mark(g);
+  }
   const bool moved = pos != last;
   if (moved) running[pos] = std::move(running[last]);
   running.pop_back();
-  if (keep_loads_) {
-    for (int g : removed_gpus) mark(g);
-    if (moved)
-      for (int g : running[pos].gpus) mark(g);
-  }
   return moved;
 }
 

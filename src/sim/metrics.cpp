@@ -34,31 +34,49 @@ double mean(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
-// Attempts that overlapped another attempt on one of their GPUs.
-std::int64_t count_collocated(const SimResult& r) {
+// A million records' attempts (and their GPU lists) sit wherever they were allocated,
+// in launch order, not in record order: a walk over them waits on memory at every
+// record. So each walk asks for the attempts a few records ahead, and for the GPU list
+// of the record half as far ahead (whose attempts have arrived by then).
+inline void prefetch_ahead(const std::vector<JobRecord>& jobs, std::size_t i) {
+  constexpr std::size_t kAhead = 16;
+  if (i + kAhead < jobs.size() && !jobs[i + kAhead].attempts.empty())
+    __builtin_prefetch(jobs[i + kAhead].attempts.data());
+  if (i + kAhead / 2 < jobs.size() && !jobs[i + kAhead / 2].attempts.empty())
+    __builtin_prefetch(jobs[i + kAhead / 2].attempts.front().gpus.data());
+}
+
+// Attempts that overlapped another attempt on one of their GPUs. `per_gpu[g]`: how many
+// attempts ran on GPU id g (counted by the caller's walk), so that the spans of all GPUs
+// fit one array, GPU after GPU, each GPU's in record order as they come.
+std::int64_t count_collocated(const SimResult& r, const std::vector<std::size_t>& per_gpu, std::size_t attempts) {
   struct Span {
     Seconds a, b;
     std::size_t id;
   };
-  // Per GPU id (ids are dense: 0 .. gpu_total_mib.size() - 1; grown if a result says otherwise).
-  std::vector<std::vector<Span>> by_gpu(r.gpu_total_mib.size());
+  std::vector<std::size_t> start(per_gpu.size() + 1, 0);
+  for (std::size_t g = 0; g < per_gpu.size(); ++g) start[g + 1] = start[g] + per_gpu[g];
+  std::vector<Span> spans(start.back());
+  std::vector<std::size_t> next(start.begin(), start.end() - 1);
   std::size_t id = 0;
-  for (const auto& j : r.jobs)
-    for (const auto& a : j.attempts) {
-      for (int g : a.gpus) {
-        const auto at = static_cast<std::size_t>(g);
-        if (at >= by_gpu.size()) by_gpu.resize(at + 1);
-        by_gpu[at].push_back({a.launch, a.end, id});
-      }
+  for (std::size_t i = 0; i < r.jobs.size(); ++i) {
+    prefetch_ahead(r.jobs, i);
+    for (const auto& a : r.jobs[i].attempts) {
+      for (int g : a.gpus) spans[next[static_cast<std::size_t>(g)]++] = {a.launch, a.end, id};
       ++id;
     }
-  std::vector<char> shared(id, 0);
-  for (auto& spans : by_gpu) {
-    std::sort(spans.begin(), spans.end(), [](const Span& x, const Span& y) { return x.a < y.a; });
-    for (std::size_t i = 0; i < spans.size(); ++i)
-      for (std::size_t k = i + 1; k < spans.size() && spans[k].a < spans[i].b; ++k) {
-        shared[spans[i].id] = 1;
-        shared[spans[k].id] = 1;
+  }
+  std::vector<char> shared(attempts, 0);
+  for (std::size_t g = 0; g < per_gpu.size(); ++g) {
+    // The same sort of the same sequence as one vector per GPU: ties come out alike.
+    const auto first = spans.begin() + static_cast<std::ptrdiff_t>(start[g]);
+    const auto last = spans.begin() + static_cast<std::ptrdiff_t>(start[g + 1]);
+    std::sort(first, last, [](const Span& x, const Span& y) { return x.a < y.a; });
+    const std::size_t n = start[g + 1] - start[g];
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t k = i + 1; k < n && first[k].a < first[i].b; ++k) {
+        shared[first[i].id] = 1;
+        shared[first[k].id] = 1;
       }
   }
   std::int64_t n = 0;
@@ -79,7 +97,12 @@ RunMetrics summarize(const SimResult& r) {
   queue.reserve(r.jobs.size());
   double slow_sum = 0;  // summed in job order, as a mean over a list of them would be
   std::size_t slow_n = 0;
-  for (const auto& j : r.jobs) {
+  // Attempts per GPU id (ids are dense: 0 .. gpu_total_mib.size() - 1; grown if a
+  // result says otherwise), for count_collocated.
+  std::vector<std::size_t> per_gpu(r.gpu_total_mib.size(), 0);
+  for (std::size_t i = 0; i < r.jobs.size(); ++i) {
+    prefetch_ahead(r.jobs, i);
+    const JobRecord& j = r.jobs[i];
     if (j.completed) {
       ++m.completed;
       jct.push_back(j.end - j.submit);
@@ -94,6 +117,11 @@ RunMetrics summarize(const SimResult& r) {
     }
     if (j.first_launch >= 0) queue.push_back(j.first_launch - j.submit);
     for (const auto& a : j.attempts) {
+      for (int g : a.gpus) {
+        const auto at = static_cast<std::size_t>(g);
+        if (at >= per_gpu.size()) per_gpu.resize(at + 1, 0);
+        ++per_gpu[at];
+      }
       ++m.attempts;
       m.exec_total_s += a.end - a.launch;
       if (a.outcome != SimOutcome::Completed) ++m.failed_attempts;
@@ -113,7 +141,7 @@ RunMetrics summarize(const SimResult& r) {
   m.energy_j = r.energy_j;
   m.gpu_mem_util_mean = r.gpu_mem_util_mean;
   m.sm_util_mean = r.sm_util_mean;
-  m.collocated_attempts = count_collocated(r);
+  m.collocated_attempts = count_collocated(r, per_gpu, static_cast<std::size_t>(m.attempts));
   return m;
 }
 

@@ -7,7 +7,6 @@
 #include <limits>
 #include <memory>
 #include <queue>
-#include <set>
 #include <unordered_map>
 
 #include "core/busy_union.h"
@@ -116,14 +115,16 @@ struct Server {
   int idle_gpus = 0;                // GPUs with no job
   MiB free_mib = 0;                 // sum of its GPUs' free memory (the dispatcher's order)
   std::uint64_t candidate_stamp = 0;  // the dispatcher pass that last listed it
+  std::vector<Seconds> wakes;         // times of its pending Wake events
   std::uint64_t version = 0;
   std::vector<Engine::RequestShape> refused;  // requests refused at refused_version
   std::uint64_t refused_version = kNoJob;
   // What its GPUs offer any request (Engine::Room): tells most refusals for memory, an
-  // exclusive job or a shut gate without an ask. Rebuilt when asked after any change of
-  // its GPUs' memory, loads, processes or gates (room_stale), the version included.
+  // exclusive job or a shut gate without an ask. A function of the views and loads only,
+  // so rebuilt when asked after a change of its GPUs' memory, loads, processes or gates
+  // (room_stale, set wherever those change), not after every version bump: a wake or
+  // falling activity changes nothing it holds.
   Engine::Room room;
-  std::uint64_t room_version = kNoJob;
   bool room_stale = true;
   bool has_room = false;
 };
@@ -166,7 +167,8 @@ std::vector<std::uint32_t> trace_index_order(const std::vector<JobRecord>& recor
   return order;
 }
 
-void erase_value(std::vector<int>& v, int x) {
+template <class T>
+void erase_value(std::vector<T>& v, T x) {
   auto it = std::find(v.begin(), v.end(), x);
   if (it != v.end()) v.erase(it);
 }
@@ -307,7 +309,13 @@ class Run {
   void push(Seconds t, EvKind k, int id, std::uint64_t version) { events_.push(Event{t, seq_++, k, id, version}); }
 
   void push_wake(int server, Seconds t) {
-    if (wakes_.insert({t, server}).second) push(t, EvKind::Wake, server, 0);
+    // One Wake event per (server, time): a server has a few pending at most (gate
+    // openings, the next telemetry sample), so a scan of its own list finds a twin faster
+    // than a tree of every server's.
+    auto& pending = servers_[static_cast<std::size_t>(server)].wakes;
+    if (std::find(pending.begin(), pending.end(), t) != pending.end()) return;
+    pending.push_back(t);
+    push(t, EvKind::Wake, server, 0);
   }
 
   void handle(const Event& e) {
@@ -398,7 +406,7 @@ class Run {
         break;
       }
       case EvKind::Wake:
-        wakes_.erase({e.t, e.id});
+        erase_value(servers_[static_cast<std::size_t>(e.id)].wakes, e.t);
         bump(e.id);
         break;
     }
@@ -471,6 +479,7 @@ class Run {
       srv.free_mib += (gpu.total - gpu.used) - v.free_mib;
       v.free_mib = gpu.total - gpu.used;
       v.process_count = static_cast<int>(gpu.active.size());
+      srv.room_stale = true;  // its memory, processes and loads change
       if (gpu.running.empty()) srv.idle_gpus++;
       note(g, t);
     }
@@ -1023,9 +1032,8 @@ class Run {
   bool room_refuses(int s, const Engine::RequestShape& request, int n, Seconds t) {
     if (!rooms_) return false;
     Server& srv = servers_[static_cast<std::size_t>(s)];
-    if (srv.room_stale || srv.room_version != srv.version) {
+    if (srv.room_stale) {
       srv.has_room = engine_.room(srv.placer.views, srv.placer.loads(), srv.room);
-      srv.room_version = srv.version;
       srv.room_stale = false;
       n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
     }
@@ -1297,7 +1305,6 @@ class Run {
   std::vector<Gpu> gpus_;
   std::vector<Server> servers_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  std::set<std::pair<Seconds, int>> wakes_;
   std::vector<int> touched_;
   std::vector<std::unique_ptr<LazyWindows>> lazy_;  // per server (its placer's window source)
   std::vector<SampleRun> metric_runs_;                              // one metric of a window

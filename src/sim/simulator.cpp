@@ -1053,22 +1053,46 @@ class Run {
   // job to run alone first (fewest idle GPUs first: keeps whole servers free for large
   // jobs), then, if the policy shares GPUs, the others by most free memory.
   // Where `job` would start: the first server that takes it in the dispatcher's order.
-  std::optional<Placement> place_single(int id, const QueuedJob& job, Seconds t) {
+  //
+  // Servers listed but not asked (the job started on a better one) stay candidates: they
+  // are kept at the front of order_ (left_ of them) rather than put back in changed_.
+  // When the next call is the very next placement of the same lifecycle pass (nothing
+  // happened since but the launch, which touched only the chosen server and listed it in
+  // changed_) for a request equal to theirs (same shape, GPU count, sharing, time), each
+  // kept entry is what listing its server again would give: the filters below read only
+  // the server (its refusals, idle GPUs, room, free memory: unchanged, as no event ran
+  // and only the chosen server was asked or launched on) and the request. Their side
+  // effects (a remembered refusal, a wake-up) come only with a refusal, and these servers
+  // were listed, i.e. not refused. So the entries are kept as they are and only the
+  // changed servers are listed (whole Philly trace under aegis: 2.55M of 2.71M listings
+  // were such servers listed again, 89 % of them for an equal request).
+  std::optional<Placement> place_single(int id, const QueuedJob& job, Seconds t, bool follows_start) {
     const int n = job.spec.num_gpus;
     const bool shares = engine_.config().collocate && !job.recovery.exclusive_only;
     const Engine::RequestShape key = jobs_[id].live->request;
-    // After a pass for request P, every server outside changed_ has refused (at its
-    // current version) something P covers, or cannot take P's size at all. So for a
-    // request that covers P only the changed servers need asking; otherwise all do.
+    // After a pass for request P, every server outside changed_ and the kept entries has
+    // refused (at its current version) something P covers, or cannot take P's size at
+    // all. So for a request that covers P only those need asking; otherwise all do.
     const bool every_server = !cache_ || !key.covers(scanned_);
+    const bool keep = follows_start && !every_server && left_ > 0 && n == left_n_ && shares == left_shares_ &&
+                      t == left_t_ && same_request(key, scanned_);
     scanned_ = key;
+    if (order_.size() < servers_.size()) order_.resize(servers_.size());
+    Candidate* const order = order_.data();
+    std::size_t listed = 0;
     candidates_.clear();
     if (every_server) {
       changed_.clear();
       for (int s = 0; s < static_cast<int>(servers_.size()); ++s) candidates_.push_back(s);
     } else {
-      // Each changed server once (the selection below orders them; their order here does not matter).
+      // Each server once (the selection below orders them; their order here does not matter).
       ++candidate_stamp_;
+      for (std::size_t i = 0; i < left_; ++i) {
+        const int s = order[i].server;
+        servers_[s].candidate_stamp = candidate_stamp_;
+        if (!keep) candidates_.push_back(s);
+      }
+      if (keep) listed = left_;
       for (int s : changed_) {
         if (servers_[s].candidate_stamp == candidate_stamp_) continue;
         servers_[s].candidate_stamp = candidate_stamp_;
@@ -1076,12 +1100,10 @@ class Run {
       }
       changed_.clear();
     }
-    n_visits_ += candidates_.size();
+    left_ = 0;
+    n_visits_ += candidates_.size() + listed;
     // Written in place in an array of one entry per server: an append per server is a
     // call where the compiler declines to inline it (it did in a unity batch).
-    if (order_.size() < servers_.size()) order_.resize(servers_.size());
-    Candidate* const order = order_.data();
-    std::size_t listed = 0;
     for (int s : candidates_) {
       const Server& srv = servers_[s];
       if (srv.ngpus < n) continue;
@@ -1102,14 +1124,22 @@ class Run {
       const int s = best->server;
       *best = order[--listed];
       if (auto l = probe(s, job, key, t)) {
-        // Servers not asked yet stay candidates for the next request with this key.
-        for (std::size_t i = 0; i < listed; ++i) changed_.push_back(order[i].server);
+        // Servers not asked yet stay candidates for the next request (kept in place).
+        left_ = listed;
+        left_n_ = n;
+        left_shares_ = shares;
+        left_t_ = t;
         Placement p;
         p.parts.push_back({s, std::move(*l), 0});
         return p;
       }
     }
     return std::nullopt;
+  }
+
+  // Equal requests get equal answers from an unchanged server (covers() both ways).
+  static bool same_request(const Engine::RequestShape& a, const Engine::RequestShape& b) {
+    return a.covers(b) && b.covers(a);
   }
 
   // A job larger than any server runs alone on whole idle servers, lowest index first.
@@ -1157,7 +1187,11 @@ class Run {
         j.live->request_floor = job.recovery.floor_mib;
         j.live->request_exclusive = job.recovery.exclusive_only;
       }
-      auto p = job.spec.num_gpus > run_.max_per_server_ ? run_.place_gang(job, t) : run_.place_single(id, job, t);
+      // Only the very next placement of a pass may keep the servers a start left unasked.
+      const bool follows_start = run_.started_last_;
+      run_.started_last_ = false;
+      auto p = job.spec.num_gpus > run_.max_per_server_ ? run_.place_gang(job, t)
+                                                        : run_.place_single(id, job, t, follows_start);
       if (p)
         for (auto& part : p->parts) {
           part.gpu_total_mib = std::numeric_limits<MiB>::max();
@@ -1168,6 +1202,7 @@ class Run {
     }
     void started(const QueuedJob& job, const Placement& p, Seconds t) override {
       run_.launch(job, p, t);
+      run_.started_last_ = true;
     }
     std::optional<std::string> never_runs(const QueuedJob& job) const override {
       // No device of this cluster could hold it (e.g. a MIG instance too small for it): it
@@ -1211,6 +1246,7 @@ class Run {
     if (life_.has_work() && (dirty_ || !cache_)) {
       dirty_ = false;
       Effects fx = life_.schedule(t, placer_);
+      started_last_ = false;  // the pass is over: events come next
       for (const auto& st : fx.starts) jobs_[st.job].live->mps_limit = st.mps_limit_mib;
       // A job requeued after an OOM keeps its phase until launch() sets it running again.
       for (JobId id : fx.finished) {
@@ -1313,6 +1349,13 @@ class Run {
   std::vector<Candidate> order_;  // place_single's servers to ask (one entry per server)
   std::vector<int> changed_, candidates_;  // servers changed since the last full pass
   std::uint64_t candidate_stamp_ = 0;
+  // The first left_ entries of order_: servers listed but not asked by the last
+  // place_single that started its job, for n GPUs, sharing or not, at time t.
+  std::size_t left_ = 0;
+  int left_n_ = 0;
+  bool left_shares_ = false;
+  Seconds left_t_ = 0;
+  bool started_last_ = false;  // the lifecycle started a job and has asked nothing since
   bool dirty_ = true;  // a job arrived or a server changed since the last lifecycle pass
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass
   std::vector<std::vector<GpuPoint>> timeline_;

@@ -1087,15 +1087,26 @@ class Run {
     } else {
       // Each server once (the selection below orders them; their order here does not matter).
       ++candidate_stamp_;
-      for (std::size_t i = 0; i < left_; ++i) {
-        const int s = order[i].server;
-        servers_[s].candidate_stamp = candidate_stamp_;
-        if (!keep) candidates_.push_back(s);
+      if (keep) {
+        listed = left_;
+      } else {
+        for (std::size_t i = 0; i < left_; ++i) {
+          const int s = order[i].server;
+          servers_[s].candidate_stamp = candidate_stamp_;
+          candidates_.push_back(s);
+        }
       }
-      if (keep) listed = left_;
       for (int s : changed_) {
         if (servers_[s].candidate_stamp == candidate_stamp_) continue;
         servers_[s].candidate_stamp = candidate_stamp_;
+        // A kept server that changed since (only the chosen one can, and it was not
+        // kept; looked for all the same) loses its entry and is listed afresh.
+        if (keep)
+          for (std::size_t i = 0; i < listed; ++i)
+            if (order[i].server == s) {
+              order[i] = order[--listed];
+              break;
+            }
         candidates_.push_back(s);
       }
       changed_.clear();
@@ -1110,11 +1121,7 @@ class Run {
       if (refused_already(s, key)) continue;
       const bool alone = srv.idle_gpus >= n;
       if ((!alone && !shares) || room_refuses(s, key, n, t)) continue;
-      if (alone) {
-        order[listed++] = {0, srv.idle_gpus, 0, s};
-      } else {
-        order[listed++] = {1, 0, -srv.free_mib, s};
-      }
+      order[listed++] = alone ? Candidate::alone(srv.idle_gpus, s) : Candidate::sharing(srv.free_mib, s);
     }
     // Taken in order, the best one left at a time: on average less than one server is
     // asked per pass (most are refused from the caches above), so selecting the first by
@@ -1317,17 +1324,20 @@ class Run {
     return r;
   }
 
+  // A server in the dispatcher's order: those where the job runs alone on idle GPUs
+  // first, fewest idle GPUs first, then those where it would share, most free memory
+  // first; ties by index. The rank and its figure are one unsigned key: the top bit is the
+  // rank, the rest the idle GPUs (0 to a server's GPU count) or INT64_MAX minus the free
+  // memory (a server's free memory is its GPUs' capacity less what they hold, never
+  // negative, and an int64), so the keys order exactly as the (rank, figure) pairs do.
   struct Candidate {
-    int rank;       // 0: can run alone on idle GPUs; 1: would share
-    int idle;       // fewer idle GPUs first among rank 0
-    MiB neg_free;   // more free memory first among rank 1
+    std::uint64_t key;
     int server;
-    bool operator<(const Candidate& o) const {
-      if (rank != o.rank) return rank < o.rank;
-      if (idle != o.idle) return idle < o.idle;
-      if (neg_free != o.neg_free) return neg_free < o.neg_free;
-      return server < o.server;
+    static Candidate alone(int idle, int server) { return {static_cast<std::uint64_t>(idle), server}; }
+    static Candidate sharing(MiB free, int server) {
+      return {(std::uint64_t{1} << 63) | static_cast<std::uint64_t>(std::numeric_limits<MiB>::max() - free), server};
     }
+    bool operator<(const Candidate& o) const { return key != o.key ? key < o.key : server < o.server; }
   };
 
   const SimOptions& opt_;

@@ -26,14 +26,20 @@ constexpr std::uint64_t kNoJob = std::numeric_limits<std::uint64_t>::max();
 
 enum class EvKind : std::uint8_t { Arrival, FirstActivity, RampDone, Complete, Wake };
 
+// 24 bytes (the heap moves them at every push and pop): the kind rides in the low byte of
+// the push order, which it does not reorder (each push has its own sequence number, so
+// seq << 8 | kind orders as seq does); versions are a job's 32-bit attempt or version.
 struct Event {
+  Event(Seconds at, std::uint64_t seq, EvKind k, int who, std::uint32_t v)
+      : t(at), order(seq << 8 | static_cast<std::uint8_t>(k)), id(who), version(v) {}
   Seconds t = 0;
-  std::uint64_t seq = 0;
-  EvKind kind = EvKind::Wake;
+  std::uint64_t order = 0;    // push order << 8 | kind
   int id = -1;                // job, or server for Wake
-  std::uint64_t version = 0;
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
+  std::uint32_t version = 0;
+  EvKind kind() const { return static_cast<EvKind>(order & 0xff); }
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : order > o.order; }
 };
+static_assert(sizeof(Event) == 24);
 
 enum class Phase { Pending, Queued, Running, Failed, Done, Stopped };
 
@@ -306,7 +312,7 @@ class Run {
 
  private:
   // --- events -----------------------------------------------------------------------
-  void push(Seconds t, EvKind k, int id, std::uint64_t version) { events_.push(Event{t, seq_++, k, id, version}); }
+  void push(Seconds t, EvKind k, int id, std::uint32_t version) { events_.push(Event{t, seq_++, k, id, version}); }
 
   void push_wake(int server, Seconds t) {
     // One Wake event per (server, time): a server has a few pending at most (gate
@@ -319,7 +325,7 @@ class Run {
   }
 
   void handle(const Event& e) {
-    switch (e.kind) {
+    switch (e.kind()) {
       case EvKind::Arrival: {
         Job& j = jobs_[e.id];
         j.phase = Phase::Queued;

@@ -34,9 +34,16 @@ const LifeJob* Lifecycle::find(JobId id) const {
 }
 
 void Lifecycle::enqueue(LifeJob& j, QueueName q, bool new_place) {
-  if (new_place) j.queue_seq = next_seq_++;
   j.queue = q;
-  (q == QueueName::Recovery ? recovery_ : main_)[j.queue_seq] = &j;
+  auto& queue = q == QueueName::Recovery ? recovery_ : main_;
+  if (new_place) {
+    // A new place is after every queued one (next_seq_ exceeds every position given or
+    // restored), so it goes in at the end without a search down the tree.
+    j.queue_seq = next_seq_++;
+    queue.emplace_hint(queue.end(), j.queue_seq, &j);
+  } else {
+    queue[j.queue_seq] = &j;
+  }
 }
 
 void Lifecycle::dequeue(LifeJob& j) {

@@ -425,6 +425,64 @@ TEST(Room, RefusesOnlyWhatATickRefuses) {
   EXPECT_GE(policies_told, 5);  // the aegis family, carma, lucid, horus, naive collocate
 }
 
+// A room summarised again only where GPUs changed (room_update, as the simulator's
+// dispatcher keeps one per server) equals one filled whole: random jobs come and go on
+// random GPUs, each change marking the GPUs it touched.
+TEST(Room, UpdatedWhereChangedEqualsFilledWhole) {
+  std::mt19937_64 rng(5);
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (const char* policy : {"aegis", "aegis-peak", "carma", "lucid", "naive"}) {
+    const Engine e = test::engine(policy);
+    if (!e.tells_refusals_from_room()) continue;
+    test::World w(8);
+    w.now = 1000;
+    Engine::Room kept;
+    ASSERT_TRUE(e.room(w.gpus, std::vector<GpuLoad>(8), kept));
+    JobId id = 100;
+    for (int step = 0; step < 400; ++step) {
+      std::uint64_t changed = 0;
+      if (!w.running.empty() && uniform(0, 2) == 0) {  // a job ends
+        const auto k = static_cast<std::size_t>(uniform(0, static_cast<int>(w.running.size()) - 1));
+        for (int g : w.running[k].gpus) {
+          w.gpus[static_cast<std::size_t>(g)].free_mib += w.running[k].admitted_mib;
+          w.gpus[static_cast<std::size_t>(g)].process_count -= w.running[k].first_activity ? 1 : 0;
+          changed |= std::uint64_t{1} << g;
+        }
+        w.running.erase(w.running.begin() + static_cast<std::ptrdiff_t>(k));
+      } else {  // a job starts, some with activity (their gates move)
+        std::vector<int> on;
+        const int n = uniform(1, 2);
+        for (int g = uniform(0, 7); static_cast<int>(on.size()) < n; g = (g + 1) % 8) on.push_back(g);
+        const MiB used = uniform(1, 8) * 1024;
+        if (w.gpus[static_cast<std::size_t>(on[0])].free_mib < used ||
+            (on.size() > 1 && w.gpus[static_cast<std::size_t>(on[1])].free_mib < used))
+          continue;
+        RunningJob& r = w.run(id++, on, used, w.now - uniform(0, 400),
+                              uniform(0, 1) ? std::optional<Seconds>(w.now - uniform(0, 400)) : std::nullopt);
+        r.admitted_mib = used;
+        r.exclusive = uniform(0, 9) == 0;
+        for (int g : on) changed |= std::uint64_t{1} << g;
+      }
+      std::vector<GpuLoad> loads(w.gpus.size());
+      for (const auto& r : w.running)
+        for (int g : r.gpus) e.add_load(loads[static_cast<std::size_t>(g)], r);
+      ASSERT_TRUE(e.room_update(w.gpus, loads, changed, kept));
+      Engine::Room whole;
+      ASSERT_TRUE(e.room(w.gpus, loads, whole));
+      ASSERT_EQ(kept.gpus.size(), whole.gpus.size());
+      for (std::size_t g = 0; g < whole.gpus.size(); ++g) {
+        EXPECT_EQ(kept.gpus[g].free, whole.gpus[g].free) << policy << " step " << step << " GPU " << g;
+        EXPECT_EQ(kept.gpus[g].idle, whole.gpus[g].idle) << policy << " step " << step << " GPU " << g;
+        EXPECT_EQ(kept.gpus[g].exclusive, whole.gpus[g].exclusive) << policy << " step " << step << " GPU " << g;
+        EXPECT_EQ(kept.gpus[g].gate_opens_at, whole.gpus[g].gate_opens_at) << policy << " step " << step;
+      }
+      EXPECT_EQ(kept.most_free, whole.most_free) << policy << " step " << step;
+      EXPECT_EQ(kept.most_idle_free, whole.most_idle_free) << policy << " step " << step;
+      EXPECT_EQ(kept.idle, whole.idle) << policy << " step " << step;
+    }
+  }
+}
+
 TEST(Room, TellsSharingAloneAndGatesApart) {
   const Engine e = test::engine("aegis-peak");
   test::World w(3);

@@ -1,6 +1,7 @@
 #include "sched/engine.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <fmt/format.h>
 #include <limits>
@@ -194,28 +195,49 @@ bool Engine::room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads,
   // Without collocation only idle GPUs count, which drivers know without a summary.
   if (!tells_refusals_from_room() || loads.size() != gpus.size()) return false;
   room.gpus.resize(gpus.size());
-  room.most_free = room.most_idle_free = std::numeric_limits<MiB>::min();
-  room.idle = 0;
   // The figures effective_free() and idle() read, as a tick's set_load() fills them.
   GpuCandidate c;
   MiB guard_of = -1;
-  for (std::size_t i = 0; i < gpus.size(); ++i) {
-    c.view = &gpus[i];
-    if (gpus[i].total_mib != guard_of) {  // GPUs of a server are mostly alike
-      guard_of = gpus[i].total_mib;
-      c.guard_mib = config_.memory_guard(guard_of);
-    }
-    c.job_count = loads[i].job_count;
-    c.booked_mib = loads[i].booked_mib;
-    const Room::Gpu g{effective_free(c, accounting_), c.idle(), loads[i].has_exclusive, loads[i].gate_opens_at};
-    room.gpus[i] = g;
+  for (std::size_t i = 0; i < gpus.size(); ++i) room.gpus[i] = room_gpu(gpus[i], loads[i], c, guard_of);
+  room_totals(room);
+  return true;
+}
+
+bool Engine::room_update(std::span<const GpuView> gpus, std::span<const GpuLoad> loads, std::uint64_t changed,
+                         Room& room) const {
+  if (room.gpus.size() != gpus.size() || gpus.size() > 64) return this->room(gpus, loads, room);
+  if (!tells_refusals_from_room() || loads.size() != gpus.size()) return false;
+  GpuCandidate c;
+  MiB guard_of = -1;
+  for (std::uint64_t left = changed; left != 0; left &= left - 1) {
+    const auto i = static_cast<std::size_t>(std::countr_zero(left));
+    if (i < gpus.size()) room.gpus[i] = room_gpu(gpus[i], loads[i], c, guard_of);
+  }
+  room_totals(room);
+  return true;
+}
+
+Engine::Room::Gpu Engine::room_gpu(const GpuView& view, const GpuLoad& load, GpuCandidate& c, MiB& guard_of) const {
+  c.view = &view;
+  if (view.total_mib != guard_of) {  // GPUs of a server are mostly alike
+    guard_of = view.total_mib;
+    c.guard_mib = config_.memory_guard(guard_of);
+  }
+  c.job_count = load.job_count;
+  c.booked_mib = load.booked_mib;
+  return {effective_free(c, accounting_), c.idle(), load.has_exclusive, load.gate_opens_at};
+}
+
+void Engine::room_totals(Room& room) const {
+  room.most_free = room.most_idle_free = std::numeric_limits<MiB>::min();
+  room.idle = 0;
+  for (const Room::Gpu& g : room.gpus) {
     if (!g.exclusive || !exclusive_guard_) room.most_free = std::max(room.most_free, g.free);
     if (g.idle) {
       ++room.idle;
       room.most_idle_free = std::max(room.most_idle_free, g.free);
     }
   }
-  return true;
 }
 
 MiB Engine::need_alone(const QueuedJob& job) const {

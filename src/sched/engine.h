@@ -97,6 +97,12 @@ class Engine {
   // Fills `room` from the GPUs and their loads (Snapshot::gpus, Snapshot::loads); false
   // when !tells_refusals_from_room() or no loads are given (then only a tick can tell).
   bool room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads, Room& room) const;
+  // The same summary for a `room` that room() (or this) filled from these GPUs and loads
+  // when only the GPUs whose bit is set in `changed` (bit i: GPU i) changed since: those
+  // are summarised again, then the totals, which read only the per-GPU entries. Equal to
+  // room(); a room of another size, or of more than 64 GPUs, is filled whole.
+  bool room_update(std::span<const GpuView> gpus, std::span<const GpuLoad> loads, std::uint64_t changed,
+                   Room& room) const;
   // True when a tick at `now` would refuse a request of this shape for `num_gpus` GPUs on
   // the GPUs `room` describes: fewer than num_gpus pass the exclusive guard, the memory
   // stage and the gate, and fewer than num_gpus idle ones could take it alone. A bound: a
@@ -148,6 +154,11 @@ class Engine {
   std::string describe() const;
 
  private:
+  // One GPU of a room (c: scratch; guard_of: the capacity c.guard_mib is of) and the
+  // room's totals from its GPUs: room() and room_update() share them.
+  Room::Gpu room_gpu(const GpuView& view, const GpuLoad& load, GpuCandidate& c, MiB& guard_of) const;
+  void room_totals(Room& room) const;
+
   EngineConfig config_;
   EstimateSource estimate_source_;
   MemoryAccounting accounting_;

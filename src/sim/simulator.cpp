@@ -129,10 +129,18 @@ struct Server {
   // exclusive job or a shut gate without an ask. A function of the views and loads only,
   // so rebuilt when asked after a change of its GPUs' memory, loads, processes or gates
   // (room_stale, set wherever those change), not after every version bump: a wake or
-  // falling activity changes nothing it holds.
+  // falling activity changes nothing it holds. Only the GPUs that changed are summarised
+  // again (Engine::room_update): a launch or an end changes one or two of eight.
   Engine::Room room;
   bool room_stale = true;
   bool has_room = false;
+  std::uint64_t room_changed = 0;  // bit i: GPU i changed since the room was filled
+
+  // GPU `local` changed what the room holds of it (memory, processes, loads or gate).
+  void stale_room(int local) {
+    room_stale = true;
+    room_changed |= local < 64 ? std::uint64_t{1} << local : ~std::uint64_t{0};
+  }
 };
 
 // Positions of `records` in the order of their trace_index, equal ones in the order they
@@ -347,8 +355,10 @@ class Run {
         Job& j = jobs_[e.id];
         if (j.phase != Phase::Running || j.attempt != e.version) break;
         for (const auto& p : j.live->parts) {
-          servers_[p.server].placer.set_first_activity(static_cast<std::size_t>(p.running_pos), e.t);
-          servers_[p.server].room_stale = true;  // its gates move
+          Server& srv = servers_[p.server];
+          srv.placer.set_first_activity(static_cast<std::size_t>(p.running_pos), e.t);
+          for (int local : srv.placer.running[static_cast<std::size_t>(p.running_pos)].gpus)
+            srv.stale_room(local);  // its gates move
         }
         j.rec->attempts.back().first_activity = e.t;
         life_.first_activity(e.id, e.t);
@@ -459,7 +469,7 @@ class Run {
       Server& srv = servers_[gpus_[g].server];
       srv.placer.views[gpus_[g].local].free_mib = gpus_[g].total - gpus_[g].used;
       srv.free_mib -= mib;
-      srv.room_stale = true;
+      srv.stale_room(gpus_[g].local);
       note(g, t);
     }
     j.live->held_mib += mib;
@@ -485,7 +495,7 @@ class Run {
       srv.free_mib += (gpu.total - gpu.used) - v.free_mib;
       v.free_mib = gpu.total - gpu.used;
       v.process_count = static_cast<int>(gpu.active.size());
-      srv.room_stale = true;  // its memory, processes and loads change
+      srv.stale_room(gpu.local);  // its memory, processes and loads change
       if (gpu.running.empty()) srv.idle_gpus++;
       note(g, t);
     }
@@ -493,9 +503,14 @@ class Run {
       bump(p.server);
       Server& srv = servers_[p.server];
       // Swap-remove from the running list handed to the engine.
-      if (srv.placer.remove(static_cast<std::size_t>(p.running_pos)))
-        for (auto& q : jobs_[srv.placer.running[p.running_pos].spec.id].live->parts)
+      if (srv.placer.remove(static_cast<std::size_t>(p.running_pos))) {
+        const RunningJob& moved = srv.placer.running[static_cast<std::size_t>(p.running_pos)];
+        for (auto& q : jobs_[moved.spec.id].live->parts)
           if (q.server == p.server) q.running_pos = p.running_pos;
+        // Its GPUs' loads are summed again in the new order (equal figures: counts,
+        // integer sums, a maximum and an "any"), marked all the same.
+        for (int local : moved.gpus) srv.stale_room(local);
+      }
     }
     j.live->parts.clear();
     j.live->held_mib = 0;
@@ -541,7 +556,7 @@ class Run {
       a.admitted_mib = l.admitted_mib;
       j.live->parts.push_back({s, static_cast<int>(srv.placer.running.size())});
       srv.placer.add(job, l, t);
-      srv.room_stale = true;
+      for (int local : l.gpus) srv.stale_room(local);
       // A new job only adds load: the server's refusals stand, but the next request must
       // ask it again (it accepted this one).
       changed_.push_back(s);
@@ -660,7 +675,7 @@ class Run {
     int& processes = srv.placer.views[gpu.local].process_count;
     if (processes != static_cast<int>(gpu.active.size())) {
       processes = static_cast<int>(gpu.active.size());
-      srv.room_stale = true;
+      srv.stale_room(gpu.local);
     }
     if (s.smact == gpu.sample.smact && s.smocc == gpu.sample.smocc && s.drama == gpu.sample.drama &&
         s.util == gpu.sample.util)
@@ -1039,8 +1054,9 @@ class Run {
     if (!rooms_) return false;
     Server& srv = servers_[static_cast<std::size_t>(s)];
     if (srv.room_stale) {
-      srv.has_room = engine_.room(srv.placer.views, srv.placer.loads(), srv.room);
+      srv.has_room = engine_.room_update(srv.placer.views, srv.placer.loads(), srv.room_changed, srv.room);
       srv.room_stale = false;
+      srv.room_changed = 0;
       n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
     }
     Seconds wake = 0;

@@ -231,15 +231,20 @@ Engine::Room::Gpu Engine::room_gpu(const GpuView& view, const GpuLoad& load, Gpu
 }
 
 void Engine::room_totals(Room& room) const {
-  room.most_free = room.most_idle_free = std::numeric_limits<MiB>::min();
-  room.idle = 0;
+  // In locals: stores to `room` could alias its GPUs, so each would be read back.
+  MiB most_free = std::numeric_limits<MiB>::min(), most_idle_free = most_free;
+  int idle = 0;
+  const bool guard = exclusive_guard_;
   for (const Room::Gpu& g : room.gpus) {
-    if (!g.exclusive || !exclusive_guard_) room.most_free = std::max(room.most_free, g.free);
+    if (!g.exclusive || !guard) most_free = std::max(most_free, g.free);
     if (g.idle) {
-      ++room.idle;
-      room.most_idle_free = std::max(room.most_idle_free, g.free);
+      ++idle;
+      most_idle_free = std::max(most_idle_free, g.free);
     }
   }
+  room.most_free = most_free;
+  room.most_idle_free = most_idle_free;
+  room.idle = idle;
 }
 
 MiB Engine::need_alone(const QueuedJob& job) const {

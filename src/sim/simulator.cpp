@@ -1121,9 +1121,10 @@ class Run {
       for (int s : changed_) {
         if (servers_[s].candidate_stamp == candidate_stamp_) continue;
         servers_[s].candidate_stamp = candidate_stamp_;
-        // A kept server that changed since (only the chosen one can, and it was not
-        // kept; looked for all the same) loses its entry and is listed afresh.
-        if (keep)
+        // A kept server that changed since loses its entry and is listed afresh. Only the
+        // one the job started on can have changed, and it was asked, so not kept: any
+        // other is looked for all the same.
+        if (keep && s != left_started_)
           for (std::size_t i = 0; i < listed; ++i)
             if (order[i].server == s) {
               order[i] = order[--listed];
@@ -1158,6 +1159,7 @@ class Run {
         left_n_ = n;
         left_shares_ = shares;
         left_t_ = t;
+        left_started_ = s;
         Placement p;
         p.parts.push_back({s, std::move(*l), 0});
         return p;
@@ -1387,6 +1389,7 @@ class Run {
   int left_n_ = 0;
   bool left_shares_ = false;
   Seconds left_t_ = 0;
+  int left_started_ = -1;  // the server that last call's job started on (asked, so not kept)
   bool started_last_ = false;  // the lifecycle started a job and has asked nothing since
   bool dirty_ = true;  // a job arrived or a server changed since the last lifecycle pass
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass

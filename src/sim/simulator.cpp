@@ -540,7 +540,7 @@ class Run {
       // ask it again (it accepted this one).
       changed_.push_back(s);
     }
-    a.gpus = j.live->gpus;
+    a.gpus.assign(j.live->gpus.begin(), j.live->gpus.end());
     j.rec->attempts.push_back(std::move(a));
 
     j.live->ends_at = t + j.work;

@@ -143,6 +143,11 @@ RunMetrics summarize(const SimResult& r) {
   m.energy_j = r.energy_j;
   m.gpu_mem_util_mean = r.gpu_mem_util_mean;
   m.sm_util_mean = r.sm_util_mean;
+  // The lists go before count_collocated makes its spans (24 bytes per attempt and GPU):
+  // a million-job summary holds one or the other, and their pages are the ones the
+  // simulation let go (held by the allocator), not new ones on top of its peak.
+  jct = std::vector<double>();
+  queue = std::vector<double>();
   m.collocated_attempts = count_collocated(r, per_gpu, static_cast<std::size_t>(m.attempts));
   return m;
 }

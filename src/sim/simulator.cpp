@@ -51,6 +51,7 @@ struct Live {
   MiB request_floor = -1;
   MiB feasible_floor = -1;  // recovery floor at which the cluster was found able to run it
   bool request_exclusive = false;
+  Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
   // The current attempt.
   Seconds last_update = 0;
   double work_done = 0;
@@ -63,11 +64,11 @@ struct Live {
   std::vector<Part> parts;
 };
 
-// 40 bytes, a million of them at --repeat 13: its trace job is the one at its own id in
-// the trace (Run::trace_jobs_) and its record a number, not pointers of their own.
+// 32 bytes, a million of them at --repeat 13: its trace job is the one at its own id in
+// the trace (Run::trace_jobs_), its record a number, not pointers of their own, and its
+// work is kept while it lives (Live::work).
 struct Job {
   const WorkloadProfile* w = nullptr;
-  Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
   // (Its spec and recovery state live in the lifecycle, from its arrival on.)
   std::unique_ptr<Live> live;      // from its arrival to its end
   Phase phase = Phase::Pending;
@@ -222,14 +223,13 @@ class Run {
       if (!j.w->problem.empty())
         throw InputError(fmt::format("{}: field 'workload_name': workload '{}' cannot be simulated: {}", trace.where(tj),
                                      tj.workload, j.w->problem));
-      j.work = tj.duration_s.value_or(j.w->solo_runtime_s);
       j.slot = slot_of[jobs_.size()];
       JobRecord& rec = records_[j.slot];
       rec.trace_index = tj.index;
       rec.workload = tj.workload;
       rec.num_gpus = tj.num_gpus;
       rec.submit = tj.submit_time;
-      rec.solo_runtime = j.work;
+      rec.solo_runtime = work_of(tj, *j.w);
       jobs_.push_back(std::move(j));
     }
     start_ = trace.jobs.empty() ? 0 : trace.jobs.front().submit_time;
@@ -315,6 +315,8 @@ class Run {
 
  private:
   JobRecord& rec(const Job& j) { return records_[j.slot]; }
+  // Solo-seconds of work of a job: its own duration, or its workload's.
+  static Seconds work_of(const TraceJob& tj, const WorkloadProfile& w) { return tj.duration_s.value_or(w.solo_runtime_s); }
 
   // --- events -----------------------------------------------------------------------
   void push(Seconds t, EvKind k, int id, std::uint64_t version) { events_.push(Event{t, seq_++, k, id, version}); }
@@ -335,6 +337,7 @@ class Run {
         Job& j = jobs_[e.id];
         j.phase = Phase::Queued;
         j.live = std::make_unique<Live>();
+        j.live->work = work_of(trace_jobs_[static_cast<std::size_t>(e.id)], *j.w);
         // (spec.name stays empty: no stage reads it, and the record keeps the workload.)
         JobSpec spec;
         spec.id = e.id;
@@ -401,8 +404,8 @@ class Run {
         // is rescheduled here for the work it still has.
         // (Work left that the clock cannot resolve any more counts as done.)
         advance(j, e.t);
-        const double left = j.work - j.live->work_done;
-        if (left > 1e-9 * std::max(1.0, j.work) && e.t + left / j.live->speed > e.t) {
+        const double left = j.live->work - j.live->work_done;
+        if (left > 1e-9 * std::max(1.0, j.live->work) && e.t + left / j.live->speed > e.t) {
           j.live->ends_at = e.t + left / j.live->speed;
           push(j.live->ends_at, EvKind::Complete, e.id, j.version);
           break;
@@ -555,10 +558,10 @@ class Run {
     a.gpus.assign(j.live->gpus.begin(), j.live->gpus.end());
     rec(j).attempts.push_back(std::move(a));
 
-    j.live->ends_at = t + j.work;
+    j.live->ends_at = t + j.live->work;
     push(j.live->ends_at, EvKind::Complete, id, j.version);
     const Seconds delay = first_activity_delay(opt_.sim, opt_.seed, static_cast<std::uint64_t>(rec(j).trace_index), j.attempt);
-    if (delay < j.work) push(t + delay, EvKind::FirstActivity, id, j.attempt);
+    if (delay < j.live->work) push(t + delay, EvKind::FirstActivity, id, j.attempt);
   }
 
   // --- progress and interference ----------------------------------------------------
@@ -634,7 +637,7 @@ class Run {
         for (int h : j.live->gpus) touch(h);
         advance(j, t);
         j.live->speed = s;
-        const double ends = t + std::max(0.0, j.work - j.live->work_done) / s;
+        const double ends = t + std::max(0.0, j.live->work - j.live->work_done) / s;
         if (ends < j.live->ends_at) {  // sooner: the pending event would be late
           ++j.version;
           j.live->ends_at = ends;

@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <queue>
+#include <span>
 #include <unordered_map>
 
 #include "core/busy_union.h"
@@ -60,8 +61,10 @@ struct Live {
   bool active = false;             // has shown GPU activity
   MiB held_mib = 0;                // per GPU
   std::optional<MiB> mps_limit;    // its MPS client memory limit, as the lifecycle set it
-  std::vector<int> gpus;           // cluster-wide ids
-  std::vector<Part> parts;
+  // Inline up to 8 GPUs on 2 servers (all but 0.3 % of Philly's jobs): a launch and an
+  // end allocate nothing.
+  SmallList<int, 8> gpus;          // cluster-wide ids
+  SmallList<Part, 2> parts;
 };
 
 // 32 bytes, a million of them at --repeat 13: its trace job is the one at its own id in
@@ -510,7 +513,7 @@ class Run {
     j.live->held_mib = 0;
     j.live->active = false;
     ++j.version;
-    const std::vector<int> gpus = std::move(j.live->gpus);
+    const SmallList<int, 8> gpus = std::move(j.live->gpus);
     j.live->gpus.clear();
     refresh(gpus, t);
   }
@@ -624,7 +627,7 @@ class Run {
   }
 
   // Recomputes speeds of every job on `changed` GPUs and the activity of their GPUs.
-  void refresh(const std::vector<int>& changed, Seconds t) {
+  void refresh(std::span<const int> changed, Seconds t) {
     touched_.clear();
     ++stamp_;
     for (int g : changed) {

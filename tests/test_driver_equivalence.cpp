@@ -217,7 +217,7 @@ int replay(const std::string& policy, double activity_lag = 0) {
   for (std::size_t i = 0; i < sim.jobs.size(); ++i) {
     const JobRecord& j = sim.jobs[i];
     std::vector<Decision> s, d;
-    for (const auto& a : j.attempts) s.push_back({a.launch, a.gpus, a.admitted_mib, outcome_name(a.outcome)});
+    for (const auto& a : j.attempts) s.push_back({a.launch, {a.gpus.begin(), a.gpus.end()}, a.admitted_mib, outcome_name(a.outcome)});
     const auto shown = daemon.respond(api::ShowRequest{id_of.at(static_cast<std::int64_t>(i))}, Caller{0, 0, 1})
                            .object["job"];
     for (const auto& a : shown["attempt_log"]) {
@@ -233,7 +233,7 @@ int replay(const std::string& policy, double activity_lag = 0) {
                       (j.completed || shown["reason"].get<std::string>() == j.stop_reason);
     if (!same && activity_lag == 0)
       ADD_FAILURE() << policy << ": job " << i << " (" << j.workload << ")\n  simulator: " << describe(s) << " "
-                    << (j.completed ? "completed" : "failed: " + j.stop_reason) << "\n  aegisd:    " << describe(d)
+                    << (j.completed ? "completed" : "failed: " + j.stop_reason.str()) << "\n  aegisd:    " << describe(d)
                     << " " << state << " " << shown["reason"].get<std::string>();
     differing += !same;
     attempts += static_cast<int>(s.size());

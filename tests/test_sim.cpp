@@ -139,7 +139,7 @@ TEST(Sim, CoLocatedUtilisationCombinesByTheConfiguredRule) {
 // Under MPS the second user's job waits for the GPU to hold none of the first user's jobs
 // (NVIDIA's control daemon serves one user at a time); the same user's job joins.
 TEST(Sim, MpsCollocatesOnlyOneUsersJobs) {
-  for (const std::int64_t second_owner : {0, 1}) {
+  for (const std::int32_t second_owner : {0, 1}) {
     SCOPED_TRACE(second_owner);
     Case c;
     c.catalog.add(workload("light", 3000, 0.3, 0.1, 1000));

@@ -136,7 +136,7 @@ TEST(TraceFormats, PhillyParsesAndSortsByArrival) {
   EXPECT_EQ(t.jobs[0].submit_time, 0);
   EXPECT_EQ(t.jobs[0].num_gpus, 4);
   EXPECT_EQ(t.jobs[0].duration_s, 2951.5);
-  EXPECT_EQ(t.jobs[0].source_id, "6214e9");
+  EXPECT_EQ(t.source_id(t.jobs[0]), "6214e9");
   EXPECT_EQ(t.where(t.jobs[0]), f.path() + ":3");
   EXPECT_EQ(t.jobs[1].index, 0);
   EXPECT_EQ(t.jobs[1].submit_time, 48 * 60 + 52);
@@ -221,19 +221,19 @@ TEST(TraceFormats, AlibabaSkipsPodsWithAReasonAndKeepsFractions) {
   EXPECT_EQ(t.skipped, skipped);
   ASSERT_EQ(t.jobs.size(), 4u);
   // Arrival = creation (rebased), duration = deletion - scheduled.
-  EXPECT_EQ(t.jobs[0].source_id, "whole");
+  EXPECT_EQ(t.source_id(t.jobs[0]), "whole");
   EXPECT_EQ(t.jobs[0].submit_time, 0);
   EXPECT_EQ(t.jobs[0].duration_s, 400);
   EXPECT_EQ(t.jobs[0].gpu_fraction, 1.0);
   EXPECT_EQ(t.jobs[0].index, 6);
   EXPECT_EQ(t.where(t.jobs[0]), f.path() + ":8");
-  EXPECT_EQ(t.jobs[1].source_id, "multi");
+  EXPECT_EQ(t.source_id(t.jobs[1]), "multi");
   EXPECT_EQ(t.jobs[1].submit_time, 30);
   EXPECT_EQ(t.jobs[1].num_gpus, 4);
   EXPECT_EQ(t.jobs[1].duration_s, 995);
-  EXPECT_EQ(t.jobs[2].source_id, "multi-part");
+  EXPECT_EQ(t.source_id(t.jobs[2]), "multi-part");
   EXPECT_EQ(t.jobs[2].gpu_fraction, 1.0);  // only a single-GPU pod shares a GPU
-  EXPECT_EQ(t.jobs[3].source_id, "share");
+  EXPECT_EQ(t.source_id(t.jobs[3]), "share");
   EXPECT_EQ(t.jobs[3].submit_time, 60);
   EXPECT_EQ(t.jobs[3].duration_s, 540);
   EXPECT_EQ(t.jobs[3].gpu_fraction, 0.25);
@@ -320,7 +320,7 @@ TEST(TraceFormats, MaxJobsFastPathGivesWhatTheFullReaderGives) {
       EXPECT_EQ(x.workload, y.workload) << i;
       EXPECT_EQ(x.num_gpus, y.num_gpus) << i;
       EXPECT_EQ(x.duration_s, y.duration_s) << i;
-      EXPECT_EQ(x.source_id, y.source_id) << i;
+      EXPECT_EQ(a.source_id(x), b.source_id(y)) << i;
     }
   }
 }

@@ -103,7 +103,7 @@ void write_mapping_csv(const std::string& path, const std::vector<const Trace*>&
   f << "trace,job_index,source_id,submit_s,num_gpus,duration_s,gpu_fraction,workload\n";
   for (const auto* t : traces)
     for (const auto& j : t->jobs)
-      f << fmt::format("{},{},{},{},{},{},{},{}\n", field(t->name), j.index, field(j.source_id), j.submit_time,
+      f << fmt::format("{},{},{},{},{},{},{},{}\n", field(t->name), j.index, field(t->source_id(j)), j.submit_time,
                        j.num_gpus, j.duration_s ? fmt::format("{}", *j.duration_s) : "", j.gpu_fraction,
                        field(j.workload));
 }

@@ -34,10 +34,12 @@ double mean(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
-// A million records' attempts (and their GPU lists) sit wherever they were allocated,
-// in launch order, not in record order: a walk over them waits on memory at every
-// record. So each walk asks for the attempts a few records ahead, and for the GPU list
-// of the record half as far ahead (whose attempts have arrived by then).
+// A record holds its first attempt and that attempt's first GPUs itself, but the
+// attempts of a job run more than once, and GPU lists longer than the inline ones, sit
+// wherever they were allocated, in launch order, not in record order: a walk would wait
+// on memory at each of those. So each walk asks for the attempts a few records ahead,
+// and for the GPU list of the record half as far ahead (whose attempts have arrived by
+// then).
 inline void prefetch_ahead(const std::vector<JobRecord>& jobs, std::size_t i) {
   constexpr std::size_t kAhead = 16;
   if (i + kAhead < jobs.size() && !jobs[i + kAhead].attempts.empty())
@@ -141,6 +143,11 @@ RunMetrics summarize(const SimResult& r) {
   m.energy_j = r.energy_j;
   m.gpu_mem_util_mean = r.gpu_mem_util_mean;
   m.sm_util_mean = r.sm_util_mean;
+  // The lists go before count_collocated makes its spans (24 bytes per attempt and GPU):
+  // a million-job summary holds one or the other, and their pages are the ones the
+  // simulation let go (held by the allocator), not new ones on top of its peak.
+  jct = std::vector<double>();
+  queue = std::vector<double>();
   m.collocated_attempts = count_collocated(r, per_gpu, static_cast<std::size_t>(m.attempts));
   return m;
 }

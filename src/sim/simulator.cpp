@@ -7,6 +7,7 @@
 #include <limits>
 #include <memory>
 #include <queue>
+#include <span>
 #include <unordered_map>
 
 #include "core/busy_union.h"
@@ -57,6 +58,7 @@ struct Live {
   MiB request_floor = -1;
   MiB feasible_floor = -1;  // recovery floor at which the cluster was found able to run it
   bool request_exclusive = false;
+  Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
   // The current attempt.
   Seconds last_update = 0;
   double work_done = 0;
@@ -65,20 +67,23 @@ struct Live {
   bool active = false;             // has shown GPU activity
   MiB held_mib = 0;                // per GPU
   std::optional<MiB> mps_limit;    // its MPS client memory limit, as the lifecycle set it
-  std::vector<int> gpus;           // cluster-wide ids
-  std::vector<Part> parts;
+  // Inline up to 8 GPUs on 2 servers (all but 0.3 % of Philly's jobs): a launch and an
+  // end allocate nothing.
+  SmallList<int, 8> gpus;          // cluster-wide ids
+  SmallList<Part, 2> parts;
 };
 
+// 32 bytes, a million of them at --repeat 13: its trace job is the one at its own id in
+// the trace (Run::trace_jobs_), its record a number, not pointers of their own, and its
+// work is kept while it lives (Live::work).
 struct Job {
-  const TraceJob* tj = nullptr;
   const WorkloadProfile* w = nullptr;
-  Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
   // (Its spec and recovery state live in the lifecycle, from its arrival on.)
+  std::unique_ptr<Live> live;      // from its arrival to its end
   Phase phase = Phase::Pending;
   std::uint32_t attempt = 0;       // launches so far; identifies activity events
   std::uint32_t version = 0;       // identifies the valid completion event
-  std::unique_ptr<Live> live;      // from its arrival to its end
-  JobRecord* rec = nullptr;        // its result, in Run::records_
+  std::uint32_t slot = 0;          // its result: Run::records_[slot], in trace-index order
 };
 
 struct Gpu {
@@ -143,17 +148,17 @@ struct Server {
   }
 };
 
-// Positions of `records` in the order of their trace_index, equal ones in the order they
-// come (a stable sort). Indices are usually distinct and dense (rows of a file, and the
-// copies of --repeat after them): then each goes straight to its slot, in linear time.
-std::vector<std::uint32_t> trace_index_order(const std::vector<JobRecord>& records) {
-  const std::size_t n = records.size();
+// Positions of `jobs` in the order of their index, equal ones in the order they come (a
+// stable sort). Indices are usually distinct and dense (rows of a file, and the copies of
+// --repeat after them): then each goes straight to its slot, in linear time.
+std::vector<std::uint32_t> trace_index_order(const std::vector<TraceJob>& jobs) {
+  const std::size_t n = jobs.size();
   std::vector<std::uint32_t> order;
   if (n == 0) return order;
-  std::int64_t lo = records.front().trace_index, hi = lo;
-  for (const auto& r : records) {
-    lo = std::min(lo, r.trace_index);
-    hi = std::max(hi, r.trace_index);
+  std::int64_t lo = jobs.front().index, hi = lo;
+  for (const auto& j : jobs) {
+    lo = std::min(lo, j.index);
+    hi = std::max(hi, j.index);
   }
   constexpr auto kEmpty = std::numeric_limits<std::uint32_t>::max();
   const auto range = static_cast<std::uint64_t>(hi) - static_cast<std::uint64_t>(lo) + 1;
@@ -161,7 +166,7 @@ std::vector<std::uint32_t> trace_index_order(const std::vector<JobRecord>& recor
     std::vector<std::uint32_t> slot(range, kEmpty);
     bool distinct = true;
     for (std::uint32_t i = 0; i < n && distinct; ++i) {
-      auto& s = slot[static_cast<std::uint64_t>(records[i].trace_index - lo)];
+      auto& s = slot[static_cast<std::uint64_t>(jobs[i].index - lo)];
       distinct = s == kEmpty;
       s = i;
     }
@@ -174,7 +179,7 @@ std::vector<std::uint32_t> trace_index_order(const std::vector<JobRecord>& recor
   }
   // Sparse or repeated indices: sort (index, position) pairs, which is the stable order.
   std::vector<std::pair<std::int64_t, std::uint32_t>> keyed(n);
-  for (std::uint32_t i = 0; i < n; ++i) keyed[i] = {records[i].trace_index, i};
+  for (std::uint32_t i = 0; i < n; ++i) keyed[i] = {jobs[i].index, i};
   std::sort(keyed.begin(), keyed.end());
   order.resize(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = keyed[i].second;
@@ -191,6 +196,7 @@ class Run {
  public:
   Run(const WorkloadCatalog& cat, const Trace& trace, const SimOptions& o)
       : opt_(o),
+        trace_jobs_(trace.jobs),
         engine_(engine_config(o)),
         life_(engine_config(o), lifecycle_options(o)),
         placer_(*this),
@@ -212,6 +218,13 @@ class Run {
     max_per_server_ = o.cluster.max_gpus_per_server();
     jobs_.reserve(trace.jobs.size());
     records_.resize(trace.jobs.size());
+    // Each job's record is put at once where the result wants it, in trace-index order:
+    // finish() then moves no record (a million of them, in a random order of places).
+    std::vector<std::uint32_t> slot_of(trace.jobs.size());
+    {
+      const std::vector<std::uint32_t> order = trace_index_order(trace.jobs);
+      for (std::uint32_t k = 0; k < order.size(); ++k) slot_of[order[k]] = k;
+    }
     // A million jobs name a few dozen workloads (kept names, one address each): each is
     // looked up in the catalog once.
     std::unordered_map<const std::string*, const WorkloadProfile*> profiles;
@@ -220,7 +233,6 @@ class Run {
         throw InputError(fmt::format("{}: field 'num_gpus': job {} needs {} GPUs; the simulated cluster has {}",
                                      trace.where(tj), tj.index, tj.num_gpus, total));
       Job j;
-      j.tj = &tj;
       auto profile = profiles.try_emplace(&tj.workload.str(), nullptr);
       if (profile.second) profile.first->second = cat.find(tj.workload);
       j.w = profile.first->second;
@@ -228,13 +240,13 @@ class Run {
       if (!j.w->problem.empty())
         throw InputError(fmt::format("{}: field 'workload_name': workload '{}' cannot be simulated: {}", trace.where(tj),
                                      tj.workload, j.w->problem));
-      j.work = tj.duration_s.value_or(j.w->solo_runtime_s);
-      j.rec = &records_[jobs_.size()];
-      j.rec->trace_index = tj.index;
-      j.rec->workload = tj.workload;
-      j.rec->num_gpus = tj.num_gpus;
-      j.rec->submit = tj.submit_time;
-      j.rec->solo_runtime = j.work;
+      j.slot = slot_of[jobs_.size()];
+      JobRecord& rec = records_[j.slot];
+      rec.trace_index = tj.index;
+      rec.workload = tj.workload;
+      rec.num_gpus = tj.num_gpus;
+      rec.submit = tj.submit_time;
+      rec.solo_runtime = work_of(tj, *j.w);
       jobs_.push_back(std::move(j));
     }
     start_ = trace.jobs.empty() ? 0 : trace.jobs.front().submit_time;
@@ -285,7 +297,7 @@ class Run {
     std::vector<std::uint32_t> arrivals(jobs_.size());
     for (std::uint32_t i = 0; i < arrivals.size(); ++i) arrivals[i] = i;
     const auto arrives_first = [&](std::uint32_t a, std::uint32_t b) {
-      return jobs_[a].tj->submit_time < jobs_[b].tj->submit_time;
+      return trace_jobs_[a].submit_time < trace_jobs_[b].submit_time;
     };
     // Loaded traces come in submit order already (a stable sort would still merge).
     if (!std::is_sorted(arrivals.begin(), arrivals.end(), arrives_first))
@@ -293,8 +305,8 @@ class Run {
     std::size_t next_arrival = 0;
     while (next_arrival < arrivals.size() || !events_.empty()) {
       Seconds t = events_.empty() ? std::numeric_limits<Seconds>::infinity() : events_.top().t;
-      if (next_arrival < arrivals.size()) t = std::min(t, jobs_[arrivals[next_arrival]].tj->submit_time);
-      while (next_arrival < arrivals.size() && jobs_[arrivals[next_arrival]].tj->submit_time == t) {
+      if (next_arrival < arrivals.size()) t = std::min(t, trace_jobs_[arrivals[next_arrival]].submit_time);
+      while (next_arrival < arrivals.size() && trace_jobs_[arrivals[next_arrival]].submit_time == t) {
         ++n_events_;
         handle(Event{t, 0, EvKind::Arrival, static_cast<int>(arrivals[next_arrival++]), 0});
       }
@@ -310,8 +322,8 @@ class Run {
     }
     for (const auto& j : jobs_) {
       if (j.phase != Phase::Done && j.phase != Phase::Stopped)
-        throw SimError(fmt::format("simulation stalled: job {} ({}) can never be placed{}", j.rec->trace_index,
-                                   j.rec->workload,
+        throw SimError(fmt::format("simulation stalled: job {} ({}) can never be placed{}", rec(j).trace_index,
+                                   rec(j).workload,
                                    last_gang_blocked_ == 0 ? std::string()
                                        : fmt::format(": needs {} whole idle servers' worth of GPUs", last_gang_blocked_)));
     }
@@ -319,6 +331,10 @@ class Run {
   }
 
  private:
+  JobRecord& rec(const Job& j) { return records_[j.slot]; }
+  // Solo-seconds of work of a job: its own duration, or its workload's.
+  static Seconds work_of(const TraceJob& tj, const WorkloadProfile& w) { return tj.duration_s.value_or(w.solo_runtime_s); }
+
   // --- events -----------------------------------------------------------------------
   void push(Seconds t, EvKind k, int id, std::uint32_t version) { events_.push(Event{t, seq_++, k, id, version}); }
 
@@ -338,12 +354,14 @@ class Run {
         Job& j = jobs_[e.id];
         j.phase = Phase::Queued;
         j.live = std::make_unique<Live>();
+        j.live->work = work_of(trace_jobs_[static_cast<std::size_t>(e.id)], *j.w);
         // (spec.name stays empty: no stage reads it, and the record keeps the workload.)
         JobSpec spec;
         spec.id = e.id;
-        spec.num_gpus = j.tj->num_gpus;
-        spec.submit_time = j.tj->submit_time;
-        spec.owner = j.tj->owner;
+        const TraceJob& tj = trace_jobs_[static_cast<std::size_t>(e.id)];
+        spec.num_gpus = tj.num_gpus;
+        spec.submit_time = tj.submit_time;
+        spec.owner = tj.owner;
         spec.estimates = j.w->estimates;
         spec.hints = j.w->hints;
         spec.predicted_util = j.w->predicted_util;
@@ -360,7 +378,7 @@ class Run {
           for (int local : srv.placer.running[static_cast<std::size_t>(p.running_pos)].gpus)
             srv.stale_room(local);  // its gates move
         }
-        j.rec->attempts.back().first_activity = e.t;
+        rec(j).attempts.back().first_activity = e.t;
         life_.first_activity(e.id, e.t);
         const bool ramp = opt_.sim.memory_ramp_s > 0 && opt_.sim.memory_initial_fraction < 1;
         const MiB first = ramp ? static_cast<MiB>(std::ceil(static_cast<double>(j.w->peak_mib) *
@@ -405,8 +423,8 @@ class Run {
         // is rescheduled here for the work it still has.
         // (Work left that the clock cannot resolve any more counts as done.)
         advance(j, e.t);
-        const double left = j.work - j.live->work_done;
-        if (left > 1e-9 * std::max(1.0, j.work) && e.t + left / j.live->speed > e.t) {
+        const double left = j.live->work - j.live->work_done;
+        if (left > 1e-9 * std::max(1.0, j.live->work) && e.t + left / j.live->speed > e.t) {
           j.live->ends_at = e.t + left / j.live->speed;
           push(j.live->ends_at, EvKind::Complete, e.id, j.version);
           break;
@@ -416,8 +434,8 @@ class Run {
         life_.forget(e.id);  // its record is the simulator's; the lifecycle keeps live jobs only
         j.live.reset();
         j.phase = Phase::Done;
-        j.rec->completed = true;
-        j.rec->end = e.t;
+        rec(j).completed = true;
+        rec(j).end = e.t;
         ++n_finished_;
         break;
       }
@@ -454,7 +472,7 @@ class Run {
             over_limit ? fmt::format("CUDA out of memory: MPS limit of {} MiB reached", *j.live->mps_limit)
                        : fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free", mib,
                                      gpus_[g].total - gpus_[g].used);
-        auto& a = j.rec->attempts.back();
+        auto& a = rec(j).attempts.back();
         a.mps_limit = over_limit;
         a.neighbour_oom = !over_limit && gpus_[g].last_launched != id;
         finish_attempt(id, t, SimOutcome::Oom);
@@ -480,7 +498,7 @@ class Run {
   void finish_attempt(int id, Seconds t, SimOutcome outcome) {
     Job& j = jobs_[id];
     advance(j, t);
-    auto& a = j.rec->attempts.back();
+    auto& a = rec(j).attempts.back();
     a.end = t;
     a.outcome = outcome;
     for (int g : j.live->gpus) {
@@ -516,7 +534,7 @@ class Run {
     j.live->held_mib = 0;
     j.live->active = false;
     ++j.version;
-    const std::vector<int> gpus = std::move(j.live->gpus);
+    const SmallList<int, 8> gpus = std::move(j.live->gpus);
     j.live->gpus.clear();
     refresh(gpus, t);
   }
@@ -536,7 +554,7 @@ class Run {
     j.live->gpus.clear();
     j.live->parts.clear();
     j.live->mps_limit.reset();  // set by tick() from the lifecycle's start
-    if (j.rec->first_launch < 0) j.rec->first_launch = t;
+    if (rec(j).first_launch < 0) rec(j).first_launch = t;
     AttemptRecord a;
     a.launch = t;
     a.floor_mib = job.recovery.floor_mib;
@@ -561,13 +579,13 @@ class Run {
       // ask it again (it accepted this one).
       changed_.push_back(s);
     }
-    a.gpus = j.live->gpus;
-    j.rec->attempts.push_back(std::move(a));
+    a.gpus.assign(j.live->gpus.begin(), j.live->gpus.end());
+    rec(j).attempts.push_back(std::move(a));
 
-    j.live->ends_at = t + j.work;
+    j.live->ends_at = t + j.live->work;
     push(j.live->ends_at, EvKind::Complete, id, j.version);
-    const Seconds delay = first_activity_delay(opt_.sim, opt_.seed, static_cast<std::uint64_t>(j.rec->trace_index), j.attempt);
-    if (delay < j.work) push(t + delay, EvKind::FirstActivity, id, j.attempt);
+    const Seconds delay = first_activity_delay(opt_.sim, opt_.seed, static_cast<std::uint64_t>(rec(j).trace_index), j.attempt);
+    if (delay < j.live->work) push(t + delay, EvKind::FirstActivity, id, j.attempt);
   }
 
   // --- progress and interference ----------------------------------------------------
@@ -630,7 +648,7 @@ class Run {
   }
 
   // Recomputes speeds of every job on `changed` GPUs and the activity of their GPUs.
-  void refresh(const std::vector<int>& changed, Seconds t) {
+  void refresh(std::span<const int> changed, Seconds t) {
     touched_.clear();
     ++stamp_;
     for (int g : changed) {
@@ -643,7 +661,7 @@ class Run {
         for (int h : j.live->gpus) touch(h);
         advance(j, t);
         j.live->speed = s;
-        const double ends = t + std::max(0.0, j.work - j.live->work_done) / s;
+        const double ends = t + std::max(0.0, j.live->work - j.live->work_done) / s;
         if (ends < j.live->ends_at) {  // sooner: the pending event would be late
           ++j.version;
           j.live->ends_at = ends;
@@ -1286,8 +1304,8 @@ class Run {
         if (lj->state != JobState::Failed) continue;  // completions are recorded as they happen
         Job& j = jobs_[id];
         j.phase = Phase::Stopped;
-        j.rec->end = t;
-        j.rec->stop_reason = lj->reason;
+        rec(j).end = t;
+        rec(j).stop_reason = lj->reason;
         life_.forget(id);
         j.live.reset();
         ++n_finished_;
@@ -1321,26 +1339,7 @@ class Run {
     const double span = (r.end - r.start) * static_cast<double>(gpus_.size());
     r.gpu_mem_util_mean = span > 0 ? mem / span : 0;
     r.sm_util_mean = span > 0 ? sm / span : 0;
-    // In trace-index order: the positions in that order, applied in place cycle by cycle
-    // (no second copy of a million records).
-    std::vector<std::uint32_t> order = trace_index_order(records_);
-    for (std::size_t k = 0; k < order.size(); ++k) {
-      if (order[k] == k) continue;
-      JobRecord held = std::move(records_[k]);
-      std::size_t at = k;
-      while (true) {
-        const std::size_t from = order[at];
-        order[at] = static_cast<std::uint32_t>(at);
-        if (from == k) {
-          records_[at] = std::move(held);
-          break;
-        }
-        records_[at] = std::move(records_[from]);
-        at = from;
-      }
-    }
-    for (auto& j : jobs_) j.rec = nullptr;
-    r.jobs = std::move(records_);
+    r.jobs = std::move(records_);  // in trace-index order from the start
     r.gpu_timeline = std::move(timeline_);
     r.queue_timeline = std::move(queue_timeline_);
     r.events = n_events_;
@@ -1366,13 +1365,14 @@ class Run {
   };
 
   const SimOptions& opt_;
+  const std::vector<TraceJob>& trace_jobs_;  // job id = position here
   Engine engine_;
   Lifecycle life_;
   Dispatcher placer_;
   InterferenceModel model_;
   bool union_util_;  // sim.util_combination
   std::vector<Job> jobs_;
-  std::vector<JobRecord> records_;  // per job, in trace order until finish()
+  std::vector<JobRecord> records_;  // per job, in trace-index order (Job::slot)
   std::vector<Gpu> gpus_;
   std::vector<Server> servers_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;

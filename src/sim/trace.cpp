@@ -42,6 +42,16 @@ std::string Trace::where(const TraceJob& j) const {
   return j.line > 0 ? fmt::format("{}:{}", path.empty() ? name : path, j.line) : fmt::format("trace job {}", j.index);
 }
 
+std::uint32_t Trace::keep_source_id(std::string_view id, std::map<std::string, std::uint32_t, std::less<>>& seen) {
+  if (id.empty()) return 0;
+  auto it = seen.find(id);
+  if (it == seen.end()) {
+    it = seen.emplace(std::string(id), static_cast<std::uint32_t>(source_ids.size())).first;
+    source_ids.emplace_back(id);
+  }
+  return it->second;
+}
+
 void repeat_trace(Trace& t, std::size_t copies) {
   if (copies <= 1 || t.jobs.empty()) return;
   const std::size_t n = t.jobs.size();
@@ -100,7 +110,9 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   std::map<std::string, std::int64_t> user_ids;
   while (r.next()) {
     TraceJob j;
-    if (users) j.owner = user_ids.emplace(r.get_text("user"), static_cast<std::int64_t>(user_ids.size())).first->second;
+    if (users)
+      j.owner = static_cast<std::int32_t>(
+          user_ids.emplace(r.get_text("user"), static_cast<std::int64_t>(user_ids.size())).first->second);
     j.line = static_cast<std::uint32_t>(r.line());
     j.index = r.get_int("job_index");
     if (!seen.insert(j.index).second) r.fail("job_index", fmt::format("duplicate job index {}", j.index));

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/units.h"
@@ -20,16 +21,18 @@
 
 namespace aegis {
 
+// 64 bytes: a million-job trace (--repeat) holds a million of these for the whole run, so
+// the id in the source trace is a number into its Trace's table, not a string of its own.
 struct TraceJob {
   std::int64_t index = 0;                // position or id in the source trace
   Seconds submit_time = 0;               // seconds from the trace's first arrival
   WorkloadName workload;                 // catalog workload whose profile it runs with
-  int num_gpus = 1;
-  std::uint32_t line = 0;                // line of the source file it came from (0: not from a file)
   std::optional<Seconds> duration_s;     // its own runtime alone; absent = the workload's
   double gpu_fraction = 1.0;             // Alibaba gpu_milli / 1000 for fractional requests
-  std::string source_id;                 // id in the source trace (pod name, ...), may be empty
-  std::int64_t owner = -1;               // its user, numbered in order of appearance (-1: no user column)
+  int num_gpus = 1;
+  std::uint32_t line = 0;                // line of the source file it came from (0: not from a file)
+  std::uint32_t source = 0;              // its id in the source trace: Trace::source_ids[source]
+  std::int32_t owner = -1;               // its user, numbered in order of appearance (-1: no user column)
 };
 
 enum class TraceFormat { Aegis, Philly, Alibaba };
@@ -55,6 +58,14 @@ struct Trace {
   // What was left out and why (CPU-only pods, pods never scheduled, ...): reason -> count.
   std::map<std::string, std::int64_t> skipped;
   std::string mapping_method;  // how workloads were assigned, for the record
+  // Ids of the jobs in the source trace (pod name, Philly cluster, ...), each distinct one
+  // once, in the order its loader met them; [0] is the empty id, a job's without one.
+  std::vector<std::string> source_ids{std::string()};
+
+  const std::string& source_id(const TraceJob& j) const { return source_ids[j.source]; }
+  // The number of `id` in source_ids (added if new; "" is 0). `seen` remembers the ids
+  // added so far: one per loader, dropped with it.
+  std::uint32_t keep_source_id(std::string_view id, std::map<std::string, std::uint32_t, std::less<>>& seen);
 
   // "file:line" of a job, for error messages ("trace" when it came from no file).
   std::string where(const TraceJob& j) const;

@@ -160,7 +160,8 @@ std::optional<TraceFormat> detect_trace_format(const std::vector<std::string>& h
 namespace {
 
 // One Philly row, validated (the same checks on every path).
-TraceJob philly_job(const CsvReader& r, std::int64_t row, bool has_cluster) {
+TraceJob philly_job(const CsvReader& r, std::int64_t row, bool has_cluster, Trace& t,
+                    std::map<std::string, std::uint32_t, std::less<>>& sources) {
   TraceJob j = job_at(r, row);
   const auto submit = parse_utc(r.field("timestamp"));
   if (!submit)
@@ -170,7 +171,7 @@ TraceJob philly_job(const CsvReader& r, std::int64_t row, bool has_cluster) {
   if (d <= 0) r.fail("duration", fmt::format("{} is not positive", d));
   j.duration_s = d;
   j.num_gpus = gpu_count(r, "num_gpus", 1);
-  if (has_cluster) j.source_id = r.field("cluster");
+  if (has_cluster) j.source = t.keep_source_id(r.field("cluster"), sources);
   return j;
 }
 
@@ -246,6 +247,7 @@ std::optional<Trace> load_philly_unquoted(const std::string& path, const TraceOp
   Trace t = start_trace(path, TraceFormat::Philly);
   t.jobs.reserve(keep);
   std::vector<std::string> fields;
+  std::map<std::string, std::uint32_t, std::less<>> sources;
   for (const Row& row : rows) {
     fields = std::move(r.record_storage());
     fields.clear();
@@ -258,7 +260,7 @@ std::optional<Trace> load_philly_unquoted(const std::string& path, const TraceOp
       b = e + 1;
     }
     r.set_record(std::move(fields), row.line);
-    t.jobs.push_back(philly_job(r, row.index, has_cluster));
+    t.jobs.push_back(philly_job(r, row.index, has_cluster, t, sources));
   }
   if (all > keep) t.skipped["beyond --max-jobs"] += static_cast<std::int64_t>(all - keep);
   return t;
@@ -275,7 +277,8 @@ Trace load_philly_trace(const std::string& path, const WorkloadCatalog& catalog,
   CsvReader r = CsvReader::open(path);
   require_columns(r, kPhillyColumns);
   const bool has_cluster = r.has_column("cluster");
-  for (std::int64_t row = 0; r.next(); ++row) t.jobs.push_back(philly_job(r, row, has_cluster));
+  std::map<std::string, std::uint32_t, std::less<>> sources;
+  for (std::int64_t row = 0; r.next(); ++row) t.jobs.push_back(philly_job(r, row, has_cluster, t, sources));
   finish(t, catalog, options);
   return t;
 }
@@ -284,6 +287,7 @@ Trace load_alibaba_trace(const std::string& path, const WorkloadCatalog& catalog
   Trace t = start_trace(path, TraceFormat::Alibaba);
   CsvReader r = CsvReader::open(path);
   require_columns(r, kAlibabaColumns);
+  std::map<std::string, std::uint32_t, std::less<>> sources;
   for (std::int64_t row = 0; r.next(); ++row) {
     const int gpus = gpu_count(r, "num_gpu", 0);
     if (gpus == 0) {
@@ -309,7 +313,7 @@ Trace load_alibaba_trace(const std::string& path, const WorkloadCatalog& catalog
     j.num_gpus = gpus;
     // Only a single-GPU pod can ask for part of a GPU (the trace's own definition).
     if (gpus == 1 && milli < 1000) j.gpu_fraction = static_cast<double>(milli) / 1000.0;
-    j.source_id = r.field("name");
+    j.source = t.keep_source_id(r.field("name"), sources);
     t.jobs.push_back(std::move(j));
   }
   finish(t, catalog, options);

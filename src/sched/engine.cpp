@@ -391,7 +391,15 @@ Decisions Engine::tick(const Snapshot& snap) const {
         // ranking those that pass. The bookkeeping of a refusal is the same (every GPU asked).
         const bool lazy = lazy_pressure_ && !snap.explain;
         const std::size_t asked_first = filters_.size() - (lazy ? 1 : 0);
+        // A GPU short of memory is turned down before any stage is asked (a quarter of the
+        // GPUs an aegis ask shows, each a virtual call per stage before memory): whichever
+        // stage refuses it first comes no later than the memory stage, so before the gate
+        // and the pressure filter, the only refusals a tick tells apart. The comparison is
+        // the memory stage's own (memory_fit.cpp), as room_refuses reads it; with
+        // `explain` every GPU is asked, for the name of the stage.
+        const bool short_of_memory_skips = memory_ && !snap.explain;
         for (const auto& g : t.gpus) {
+          if (short_of_memory_skips && g.free_mib < req.required_free_mib) continue;
           const Filter* failed = nullptr;
           for (std::size_t k = 0; k < asked_first; ++k)
             if (!filters_[k]->admits(req, g)) { failed = filters_[k].get(); break; }

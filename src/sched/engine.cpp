@@ -359,7 +359,9 @@ Decisions Engine::tick(const Snapshot& snap) const {
     by_pressure = false;
     pressure_gpus.clear();
     if (n < 1 || n > static_cast<int>(t.gpus.size())) {
-      why = snap.explain ? fmt::format("needs {} GPUs; this server has {}", n, t.gpus.size()) : "too large";
+      // Without `explain`, a short word assigned in place (no string built and moved).
+      if (snap.explain) why = fmt::format("needs {} GPUs; this server has {}", n, t.gpus.size());
+      else why = "too large";
     } else {
       // Exclusive first: enough idle, open GPUs give the head job GPUs to itself.
       if (cfg.exclusive_first || job->recovery.exclusive_only || !cfg.collocate) {
@@ -379,8 +381,10 @@ Decisions Engine::tick(const Snapshot& snap) const {
           alone = true;
         } else {
           pick.clear();
-          if (job->recovery.exclusive_only || !cfg.collocate)
-            why = snap.explain ? fmt::format("waiting for {} idle GPU{}", n, n > 1 ? "s" : "") : "idle";
+          if (job->recovery.exclusive_only || !cfg.collocate) {
+            if (snap.explain) why = fmt::format("waiting for {} idle GPU{}", n, n > 1 ? "s" : "");
+            else why = "idle";
+          }
         }
       }
       // Otherwise collocate: every filter must admit a GPU.
@@ -429,14 +433,16 @@ Decisions Engine::tick(const Snapshot& snap) const {
             }
           }
           pick.resize(kept);
-          std::sort(pressure_gpus.begin(), pressure_gpus.end());  // in GPU order, as asked in turn
+          if (pressure_gpus.size() > 1)  // mostly one: no call then
+            std::sort(pressure_gpus.begin(), pressure_gpus.end());  // in GPU order, as asked in turn
         }
         if (static_cast<int>(pick.size()) >= n) {
           if (!lazy) order_->sort(pick, req, d.state);
         } else {
-          why = snap.explain ? fmt::format("needs {} GPU{} with {} MiB free; {}", n, n > 1 ? "s" : "",
-                                           req.required_free_mib, why.empty() ? "none admitted" : why)
-                             : "filtered";
+          if (snap.explain)
+            why = fmt::format("needs {} GPU{} with {} MiB free; {}", n, n > 1 ? "s" : "", req.required_free_mib,
+                              why.empty() ? "none admitted" : why);
+          else why = "filtered";
           pick.clear();
         }
       }
@@ -444,7 +450,8 @@ Decisions Engine::tick(const Snapshot& snap) const {
 
     if (pick.empty()) {
       any_waiting = true;
-      if (!d.blocked) d.blocked = Blocked{job->spec.id, why, by_pressure, std::move(pressure_gpus)};
+      // Moved, not copied: both are made afresh for the next job.
+      if (!d.blocked) d.blocked = Blocked{job->spec.id, std::move(why), by_pressure, std::move(pressure_gpus)};
       if (cfg.strict_head_of_line) break;
       continue;
     }

@@ -82,6 +82,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   // The filters the config names, in the registry's order (stage_registry.cpp).
   for (const FilterEntry& e : filters_for(config_)) {
     filters_.push_back(e.make(config_));
+    all_filters_.push_back(filters_.back().get());
     if (e.binds_alone) alone_rules_.push_back(filters_.back().get());
     if (filters_.back()->name() == "pressure") pressure_ = filters_.back().get();
     if (filters_.back()->name() == "observing") gate_ = filters_.back().get();
@@ -92,6 +93,8 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   }
   order_ = make_order(config_.order, config_);
   lazy_pressure_ = pressure_ && filters_.back().get() == pressure_ && order_->ranks_each_gpu_alone();
+  for (const auto& f : filters_)
+    if (f.get() != memory_) past_memory_.push_back(f.get());
   recovery_ = make_recovery(config_);
   // What the caches of drivers may rely on derives from the stages' declarations.
   reads_ = kEngineReads;
@@ -394,19 +397,23 @@ Decisions Engine::tick(const Snapshot& snap) const {
         // the costly one) asked in that order until n pass: the same n as filtering all and
         // ranking those that pass. The bookkeeping of a refusal is the same (every GPU asked).
         const bool lazy = lazy_pressure_ && !snap.explain;
-        const std::size_t asked_first = filters_.size() - (lazy ? 1 : 0);
         // A GPU short of memory is turned down before any stage is asked (a quarter of the
         // GPUs an aegis ask shows, each a virtual call per stage before memory): whichever
         // stage refuses it first comes no later than the memory stage, so before the gate
         // and the pressure filter, the only refusals a tick tells apart. The comparison is
         // the memory stage's own (memory_fit.cpp), as room_refuses reads it; with
         // `explain` every GPU is asked, for the name of the stage.
+        // The GPUs left then pass memory: the stages are asked without it (past_memory_),
+        // and the first to refuse is the one the whole chain would name.
         const bool short_of_memory_skips = memory_ && !snap.explain;
+        const std::size_t chain_size = short_of_memory_skips ? past_memory_.size() : filters_.size();
+        const Filter* const* chain = short_of_memory_skips ? past_memory_.data() : all_filters_.data();
+        const std::size_t asked_first = chain_size - (lazy ? 1 : 0);
         for (const auto& g : t.gpus) {
           if (short_of_memory_skips && g.free_mib < req.required_free_mib) continue;
           const Filter* failed = nullptr;
           for (std::size_t k = 0; k < asked_first; ++k)
-            if (!filters_[k]->admits(req, g)) { failed = filters_[k].get(); break; }
+            if (!chain[k]->admits(req, g)) { failed = chain[k]; break; }
           if (!failed) {
             pick.push_back(&g);
           } else {

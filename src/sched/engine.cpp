@@ -260,7 +260,12 @@ std::vector<Engine::GpuReport> Engine::report(const Snapshot& snap) const {
 
 Decisions Engine::tick(const Snapshot& snap) const {
   Decisions d;
-  d.state = snap.state;
+  tick(snap, d);
+  return d;
+}
+
+void Engine::tick(const Snapshot& snap, Decisions& d) const {
+  d.reset(snap.state);
   const EngineConfig& cfg = config_;
 
   // --- Stage 5, first half: what happens to jobs that just failed.
@@ -483,7 +488,6 @@ Decisions Engine::tick(const Snapshot& snap) const {
   // The next time a gate that held a waiting job back opens, for drivers that sleep
   // between events.
   if (any_waiting && gate_wake < kNever) d.wake_at = gate_wake;
-  return d;
 }
 
 }  // namespace aegis

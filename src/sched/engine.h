@@ -27,6 +27,10 @@ class Engine {
   Engine& operator=(Engine&&) noexcept;
 
   Decisions tick(const Snapshot& s) const;
+  // The same answer written into `out`, whatever it held (Decisions::reset): a driver that
+  // asks often and keeps one Decisions (ServerPlacer) reuses its lists' storage instead of
+  // allocating a launch list per ask.
+  void tick(const Snapshot& s, Decisions& out) const;
 
   // Adds a running job to the load of one of its GPUs (Snapshot::loads), as a tick sums it.
   void add_load(GpuLoad& load, const RunningJob& r) const;

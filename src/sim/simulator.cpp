@@ -942,7 +942,8 @@ class Run {
     snap.window_stats = srv.placer.window_stats ? &windows : nullptr;
     ++n_ticks_;
     n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
-    return engine_.tick(snap).launches.empty();
+    engine_.tick(snap, what_if_);
+    return what_if_.launches.empty();
   }
 
   // Until the next event, every window of these GPUs is made of samples already in it and
@@ -1338,6 +1339,7 @@ class Run {
   std::vector<SampleRun> metric_runs_;                              // one metric of a window
   std::vector<std::pair<GpuSample, std::uint32_t>> noisy_runs_;  // scratch of ensure_window
   std::vector<std::pair<GpuSample, std::uint32_t>> window_before_;  // ensure_window: the runs it replaces
+  Decisions what_if_;  // refused_with's answer, kept for its storage
   std::uint64_t stamp_ = 0;
   std::vector<Candidate> order_;  // place_single's servers to ask (one entry per server)
   std::vector<int> changed_, candidates_;  // servers changed since the last full pass

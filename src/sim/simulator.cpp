@@ -732,8 +732,13 @@ class Run {
   // utilisation) of a window kept as runs of equal samples.
   WindowStats stats_of_runs(const std::vector<std::pair<GpuSample, std::uint32_t>>& runs, int metric) {
     const std::size_t n = runs.size();
-    metric_runs_.resize(n);
-    SampleRun* out = metric_runs_.data();
+    // A step function's window is a few runs: on the stack (uninitialised: n are written).
+    std::array<SampleRun, 16> few;
+    SampleRun* out = few.data();
+    if (n > few.size()) {
+      metric_runs_.resize(n);
+      out = metric_runs_.data();
+    }
     const auto* in = runs.data();
     switch (metric) {  // outside the loop: this runs at every window change
       case 0: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.smact, in[i].second}; break;
@@ -741,7 +746,7 @@ class Run {
       case 2: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.drama, in[i].second}; break;
       default: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.util, in[i].second}; break;
     }
-    return window_stats(std::span<const SampleRun>(metric_runs_));
+    return window_stats(std::span<const SampleRun>(out, n));
   }
 
   // Builds GPU `local` of server `srv`'s window at time t unless the one it has still holds.

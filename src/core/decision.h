@@ -50,6 +50,17 @@ struct Decisions {
   std::optional<Blocked> blocked;
   std::optional<Seconds> wake_at; // earliest time a gate that held a waiting job back opens
   EngineState state;
+
+  // As a fresh one with this state, keeping the lists' storage (Engine::tick into an
+  // existing Decisions). A new field must be reset here too.
+  void reset(const EngineState& s) {
+    requeues.clear();
+    stops.clear();
+    launches.clear();
+    blocked.reset();
+    wake_at.reset();
+    state = s;
+  }
 };
 
 }  // namespace aegis

@@ -50,7 +50,7 @@ std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, boo
   if (keep_loads_) snap.loads = loads();
   snap.state = state;
   snap.explain = explain;
-  last_ = engine_.tick(snap);
+  engine_.tick(snap, last_);  // into the last answer: its launch list's storage is reused
   if (last_.launches.empty()) return std::nullopt;
   state = last_.state;
   return std::move(last_.launches.front());

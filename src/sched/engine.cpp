@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <limits>
+#include <new>
 
 #include "sched/config_params.h"
 #include "sched/recovery/recovery.h"
@@ -31,9 +32,8 @@ Seconds gate_opens_at(const EngineConfig& c, Seconds launched_at, std::optional<
 }
 
 // What a running job adds to a GPU's sums: the one definition, for a tick's candidates
-// (GpuCandidate) and for loads a driver keeps (GpuLoad), which share these field names.
-template <class Load>
-void add_sums(Load& c, const JobSpec& spec, bool exclusive, MiB admitted) {
+// (GpuCandidate) and for loads a driver keeps (GpuLoad), which share these sums.
+void add_sums(GpuJobSums& c, const JobSpec& spec, bool exclusive, MiB admitted) {
   c.job_count += 1;
   c.booked_mib += admitted;
   c.has_exclusive = c.has_exclusive || exclusive;
@@ -53,16 +53,7 @@ struct Tick {
 
   // A GPU's candidate takes its load: the sums, and the observation gate while it is shut.
   void set_load(GpuCandidate& c, const GpuLoad& l) const {
-    c.job_count = l.job_count;
-    c.booked_mib = l.booked_mib;
-    c.has_exclusive = l.has_exclusive;
-    c.util_sum = l.util_sum;
-    c.predicted_idle = l.predicted_idle;
-    c.score_sum = l.score_sum;
-    c.min_gpu_count = l.min_gpu_count;
-    c.max_gpu_count = l.max_gpu_count;
-    c.owner = l.owner;
-    c.owners_differ = l.owners_differ;
+    static_cast<GpuJobSums&>(c) = l;  // one copy of the block both share
     // Shut while the latest gate of its jobs is ahead (then the latest is the one that opens last).
     c.observing = Engine::gate_shut(cfg, snap.now, l.gate_opens_at);
     c.opens_at = c.observing ? std::max<Seconds>(0, l.gate_opens_at) : 0;
@@ -92,6 +83,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   // The filters the config names, in the registry's order (stage_registry.cpp).
   for (const FilterEntry& e : filters_for(config_)) {
     filters_.push_back(e.make(config_));
+    all_filters_.push_back(filters_.back().get());
     if (e.binds_alone) alone_rules_.push_back(filters_.back().get());
     if (filters_.back()->name() == "pressure") pressure_ = filters_.back().get();
     if (filters_.back()->name() == "observing") gate_ = filters_.back().get();
@@ -102,6 +94,8 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   }
   order_ = make_order(config_.order, config_);
   lazy_pressure_ = pressure_ && filters_.back().get() == pressure_ && order_->ranks_each_gpu_alone();
+  for (const auto& f : filters_)
+    if (f.get() != memory_) past_memory_.push_back(f.get());
   recovery_ = make_recovery(config_);
   // What the caches of drivers may rely on derives from the stages' declarations.
   reads_ = kEngineReads;
@@ -295,7 +289,12 @@ std::vector<Engine::GpuReport> Engine::report(const Snapshot& snap) const {
 
 Decisions Engine::tick(const Snapshot& snap) const {
   Decisions d;
-  d.state = snap.state;
+  tick(snap, d);
+  return d;
+}
+
+void Engine::tick(const Snapshot& snap, Decisions& d) const {
+  d.reset(snap.state);
   const EngineConfig& cfg = config_;
 
   // --- Stage 5, first half: what happens to jobs that just failed.
@@ -315,15 +314,16 @@ Decisions Engine::tick(const Snapshot& snap) const {
   // tick millions of times (the simulator) should not pay an allocation per GPU list.
   thread_local std::vector<GpuCandidate> gpu_scratch;
   Tick t{cfg, snap, gpu_scratch};
-  t.gpus.clear();
-  t.gpus.resize(snap.gpus.size());
+  t.gpus.resize(snap.gpus.size());  // each entry is made afresh below
   const bool loads = !snap.loads.empty() && snap.loads.size() == t.gpus.size();
   MiB guard_of = -1, guard = 0;  // GPUs of a server are mostly alike: one guard per size
   // The least any GPU here offers alone after the guard: a job needing no more can ever run
   // on as many GPUs as there are (the common case, asked for every job: no count then).
   MiB least_usable = std::numeric_limits<MiB>::max();
   for (std::size_t i = 0; i < snap.gpus.size(); ++i) {  // one pass per GPU when the loads are kept
-    GpuCandidate& c = t.gpus[i];
+    // Made afresh in place, with the fields below in the same pass: a list cleared and
+    // grown again was zeroed in a loop of its own first (1.4 % of an aegis run).
+    GpuCandidate& c = *new (&t.gpus[i]) GpuCandidate;
     c.view = &snap.gpus[i];
     c.stats_source = snap.window_stats;
     if (snap.gpus[i].total_mib != guard_of) {
@@ -396,7 +396,9 @@ Decisions Engine::tick(const Snapshot& snap) const {
     by_pressure = false;
     pressure_gpus.clear();
     if (n < 1 || n > static_cast<int>(t.gpus.size())) {
-      why = snap.explain ? fmt::format("needs {} GPUs; this server has {}", n, t.gpus.size()) : "too large";
+      // Without `explain`, a short word assigned in place (no string built and moved).
+      if (snap.explain) why = fmt::format("needs {} GPUs; this server has {}", n, t.gpus.size());
+      else why = "too large";
     } else {
       // Exclusive first: enough idle, open GPUs give the head job GPUs to itself.
       if (cfg.exclusive_first || job->recovery.exclusive_only || !cfg.collocate) {
@@ -416,8 +418,10 @@ Decisions Engine::tick(const Snapshot& snap) const {
           alone = true;
         } else {
           pick.clear();
-          if (job->recovery.exclusive_only || !cfg.collocate)
-            why = snap.explain ? fmt::format("waiting for {} idle GPU{}", n, n > 1 ? "s" : "") : "idle";
+          if (job->recovery.exclusive_only || !cfg.collocate) {
+            if (snap.explain) why = fmt::format("waiting for {} idle GPU{}", n, n > 1 ? "s" : "");
+            else why = "idle";
+          }
         }
       }
       // Otherwise collocate: every filter must admit a GPU.
@@ -427,11 +431,23 @@ Decisions Engine::tick(const Snapshot& snap) const {
         // the costly one) asked in that order until n pass: the same n as filtering all and
         // ranking those that pass. The bookkeeping of a refusal is the same (every GPU asked).
         const bool lazy = lazy_pressure_ && !snap.explain;
-        const std::size_t asked_first = filters_.size() - (lazy ? 1 : 0);
+        // A GPU short of memory is turned down before any stage is asked (a quarter of the
+        // GPUs an aegis ask shows, each a virtual call per stage before memory): whichever
+        // stage refuses it first comes no later than the memory stage, so before the gate
+        // and the pressure filter, the only refusals a tick tells apart. The comparison is
+        // the memory stage's own (memory_fit.cpp), as room_refuses reads it; with
+        // `explain` every GPU is asked, for the name of the stage.
+        // The GPUs left then pass memory: the stages are asked without it (past_memory_),
+        // and the first to refuse is the one the whole chain would name.
+        const bool short_of_memory_skips = memory_ && !snap.explain;
+        const std::size_t chain_size = short_of_memory_skips ? past_memory_.size() : filters_.size();
+        const Filter* const* chain = short_of_memory_skips ? past_memory_.data() : all_filters_.data();
+        const std::size_t asked_first = chain_size - (lazy ? 1 : 0);
         for (const auto& g : t.gpus) {
+          if (short_of_memory_skips && g.free_mib < req.required_free_mib) continue;
           const Filter* failed = nullptr;
           for (std::size_t k = 0; k < asked_first; ++k)
-            if (!filters_[k]->admits(req, g)) { failed = filters_[k].get(); break; }
+            if (!chain[k]->admits(req, g)) { failed = chain[k]; break; }
           if (!failed) {
             pick.push_back(&g);
           } else {
@@ -458,14 +474,16 @@ Decisions Engine::tick(const Snapshot& snap) const {
             }
           }
           pick.resize(kept);
-          std::sort(pressure_gpus.begin(), pressure_gpus.end());  // in GPU order, as asked in turn
+          if (pressure_gpus.size() > 1)  // mostly one: no call then
+            std::sort(pressure_gpus.begin(), pressure_gpus.end());  // in GPU order, as asked in turn
         }
         if (static_cast<int>(pick.size()) >= n) {
           if (!lazy) order_->sort(pick, req, d.state);
         } else {
-          why = snap.explain ? fmt::format("needs {} GPU{} with {} MiB free; {}", n, n > 1 ? "s" : "",
-                                           req.required_free_mib, why.empty() ? "none admitted" : why)
-                             : "filtered";
+          if (snap.explain)
+            why = fmt::format("needs {} GPU{} with {} MiB free; {}", n, n > 1 ? "s" : "", req.required_free_mib,
+                              why.empty() ? "none admitted" : why);
+          else why = "filtered";
           pick.clear();
         }
       }
@@ -473,7 +491,8 @@ Decisions Engine::tick(const Snapshot& snap) const {
 
     if (pick.empty()) {
       any_waiting = true;
-      if (!d.blocked) d.blocked = Blocked{job->spec.id, why, by_pressure, std::move(pressure_gpus)};
+      // Moved, not copied: both are made afresh for the next job.
+      if (!d.blocked) d.blocked = Blocked{job->spec.id, std::move(why), by_pressure, std::move(pressure_gpus)};
       if (cfg.strict_head_of_line) break;
       continue;
     }
@@ -498,7 +517,6 @@ Decisions Engine::tick(const Snapshot& snap) const {
   // The next time a gate that held a waiting job back opens, for drivers that sleep
   // between events.
   if (any_waiting && gate_wake < kNever) d.wake_at = gate_wake;
-  return d;
 }
 
 }  // namespace aegis

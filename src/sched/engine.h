@@ -27,6 +27,10 @@ class Engine {
   Engine& operator=(Engine&&) noexcept;
 
   Decisions tick(const Snapshot& s) const;
+  // The same answer written into `out`, whatever it held (Decisions::reset): a driver that
+  // asks often and keeps one Decisions (ServerPlacer) reuses its lists' storage instead of
+  // allocating a launch list per ask.
+  void tick(const Snapshot& s, Decisions& out) const;
 
   // Adds a running job to the load of one of its GPUs (Snapshot::loads), as a tick sums it.
   void add_load(GpuLoad& load, const RunningJob& r) const;
@@ -163,6 +167,8 @@ class Engine {
   EstimateSource estimate_source_;
   MemoryAccounting accounting_;
   std::vector<std::unique_ptr<Filter>> filters_;
+  std::vector<const Filter*> all_filters_;   // filters_, as plain pointers (a tick walks them per GPU)
+  std::vector<const Filter*> past_memory_;   // filters_ less memory_: asked of GPUs known to pass memory
   std::vector<const Filter*> alone_rules_;  // in filters_; also checked for GPUs taken alone
   const Filter* pressure_ = nullptr;        // in filters_ when composed: its refusals are told apart (Blocked::by_pressure)
   const Filter* gate_ = nullptr;            // in filters_ when composed: its openings are the wake times

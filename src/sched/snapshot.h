@@ -8,6 +8,7 @@
 #include "core/gpu.h"
 #include "core/job.h"
 #include "core/running.h"
+#include "sched/stage.h"
 #include "telemetry/risk.h"
 
 namespace aegis {
@@ -28,16 +29,7 @@ class WindowStatsSource {
 // (Engine::add_load, in running order). A driver that keeps these in step with its
 // running jobs (the simulator, through ServerPlacer) hands them over instead, so a tick
 // costs O(GPUs) rather than O(running jobs).
-struct GpuLoad {
-  int job_count = 0;
-  MiB booked_mib = 0;
-  bool has_exclusive = false;
-  double util_sum = 0;
-  double predicted_idle = 1;  // product of (1 - predicted utilisation) of its jobs
-  int score_sum = 0;
-  int min_gpu_count = 0, max_gpu_count = 0;
-  std::int64_t owner = -1;     // its first job's owner ...
-  bool owners_differ = false;  // ... and whether another job's differs (MPS one-user rule)
+struct GpuLoad : GpuJobSums {  // the sums (sched/stage.h), and:
   Seconds gate_opens_at = -std::numeric_limits<Seconds>::infinity();  // latest observation gate of its jobs
 };
 

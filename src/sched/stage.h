@@ -21,16 +21,13 @@ namespace aegis {
 // the engine and updated as the tick places jobs.
 class WindowStatsSource;
 
-struct GpuCandidate {
-  const GpuView* view = nullptr;
-  WindowStatsSource* stats_source = nullptr;  // Snapshot::window_stats
-  MiB guard_mib = 0;
-  MiB free_mib = 0;          // effective free memory under the policy's accounting
-  MiB booked_mib = 0;        // sum of admitted memory of the jobs on it
+// What the jobs on one GPU add up to: one struct for a tick's candidates (GpuCandidate)
+// and for the loads a driver keeps (GpuLoad, snapshot.h), so that a candidate takes a
+// kept load in one copy.
+struct GpuJobSums {
   int job_count = 0;         // jobs on it, including ones placed this tick
+  MiB booked_mib = 0;        // sum of admitted memory of the jobs on it
   bool has_exclusive = false;
-  bool observing = false;    // closed by the observation gate
-  Seconds opens_at = 0;      // when observing: time the gate opens (inf = on activity)
   double util_sum = 0;       // profiled utilisation of its jobs (Horus)
   // Product of (1 - predicted utilisation) of its jobs, 1 - their union (a job without a
   // prediction counts as fully busy): the share of time no job of it is expected to run.
@@ -40,6 +37,15 @@ struct GpuCandidate {
   int max_gpu_count = 0;
   std::int64_t owner = -1;     // the owner of its first job ...
   bool owners_differ = false;  // ... and whether a job of another owner is on it too
+};
+
+struct GpuCandidate : GpuJobSums {
+  const GpuView* view = nullptr;
+  WindowStatsSource* stats_source = nullptr;  // Snapshot::window_stats
+  MiB guard_mib = 0;
+  MiB free_mib = 0;          // effective free memory under the policy's accounting
+  bool observing = false;    // closed by the observation gate
+  Seconds opens_at = 0;      // when observing: time the gate opens (inf = on activity)
 
   // Free memory after the guard, as reported by the GPU.
   MiB reported_free() const { return view->free_mib - guard_mib; }

@@ -1,6 +1,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <fmt/format.h>
@@ -770,8 +771,13 @@ class Run {
   // utilisation) of a window kept as runs of equal samples.
   WindowStats stats_of_runs(const std::vector<std::pair<GpuSample, std::uint32_t>>& runs, int metric) {
     const std::size_t n = runs.size();
-    metric_runs_.resize(n);
-    SampleRun* out = metric_runs_.data();
+    // A step function's window is a few runs: on the stack (uninitialised: n are written).
+    std::array<SampleRun, 16> few;
+    SampleRun* out = few.data();
+    if (n > few.size()) {
+      metric_runs_.resize(n);
+      out = metric_runs_.data();
+    }
     const auto* in = runs.data();
     switch (metric) {  // outside the loop: this runs at every window change
       case 0: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.smact, in[i].second}; break;
@@ -779,7 +785,7 @@ class Run {
       case 2: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.drama, in[i].second}; break;
       default: for (std::size_t i = 0; i < n; ++i) out[i] = {in[i].first.util, in[i].second}; break;
     }
-    return window_stats(std::span<const SampleRun>(metric_runs_));
+    return window_stats(std::span<const SampleRun>(out, n));
   }
 
   // Builds GPU `local` of server `srv`'s window at time t unless the one it has still holds.
@@ -797,11 +803,20 @@ class Run {
     if (gpu.window_k == k_now && gpu.window_history == gpu.history_version) return;  // the common case
     const auto k_first = static_cast<std::int64_t>(std::ceil(start_ * hz - 1e-9));
     const std::int64_t k_lo = std::max(k_now - n + 1, k_first);
-    if (window_still_valid(gpu, k_now, k_lo, n, hz)) return;
+    if (window_still_valid(gpu, k_now, k_lo, n, hz)) {
+      // Steady: the window at k_now is the same runs; said so, the next ask at this
+      // instant takes the common case above (window_still_valid holds the more for a
+      // later window_k: its oldest sample only moves later).
+      gpu.window_k = k_now;
+      return;
+    }
     gpu.window_k = k_now;
     gpu.window_history = gpu.history_version;
-    gpu.stats_known = 0;
     gpu.window_n = std::max<std::int64_t>(0, k_now - k_lo + 1);
+    // The statistics are kept if the new window spells the same runs (about 2 rebuilds
+    // in 5: a change point after the newest sample, a steady window whose history moved):
+    // same runs, same statistics, bit for bit.
+    window_before_.swap(gpu.window);
     gpu.window.clear();
     const auto& hist = gpu.history;
     constexpr Seconds kInf = std::numeric_limits<Seconds>::infinity();
@@ -833,6 +848,21 @@ class Run {
         for (std::uint32_t i = 0; i < count; ++i, ++k) noisy_runs_.push_back({noisy(x, g, k), 1});
       gpu.window.swap(noisy_runs_);
     }
+    if (!same_runs(gpu.window, window_before_)) gpu.stats_known = 0;
+  }
+
+  // Whether two windows are the same runs, every value bit for bit (as the statistics read them).
+  static bool same_runs(const std::vector<std::pair<GpuSample, std::uint32_t>>& a,
+                        const std::vector<std::pair<GpuSample, std::uint32_t>>& b) {
+    if (a.size() != b.size()) return false;
+    auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const GpuSample &x = a[i].first, &y = b[i].first;
+      if (a[i].second != b[i].second || bits(x.smact) != bits(y.smact) || bits(x.smocc) != bits(y.smocc) ||
+          bits(x.drama) != bits(y.drama) || bits(x.util) != bits(y.util))
+        return false;
+    }
+    return true;
   }
 
   // A window built earlier still holds if nothing changed since, and either no sample
@@ -956,7 +986,8 @@ class Run {
     snap.window_stats = srv.placer.window_stats ? &windows : nullptr;
     ++n_ticks_;
     n_visits_ += static_cast<std::uint64_t>(srv.ngpus);
-    return engine_.tick(snap).launches.empty();
+    engine_.tick(snap, what_if_);
+    return what_if_.launches.empty();
   }
 
   // Until the next event, every window of these GPUs is made of samples already in it and
@@ -1032,7 +1063,10 @@ class Run {
       }
       return refused_with(srv, job, t, windows);
     };
-    if (refused_after(n)) return 0;
+    // Passes at n, without asking: n samples on, each window is n copies of the current
+    // value, which for falling windows is the component-wise minimum of the window and
+    // the current value, the one-sample window refused_at_floor() found passing (probe()
+    // asks it first, and a steady window's statistics are that value, every one).
     std::int64_t lo = 0, hi = n;  // refused at lo (now), passes at hi
     while (hi - lo > 1) {
       const std::int64_t mid = lo + (hi - lo) / 2;
@@ -1380,6 +1414,8 @@ class Run {
   std::vector<std::unique_ptr<LazyWindows>> lazy_;  // per server (its placer's window source)
   std::vector<SampleRun> metric_runs_;                              // one metric of a window
   std::vector<std::pair<GpuSample, std::uint32_t>> noisy_runs_;  // scratch of ensure_window
+  std::vector<std::pair<GpuSample, std::uint32_t>> window_before_;  // ensure_window: the runs it replaces
+  Decisions what_if_;  // refused_with's answer, kept for its storage
   std::uint64_t stamp_ = 0;
   std::vector<Candidate> order_;  // place_single's servers to ask (one entry per server)
   std::vector<int> changed_, candidates_;  // servers changed since the last full pass

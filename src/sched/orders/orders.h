@@ -20,11 +20,23 @@ std::unique_ptr<Order> make_least_predicted_activity_order(const EngineConfig& c
 // Shared helper: stable sort by key ascending, ties by GPU index.
 template <class Key>
 void sort_by_key(std::vector<const GpuCandidate*>& gpus, Key key) {
-  std::sort(gpus.begin(), gpus.end(), [&](const GpuCandidate* a, const GpuCandidate* b) {
+  auto before = [&](const GpuCandidate* a, const GpuCandidate* b) {
     const auto ka = key(*a), kb = key(*b);
     if (ka != kb) return ka < kb;
     return a->view->index < b->view->index;
-  });
+  };
+  // A server's GPUs are few: sorted by insertion, without std::sort's set-up. Keys and then
+  // distinct indices order the GPUs totally, so every sort gives this one order.
+  if (gpus.size() <= 16) {
+    for (std::size_t i = 1; i < gpus.size(); ++i) {
+      const GpuCandidate* g = gpus[i];
+      std::size_t k = i;
+      for (; k > 0 && before(g, gpus[k - 1]); --k) gpus[k] = gpus[k - 1];
+      gpus[k] = g;
+    }
+    return;
+  }
+  std::sort(gpus.begin(), gpus.end(), before);
 }
 
 }  // namespace aegis

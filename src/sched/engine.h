@@ -74,6 +74,8 @@ class Engine {
       return kind == refused.kind && need_shared >= refused.need_shared && need_alone >= refused.need_alone &&
              need_util >= refused.need_util && need_score >= refused.need_score;
     }
+    // Equal shapes get equal answers from an unchanged server (each covers the other).
+    bool operator==(const RequestShape&) const = default;
   };
   RequestShape request_shape(const QueuedJob& job) const;
 

@@ -1150,7 +1150,7 @@ class Run {
     // all. So for a request that covers P only those need asking; otherwise all do.
     const bool every_server = !cache_ || !key.covers(scanned_);
     const bool keep = follows_start && !every_server && left_ > 0 && n == left_n_ && shares == left_shares_ &&
-                      t == left_t_ && same_request(key, scanned_);
+                      t == left_t_ && key == scanned_;
     scanned_ = key;
     if (order_.size() < servers_.size()) order_.resize(servers_.size());
     Candidate* const order = order_.data();
@@ -1219,11 +1219,6 @@ class Run {
       }
     }
     return std::nullopt;
-  }
-
-  // Equal requests get equal answers from an unchanged server (covers() both ways).
-  static bool same_request(const Engine::RequestShape& a, const Engine::RequestShape& b) {
-    return a.covers(b) && b.covers(a);
   }
 
   // A job larger than any server runs alone on whole idle servers, lowest index first.

@@ -202,6 +202,7 @@ class Run {
         life_(engine_config(o), lifecycle_options(o)),
         placer_(*this),
         model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff},
+        first_activity_delay_(o.sim),
         union_util_(o.sim.util_combination == "union") {
     validate(o.sim);
     if (o.cluster.servers.empty()) throw InputError("cluster: needs at least one server");
@@ -585,7 +586,7 @@ class Run {
 
     j.live->ends_at = t + j.live->work;
     push(j.live->ends_at, EvKind::Complete, id, j.version);
-    const Seconds delay = first_activity_delay(opt_.sim, opt_.seed, static_cast<std::uint64_t>(rec(j).trace_index), j.attempt);
+    const Seconds delay = first_activity_delay_(opt_.seed, static_cast<std::uint64_t>(rec(j).trace_index), j.attempt);
     if (delay < j.live->work) push(t + delay, EvKind::FirstActivity, id, j.attempt);
   }
 
@@ -1399,6 +1400,7 @@ class Run {
   Lifecycle life_;
   Dispatcher placer_;
   InterferenceModel model_;
+  FirstActivityDelay first_activity_delay_;  // of opt_.sim, its constants worked out once
   bool union_util_;  // sim.util_combination
   std::vector<Job> jobs_;
   std::vector<JobRecord> records_;  // per job, in trace-index order (Job::slot)

@@ -263,6 +263,7 @@ class Run {
       srv.first_gpu = next;
       srv.ngpus = n;
       srv.idle_gpus = n;
+      whole_idle_gpus_ += n;
       srv.placer.views.resize(n);
       srv.placer.keep_loads();
       for (int g = 0; g < n; ++g, ++next) {
@@ -516,7 +517,7 @@ class Run {
       v.free_mib = gpu.total - gpu.used;
       v.process_count = static_cast<int>(gpu.active.size());
       srv.stale_room(gpu.local);  // its memory, processes and loads change
-      if (gpu.running.empty()) srv.idle_gpus++;
+      if (gpu.running.empty() && ++srv.idle_gpus == srv.ngpus) whole_idle_gpus_ += srv.ngpus;
       note(g, t);
     }
     for (const auto& p : j.live->parts) {
@@ -566,7 +567,7 @@ class Run {
       Server& srv = servers_[s];
       for (int local : l.gpus) {
         const int g = srv.first_gpu + local;
-        if (gpus_[g].running.empty()) srv.idle_gpus--;
+        if (gpus_[g].running.empty() && srv.idle_gpus-- == srv.ngpus) whole_idle_gpus_ -= srv.ngpus;
         gpus_[g].running.push_back(id);
         gpus_[g].last_launched = id;
         j.live->gpus.push_back(g);
@@ -1227,11 +1228,9 @@ class Run {
     int remaining = job.spec.num_gpus;
     // Too few whole idle servers: no part could be kept, so none is asked for (a gang job
     // waiting at the head would otherwise be tried on every idle server at every pass).
-    int idle_total = 0;
-    for (const Server& srv : servers_)
-      if (srv.idle_gpus == srv.ngpus) idle_total += srv.ngpus;
-    n_visits_ += servers_.size();
-    if (idle_total < remaining) {
+    // Their GPUs are counted as servers fill and empty (whole_idle_gpus_), not by a walk
+    // over every server at each pass.
+    if (whole_idle_gpus_ < remaining) {
       last_gang_blocked_ = job.spec.num_gpus;
       return std::nullopt;
     }
@@ -1429,6 +1428,7 @@ class Run {
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass
   std::vector<std::vector<GpuPoint>> timeline_;
   std::vector<std::pair<Seconds, int>> queue_timeline_;
+  int whole_idle_gpus_ = 0;  // GPUs of the servers with every GPU idle (place_gang's bound)
   int last_gang_blocked_ = 0;  // GPUs of the last gang job that found too few idle servers
   int max_per_server_ = 0;
   bool mps_ = false;

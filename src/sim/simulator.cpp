@@ -64,6 +64,7 @@ struct Live {
   Seconds last_update = 0;
   double work_done = 0;
   double speed = 1;
+  std::uint64_t speed_stamp = 0;   // the refresh() that last worked out its speed
   Seconds ends_at = 0;             // time of its pending completion event
   bool active = false;             // has shown GPU activity
   MiB held_mib = 0;                // per GPU
@@ -203,7 +204,8 @@ class Run {
         placer_(*this),
         model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff},
         first_activity_delay_(o.sim),
-        union_util_(o.sim.util_combination == "union") {
+        union_util_(o.sim.util_combination == "union"),
+        history_span_((o.engine.telemetry_window_samples + 2) / o.engine.telemetry_sample_hz) {
     validate(o.sim);
     if (o.cluster.servers.empty()) throw InputError("cluster: needs at least one server");
     for (const auto& s : o.cluster.servers) {
@@ -500,6 +502,7 @@ class Run {
   // Ends the current attempt: frees its GPUs and memory, updates neighbours' speeds.
   void finish_attempt(int id, Seconds t, SimOutcome outcome) {
     Job& j = jobs_[id];
+    const bool was_active = j.live->active;
     advance(j, t);
     auto& a = rec(j).attempts.back();
     a.end = t;
@@ -537,6 +540,14 @@ class Run {
     j.live->held_mib = 0;
     j.live->active = false;
     ++j.version;
+    // A job that never showed activity (it died of OOM at its first allocation, or ended
+    // before its first activity) leaves its GPUs' active sets as they were: every speed
+    // and every GPU's activity stays what the last refresh made it, so there is nothing
+    // to recompute (its process counts and memory were set above).
+    if (!was_active) {
+      j.live->gpus.clear();
+      return;
+    }
     const SmallList<int, 8> gpus = std::move(j.live->gpus);
     j.live->gpus.clear();
     refresh(gpus, t);
@@ -658,6 +669,11 @@ class Run {
       touch(g);
       for (int id : gpus_[g].running) {
         Job& j = jobs_[id];
+        // A job on several changed GPUs is worked out once: its speed reads only the
+        // GPUs' active sums, which no step of this loop changes, so a second look would
+        // find the speed it just got.
+        if (j.live->speed_stamp == stamp_) continue;
+        j.live->speed_stamp = stamp_;
         const double s = speed_of(id);
         // Its other GPUs' activity changes only with its speed (these are touched above).
         if (s == j.live->speed) continue;
@@ -712,7 +728,7 @@ class Run {
     else gpu.history.push_back({t, s});
     gpu.history_version++;
     // Keep one change point older than any window the engine can ask for.
-    const Seconds keep = t - (opt_.engine.telemetry_window_samples + 2) / opt_.engine.telemetry_sample_hz;
+    const Seconds keep = t - history_span_;
     std::size_t drop = 0;
     while (drop + 1 < gpu.history.size() && gpu.history[drop + 1].first <= keep) ++drop;
     if (drop > 0) gpu.history.erase(gpu.history.begin(), gpu.history.begin() + static_cast<std::ptrdiff_t>(drop));
@@ -1401,6 +1417,7 @@ class Run {
   InterferenceModel model_;
   FirstActivityDelay first_activity_delay_;  // of opt_.sim, its constants worked out once
   bool union_util_;  // sim.util_combination
+  Seconds history_span_;  // how far back a GPU's history must reach (resample): one division, once
   std::vector<Job> jobs_;
   std::vector<JobRecord> records_;  // per job, in trace-index order (Job::slot)
   std::vector<Gpu> gpus_;

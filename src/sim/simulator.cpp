@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <limits>
 #include <memory>
-#include <queue>
 #include <span>
 #include <unordered_map>
 
@@ -311,7 +310,7 @@ class Run {
     std::size_t next_arrival = 0;
     while (next_arrival < arrivals.size() || !events_.empty() || !ramps_.empty()) {
       Seconds t = std::numeric_limits<Seconds>::infinity();
-      if (!events_.empty()) t = events_.top().t;
+      if (!events_.empty()) t = events_.front().t;
       if (!ramps_.empty()) t = std::min(t, ramps_.front().t);
       if (next_arrival < arrivals.size()) t = std::min(t, trace_jobs_[arrivals[next_arrival]].submit_time);
       while (next_arrival < arrivals.size() && trace_jobs_[arrivals[next_arrival]].submit_time == t) {
@@ -321,14 +320,26 @@ class Run {
       // The earlier of the heap's first event and the lane's (ramps_, in (time, push
       // order) order): every event comes out in the one order a single heap gives.
       for (;;) {
-        const bool lane = !ramps_.empty() && (events_.empty() || events_.top() > ramps_.front());
-        const Event* next = lane ? &ramps_.front() : events_.empty() ? nullptr : &events_.top();
+        const bool lane = !ramps_.empty() && (events_.empty() || events_.front() > ramps_.front());
+        const Event* next = lane ? &ramps_.front() : events_.empty() ? nullptr : &events_.front();
         if (!next || next->t != t) break;
         const Event e = *next;
-        if (lane) ramps_.pop_front();
-        else events_.pop();
         ++n_events_;
+        if (lane) {
+          ramps_.pop_front();
+          handle(e);
+          continue;
+        }
+        // The heap's first event leaves it only after it is handled: the first event its
+        // handling pushes takes its place (replace_first), one sift where a pop and a
+        // push take two (a rescheduled completion, a first activity's wake-up).
+        first_handled_ = true;
         handle(e);
+        if (first_handled_) {
+          first_handled_ = false;
+          std::pop_heap(events_.begin(), events_.end(), std::greater<Event>());
+          events_.pop_back();
+        }
       }
       tick(t);
       if (opt_.progress && (n_events_ & 0xffff) == 0)
@@ -360,7 +371,31 @@ class Run {
       ramps_.emplace_back(t, seq_++, k, id, version);
       return;
     }
-    events_.push(Event{t, seq_++, k, id, version});
+    if (first_handled_) {
+      first_handled_ = false;
+      replace_first(Event{t, seq_++, k, id, version});
+      return;
+    }
+    events_.emplace_back(t, seq_++, k, id, version);
+    std::push_heap(events_.begin(), events_.end(), std::greater<Event>());
+  }
+
+  // The heap's first event (handled) replaced by `e`, sifted down to its place. The heap
+  // then holds what a pop and a push would leave, and as no two events are equal ((time,
+  // push order) is unique) the events come out in the same order whatever its shape.
+  void replace_first(const Event& e) {
+    Event* h = events_.data();
+    const std::size_t n = events_.size();
+    std::size_t i = 0;
+    for (;;) {
+      std::size_t c = 2 * i + 1;
+      if (c >= n) break;
+      if (c + 1 < n && h[c] > h[c + 1]) ++c;
+      if (!(e > h[c])) break;
+      h[i] = h[c];
+      i = c;
+    }
+    h[i] = e;
   }
 
   void push_wake(int server, Seconds t) {
@@ -1442,7 +1477,10 @@ class Run {
   std::vector<JobRecord> records_;  // per job, in trace-index order (Job::slot)
   std::vector<Gpu> gpus_;
   std::vector<Server> servers_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  // The event heap, earliest first (std::push_heap / std::pop_heap with std::greater, as
+  // std::priority_queue keeps it; a vector so that its first event can be replaced).
+  std::vector<Event> events_;
+  bool first_handled_ = false;  // events_.front() is being handled: the next push replaces it
   std::deque<Event> ramps_;  // RampDone events, in (time, push order) order (push())
   std::vector<int> touched_;
   std::vector<std::unique_ptr<LazyWindows>> lazy_;  // per server (its placer's window source)

@@ -255,6 +255,9 @@ class Run {
     }
     start_ = trace.jobs.empty() ? 0 : trace.jobs.front().submit_time;
     gpus_.resize(total);
+    if (o.cluster.servers.size() > (std::size_t{1} << Candidate::kServerBits))
+      throw InputError(fmt::format("cluster: {} servers; at most {} can be simulated", o.cluster.servers.size(),
+                                   std::size_t{1} << Candidate::kServerBits));
     servers_.reserve(o.cluster.servers.size());
     for (std::size_t s = 0; s < o.cluster.servers.size(); ++s) servers_.emplace_back(engine_);
     int next = 0;
@@ -284,6 +287,10 @@ class Run {
         srv.free_mib += gpu.total;
         v.level = TelemetryLevel::Full;
       }
+      // The dispatcher's order packs a server's index and free memory into one key.
+      if (srv.free_mib > Candidate::kMostFree)
+        throw InputError(fmt::format("cluster: server {} has {} MiB of GPU memory; at most {} can be simulated", s,
+                                     srv.free_mib, Candidate::kMostFree));
     }
     if (engine_.uses_telemetry())
       for (std::size_t s = 0; s < servers_.size(); ++s) {
@@ -1239,7 +1246,7 @@ class Run {
         listed = left_;
       } else {
         for (std::size_t i = 0; i < left_; ++i) {
-          const int s = order[i].server;
+          const int s = order[i].server();
           servers_[s].candidate_stamp = candidate_stamp_;
           candidates_.push_back(s);
         }
@@ -1252,7 +1259,7 @@ class Run {
         // other is looked for all the same.
         if (keep && s != left_started_)
           for (std::size_t i = 0; i < listed; ++i)
-            if (order[i].server == s) {
+            if (order[i].server() == s) {
               order[i] = order[--listed];
               break;
             }
@@ -1277,7 +1284,7 @@ class Run {
     // a scan beats ordering them all (a heap cost 7 % of a whole-trace run).
     while (listed > 0) {
       Candidate* best = std::min_element(order, order + listed);
-      const int s = best->server;
+      const int s = best->server();
       *best = order[--listed];
       if (auto l = probe(s, job, key, t)) {
         // Servers not asked yet stay candidates for the next request (kept in place).
@@ -1450,18 +1457,26 @@ class Run {
 
   // A server in the dispatcher's order: those where the job runs alone on idle GPUs
   // first, fewest idle GPUs first, then those where it would share, most free memory
-  // first; ties by index. The rank and its figure are one unsigned key: the top bit is the
-  // rank, the rest the idle GPUs (0 to a server's GPU count) or INT64_MAX minus the free
-  // memory (a server's free memory is its GPUs' capacity less what they hold, never
-  // negative, and an int64), so the keys order exactly as the (rank, figure) pairs do.
+  // first; ties by index. The rank, its figure and the index are one unsigned key, so
+  // that picking the best (a scan of some 20 entries per ask) compares one integer: the
+  // top bit is the rank, the low kServerBits the server's index, the 43 bits between the
+  // idle GPUs (0 to a server's GPU count) or kMostFree minus the free memory (a server's
+  // free memory is its GPUs' capacity less what they hold: from 0 to its capacity, which
+  // the constructor holds to kMostFree, as it holds the servers to 2^kServerBits). So the
+  // keys order exactly as the (rank, figure, index) triples do.
   struct Candidate {
+    static constexpr int kServerBits = 20;
+    static constexpr MiB kMostFree = (MiB{1} << 43) - 1;  // 8 EiB in MiB
     std::uint64_t key;
-    int server;
-    static Candidate alone(int idle, int server) { return {static_cast<std::uint64_t>(idle), server}; }
-    static Candidate sharing(MiB free, int server) {
-      return {(std::uint64_t{1} << 63) | static_cast<std::uint64_t>(std::numeric_limits<MiB>::max() - free), server};
+    int server() const { return static_cast<int>(key & ((std::uint64_t{1} << kServerBits) - 1)); }
+    static Candidate alone(int idle, int server) {
+      return {static_cast<std::uint64_t>(idle) << kServerBits | static_cast<std::uint64_t>(server)};
     }
-    bool operator<(const Candidate& o) const { return key != o.key ? key < o.key : server < o.server; }
+    static Candidate sharing(MiB free, int server) {
+      return {(std::uint64_t{1} << 63) | static_cast<std::uint64_t>(kMostFree - free) << kServerBits |
+              static_cast<std::uint64_t>(server)};
+    }
+    bool operator<(const Candidate& o) const { return key < o.key; }
   };
 
   const SimOptions& opt_;

@@ -340,7 +340,9 @@ class Run {
         }
         // The heap's first event leaves it only after it is handled: the first event its
         // handling pushes takes its place (replace_first), one sift where a pop and a
-        // push take two (a rescheduled completion, a first activity's wake-up).
+        // push take two (a rescheduled completion, a first activity's wake-up). Until then
+        // it stays the heap's least: every event pushed meanwhile is at or after its time
+        // and later in push order, so the pop below takes it and nothing else.
         first_handled_ = true;
         handle(e);
         if (first_handled_) {

@@ -753,7 +753,8 @@ class Run {
         }
       }
     }
-    std::sort(touched_.begin(), touched_.end());  // resample in GPU order: deterministic
+    // Resampled in GPU order: deterministic (one GPU, as most refreshes touch, is in order).
+    if (touched_.size() > 1) std::sort(touched_.begin(), touched_.end());
     n_visits_ += touched_.size();
     for (int g : touched_) resample(g, t);
   }

@@ -51,14 +51,6 @@ struct Tick {
   const Snapshot& snap;
   std::vector<GpuCandidate>& gpus;
 
-  // A GPU's candidate takes its load: the sums, and the observation gate while it is shut.
-  void set_load(GpuCandidate& c, const GpuLoad& l) const {
-    static_cast<GpuJobSums&>(c) = l;  // one copy of the block both share
-    // Shut while the latest gate of its jobs is ahead (then the latest is the one that opens last).
-    c.observing = Engine::gate_shut(cfg, snap.now, l.gate_opens_at);
-    c.opens_at = c.observing ? std::max<Seconds>(0, l.gate_opens_at) : 0;
-  }
-
   void add_job(const JobSpec& spec, const std::vector<int>& on, bool exclusive, MiB admitted,
                Seconds launched_at, std::optional<Seconds> first_activity) {
     for (int g : on) {
@@ -191,10 +183,8 @@ bool Engine::room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads,
   // Without collocation only idle GPUs count, which drivers know without a summary.
   if (!tells_refusals_from_room() || loads.size() != gpus.size()) return false;
   room.gpus.resize(gpus.size());
-  // The figures effective_free() and idle() read, as a tick's set_load() fills them.
-  GpuCandidate c;
-  MiB guard_of = -1;
-  for (std::size_t i = 0; i < gpus.size(); ++i) room.gpus[i] = room_gpu(gpus[i], loads[i], c, guard_of);
+  MiB guard_of = -1, guard = 0;
+  for (std::size_t i = 0; i < gpus.size(); ++i) room.gpus[i] = room_gpu(gpus[i], loads[i], guard_of, guard);
   room_totals(room);
   return true;
 }
@@ -203,38 +193,39 @@ bool Engine::room_update(std::span<const GpuView> gpus, std::span<const GpuLoad>
                          Room& room) const {
   if (room.gpus.size() != gpus.size() || gpus.size() > 64) return this->room(gpus, loads, room);
   if (!tells_refusals_from_room() || loads.size() != gpus.size()) return false;
-  GpuCandidate c;
-  MiB guard_of = -1;
+  MiB guard_of = -1, guard = 0;
   for (std::uint64_t left = changed; left != 0; left &= left - 1) {
     const auto i = static_cast<std::size_t>(std::countr_zero(left));
-    if (i < gpus.size()) room.gpus[i] = room_gpu(gpus[i], loads[i], c, guard_of);
+    if (i < gpus.size()) room.gpus[i] = room_gpu(gpus[i], loads[i], guard_of, guard);
   }
   room_totals(room);
   return true;
 }
 
-Engine::Room::Gpu Engine::room_gpu(const GpuView& view, const GpuLoad& load, GpuCandidate& c, MiB& guard_of) const {
-  c.view = &view;
+// The figures effective_free() and idle() read, as a tick's candidate holds them,
+// read from the view and the load without making one (a candidate is ~100 bytes to set
+// up; a room is updated after every launch and end).
+inline Engine::Room::Gpu Engine::room_gpu(const GpuView& view, const GpuLoad& load, MiB& guard_of, MiB& guard) const {
   if (view.total_mib != guard_of) {  // GPUs of a server are mostly alike
     guard_of = view.total_mib;
-    c.guard_mib = config_.memory_guard(guard_of);
+    guard = config_.memory_guard(guard_of);
   }
-  c.job_count = load.job_count;
-  c.booked_mib = load.booked_mib;
-  return {effective_free(c, accounting_), c.idle(), load.has_exclusive, load.gate_opens_at};
+  return {effective_free(view, guard, load.booked_mib, accounting_), load.job_count == 0 && view.process_count == 0,
+          load.has_exclusive, load.gate_opens_at};
 }
 
 void Engine::room_totals(Room& room) const {
-  // In locals: stores to `room` could alias its GPUs, so each would be read back.
+  // In locals: stores to `room` could alias its GPUs, so each would be read back. Each GPU
+  // adds by selects rather than branches (idle or not, exclusive or not, vary at random).
   MiB most_free = std::numeric_limits<MiB>::min(), most_idle_free = most_free;
   int idle = 0;
   const bool guard = exclusive_guard_;
   for (const Room::Gpu& g : room.gpus) {
-    if (!g.exclusive || !guard) most_free = std::max(most_free, g.free);
-    if (g.idle) {
-      ++idle;
-      most_idle_free = std::max(most_idle_free, g.free);
-    }
+    const MiB free = g.free;
+    const MiB shared = g.exclusive && guard ? std::numeric_limits<MiB>::min() : free;
+    most_free = std::max(most_free, shared);
+    most_idle_free = std::max(most_idle_free, g.idle ? free : std::numeric_limits<MiB>::min());
+    idle += g.idle ? 1 : 0;
   }
   room.most_free = most_free;
   room.most_idle_free = most_idle_free;
@@ -321,20 +312,27 @@ void Engine::tick(const Snapshot& snap, Decisions& d) const {
   // on as many GPUs as there are (the common case, asked for every job: no count then).
   MiB least_usable = std::numeric_limits<MiB>::max();
   for (std::size_t i = 0; i < snap.gpus.size(); ++i) {  // one pass per GPU when the loads are kept
-    // Made afresh in place, with the fields below in the same pass: a list cleared and
-    // grown again was zeroed in a loop of its own first (1.4 % of an aegis run).
-    GpuCandidate& c = *new (&t.gpus[i]) GpuCandidate;
-    c.view = &snap.gpus[i];
-    c.stats_source = snap.window_stats;
-    if (snap.gpus[i].total_mib != guard_of) {
-      guard_of = snap.gpus[i].total_mib;
+    const GpuView& view = snap.gpus[i];
+    if (view.total_mib != guard_of) {
+      guard_of = view.total_mib;
       guard = cfg.memory_guard(guard_of);
       least_usable = std::min(least_usable, guard_of - guard);
     }
-    c.guard_mib = guard;
+    // Made afresh in place, with the fields below in the same pass: a list cleared and
+    // grown again was zeroed in a loop of its own first (1.4 % of an aegis run). With the
+    // loads kept, every field is written once: the sums, the effective free memory (the
+    // figures effective_free(candidate) reads), and the observation gate while it is
+    // shut (the latest gate of its jobs: the one that opens last).
     if (loads) {
-      t.set_load(c, snap.loads[i]);
-      c.free_mib = effective_free(c, accounting_);
+      const GpuLoad& l = snap.loads[i];
+      const bool shut = Engine::gate_shut(cfg, snap.now, l.gate_opens_at);
+      new (&t.gpus[i]) GpuCandidate(l, &view, snap.window_stats, guard, effective_free(view, guard, l.booked_mib, accounting_),
+                                    shut, shut ? std::max<Seconds>(0, l.gate_opens_at) : 0);
+    } else {
+      GpuCandidate& c = *new (&t.gpus[i]) GpuCandidate;
+      c.view = &view;
+      c.stats_source = snap.window_stats;
+      c.guard_mib = guard;
     }
   }
   if (!loads) {

@@ -160,9 +160,9 @@ class Engine {
   std::string describe() const;
 
  private:
-  // One GPU of a room (c: scratch; guard_of: the capacity c.guard_mib is of) and the
-  // room's totals from its GPUs: room() and room_update() share them.
-  Room::Gpu room_gpu(const GpuView& view, const GpuLoad& load, GpuCandidate& c, MiB& guard_of) const;
+  // One GPU of a room (guard: the memory guard of a GPU of capacity guard_of, kept
+  // between calls) and the room's totals from its GPUs: room() and room_update() share them.
+  Room::Gpu room_gpu(const GpuView& view, const GpuLoad& load, MiB& guard_of, MiB& guard) const;
   void room_totals(Room& room) const;
 
   EngineConfig config_;

@@ -40,6 +40,14 @@ struct GpuJobSums {
 };
 
 struct GpuCandidate : GpuJobSums {
+  GpuCandidate() = default;
+  // Every field at once, from a load's sums (a tick makes one per GPU per ask: written
+  // once each, rather than zeroed and then overwritten).
+  GpuCandidate(const GpuJobSums& sums, const GpuView* v, WindowStatsSource* source, MiB guard, MiB free,
+               bool shut, Seconds opens)
+      : GpuJobSums(sums), view(v), stats_source(source), guard_mib(guard), free_mib(free), observing(shut),
+        opens_at(opens) {}
+
   const GpuView* view = nullptr;
   WindowStatsSource* stats_source = nullptr;  // Snapshot::window_stats
   MiB guard_mib = 0;

@@ -14,12 +14,12 @@
 #include "core/gpu.h"
 #include "core/running.h"
 #include "sched/config.h"
+#include "sched/window_stats_source.h"
 
 namespace aegis {
 
 // Everything the stages may know about one GPU during one tick. Built once per tick by
 // the engine and updated as the tick places jobs.
-class WindowStatsSource;
 
 // What the jobs on one GPU add up to: one struct for a tick's candidates (GpuCandidate)
 // and for the loads a driver keeps (GpuLoad, snapshot.h), so that a candidate takes a
@@ -63,11 +63,19 @@ struct GpuCandidate : GpuJobSums {
   bool idle() const { return job_count == 0 && view->process_count == 0; }
 
   // Risk score of one metric of the telemetry window, computed on first use (stages
-  // often need only SM activity to decide).
+  // often need only SM activity to decide). Inline, with the driver's source asked
+  // directly: the pressure filter reads one to three per GPU it asks.
   enum class Metric { SmAct = 0, SmOcc = 1, Drama = 2, Util = 3 };
-  double risk(Metric m, const RiskWeights& w) const;
+  double risk(Metric m, const RiskWeights& w) const {
+    double& cached = risk_[static_cast<std::size_t>(m)];
+    if (cached < 0)
+      cached = stats_source ? risk_score(stats_source->stats(view->index, static_cast<int>(m)), w) : window_risk(m, w);
+    return cached;
+  }
 
  private:
+  // risk() of GpuView::window itself (no source).
+  double window_risk(Metric m, const RiskWeights& w) const;
   mutable std::array<double, 4> risk_{-1, -1, -1, -1};  // -1 = not computed yet
 };
 

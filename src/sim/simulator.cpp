@@ -758,7 +758,11 @@ class Run {
   const WindowStats& window_stats_of(int s, int local, int metric, Seconds t) {
     Server& srv = servers_[s];
     Gpu& gpu = gpus_[srv.first_gpu + local];
-    ensure_window(srv, local, t);
+    // ensure_window's common case, checked here without the call: the window of this
+    // instant's sample is built from the GPU's current history (asked of one GPU for
+    // several metrics in a row, and of several GPUs at one instant).
+    if (t != sample_of_t_ || gpu.window_k != sample_k_ || gpu.window_history != gpu.history_version)
+      ensure_window(srv, local, t);
     const unsigned bit = 1u << metric;
     if (!(gpu.stats_known & bit)) {
       gpu.stats[static_cast<std::size_t>(metric)] = stats_of_runs(gpu.window, metric);

@@ -199,10 +199,6 @@ WindowStats window_stats_of_runs(std::span<const SampleRun> runs, std::size_t n)
 
 }  // namespace
 
-double risk_score(const WindowStats& s, const RiskWeights& w) {
-  return w.mean * s.mean + w.median * s.median + w.p95 * s.p95 + w.ewma * s.ewma;
-}
-
 double risk_score(std::span<const double> samples, const RiskWeights& w) {
   if (samples.empty()) return 0;
   return risk_score(window_stats(samples), w);

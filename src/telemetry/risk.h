@@ -35,8 +35,11 @@ struct SampleRun {  // (no member initialisers: scratch arrays of runs stay unin
 // summarise windows this way without building them.
 WindowStats window_stats(std::span<const SampleRun> runs);
 
-// Weighted blend of the stats; 0 for an empty window.
+// Weighted blend of the stats; 0 for an empty window. The blend of ready statistics is
+// inline: the pressure filter takes it per GPU and metric, a call each.
 double risk_score(std::span<const double> samples, const RiskWeights& w);
-double risk_score(const WindowStats& s, const RiskWeights& w);
+inline double risk_score(const WindowStats& s, const RiskWeights& w) {
+  return w.mean * s.mean + w.median * s.median + w.p95 * s.p95 + w.ewma * s.ewma;
+}
 
 }  // namespace aegis

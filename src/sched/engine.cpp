@@ -215,17 +215,16 @@ inline Engine::Room::Gpu Engine::room_gpu(const GpuView& view, const GpuLoad& lo
 }
 
 void Engine::room_totals(Room& room) const {
-  // In locals: stores to `room` could alias its GPUs, so each would be read back. Each GPU
-  // adds by selects rather than branches (idle or not, exclusive or not, vary at random).
+  // In locals: stores to `room` could alias its GPUs, so each would be read back.
   MiB most_free = std::numeric_limits<MiB>::min(), most_idle_free = most_free;
   int idle = 0;
   const bool guard = exclusive_guard_;
   for (const Room::Gpu& g : room.gpus) {
-    const MiB free = g.free;
-    const MiB shared = g.exclusive && guard ? std::numeric_limits<MiB>::min() : free;
-    most_free = std::max(most_free, shared);
-    most_idle_free = std::max(most_idle_free, g.idle ? free : std::numeric_limits<MiB>::min());
-    idle += g.idle ? 1 : 0;
+    if (!g.exclusive || !guard) most_free = std::max(most_free, g.free);
+    if (g.idle) {
+      ++idle;
+      most_idle_free = std::max(most_idle_free, g.free);
+    }
   }
   room.most_free = most_free;
   room.most_idle_free = most_idle_free;

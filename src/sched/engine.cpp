@@ -106,13 +106,17 @@ Engine& Engine::operator=(Engine&&) noexcept = default;
 
 void Engine::add_load(GpuLoad& load, const RunningJob& r) const {
   add_sums(load, r.spec, r.exclusive, r.admitted_mib);
-  load.gate_opens_at = std::max(load.gate_opens_at, gate_opens_at(config_, r.launched_at, r.first_activity));
+  load.gate_opens_at = std::max(load.gate_opens_at, gate_opens_at(r));
+}
+
+Seconds Engine::gate_opens_at(const RunningJob& r) const {
+  return aegis::gate_opens_at(config_, r.launched_at, r.first_activity);
 }
 
 std::optional<Seconds> Engine::gate_opens_after_activity(Seconds first_activity) const {
   // Without collocation a GPU with a job takes no other, gate or not.
   if (!config_.observation || !config_.collocate) return std::nullopt;
-  return gate_opens_at(config_, first_activity, first_activity);
+  return aegis::gate_opens_at(config_, first_activity, first_activity);
 }
 
 std::string Engine::describe() const {

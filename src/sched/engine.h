@@ -34,6 +34,9 @@ class Engine {
 
   // Adds a running job to the load of one of its GPUs (Snapshot::loads), as a tick sums it.
   void add_load(GpuLoad& load, const RunningJob& r) const;
+  // When the observation gate a running job holds on its GPUs opens: what add_load takes
+  // the latest of into GpuLoad::gate_opens_at (a first activity changes only this).
+  Seconds gate_opens_at(const RunningJob& r) const;
 
   // What GPUs of these sizes offer a job alone (after the guard), largest first: computed
   // once per set of devices, for could_ever_run.

@@ -800,13 +800,15 @@ class Run {
     if (t != sample_of_t_) {
       sample_of_t_ = t;
       sample_k_ = static_cast<std::int64_t>(std::floor(t * hz + 1e-9));
+      // The run's first sample instant: the same at every instant, worked out here rather
+      // than for every window built.
+      first_sample_k_ = static_cast<std::int64_t>(std::ceil(start_ * hz - 1e-9));
     }
     const std::int64_t k_now = sample_k_;
     const int g = srv.first_gpu + local;
     Gpu& gpu = gpus_[g];
     if (gpu.window_k == k_now && gpu.window_history == gpu.history_version) return;  // the common case
-    const auto k_first = static_cast<std::int64_t>(std::ceil(start_ * hz - 1e-9));
-    const std::int64_t k_lo = std::max(k_now - n + 1, k_first);
+    const std::int64_t k_lo = std::max(k_now - n + 1, first_sample_k_);
     if (window_still_valid(gpu, k_now, k_lo, n, hz)) {
       // Steady: the window at k_now is the same runs; said so, the next ask at this
       // instant takes the common case above (window_still_valid holds the more for a
@@ -1437,6 +1439,7 @@ class Run {
   bool cache_ = true;  // refusal caches on (sim.refusal_cache and monotone stages)
   Seconds sample_of_t_ = std::numeric_limits<Seconds>::quiet_NaN();  // ensure_window's last instant ...
   std::int64_t sample_k_ = 0;                                            // ... and its sample index
+  std::int64_t first_sample_k_ = 0;                                      // ... and the run's first
   bool rooms_ = false;  // with cache_: the engine tells refusals from a room (Engine::tells_refusals_from_room)
   std::optional<Feasibility> feasibility_;  // of the cluster's devices
   Seconds start_ = 0;

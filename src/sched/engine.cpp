@@ -87,7 +87,12 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   order_ = make_order(config_.order, config_);
   lazy_pressure_ = pressure_ && filters_.back().get() == pressure_ && order_->ranks_each_gpu_alone();
   for (const auto& f : filters_)
-    if (f.get() != memory_) past_memory_.push_back(f.get());
+    if (f.get() != memory_) {
+      past_memory_.push_back(f.get());
+      // The gate and the pressure filter stay whatever they declare: their refusals are
+      // told apart (and the lazy path takes the pressure filter to be last).
+      if (f->least_gpus_refused() <= 1 || f.get() == gate_ || f.get() == pressure_) past_memory_one_.push_back(f.get());
+    }
   recovery_ = make_recovery(config_);
   // What the caches of drivers may rely on derives from the stages' declarations.
   reads_ = kEngineReads;
@@ -439,10 +444,13 @@ void Engine::tick(const Snapshot& snap, Decisions& d) const {
         // the memory stage's own (memory_fit.cpp), as room_refuses reads it; with
         // `explain` every GPU is asked, for the name of the stage.
         // The GPUs left then pass memory: the stages are asked without it (past_memory_),
-        // and the first to refuse is the one the whole chain would name.
+        // and the first to refuse is the one the whole chain would name. For a job of one
+        // GPU, without the stages that admit every such job (Filter::least_gpus_refused):
+        // they never refuse, so never first.
         const bool short_of_memory_skips = memory_ && !snap.explain;
-        const std::size_t chain_size = short_of_memory_skips ? past_memory_.size() : filters_.size();
-        const Filter* const* chain = short_of_memory_skips ? past_memory_.data() : all_filters_.data();
+        const auto& past_memory = n <= 1 ? past_memory_one_ : past_memory_;
+        const std::size_t chain_size = short_of_memory_skips ? past_memory.size() : filters_.size();
+        const Filter* const* chain = short_of_memory_skips ? past_memory.data() : all_filters_.data();
         const std::size_t asked_first = chain_size - (lazy ? 1 : 0);
         for (const auto& g : t.gpus) {
           if (short_of_memory_skips && g.free_mib < req.required_free_mib) continue;

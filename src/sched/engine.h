@@ -174,6 +174,7 @@ class Engine {
   std::vector<std::unique_ptr<Filter>> filters_;
   std::vector<const Filter*> all_filters_;   // filters_, as plain pointers (a tick walks them per GPU)
   std::vector<const Filter*> past_memory_;   // filters_ less memory_: asked of GPUs known to pass memory
+  std::vector<const Filter*> past_memory_one_;  // past_memory_ less those that refuse no one-GPU job
   std::vector<const Filter*> alone_rules_;  // in filters_; also checked for GPUs taken alone
   const Filter* pressure_ = nullptr;        // in filters_ when composed: its refusals are told apart (Blocked::by_pressure)
   const Filter* gate_ = nullptr;            // in filters_ when composed: its openings are the wake times

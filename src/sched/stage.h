@@ -160,6 +160,9 @@ class Filter {
   virtual bool admits(const PlacementRequest& r, const GpuCandidate& g) const = 0;
   virtual StageReads reads() const = 0;
   virtual bool monotone() const = 0;
+  // The fewest GPUs a job it may refuse asks for: it admits every GPU for a job of fewer.
+  // The engine then does not ask it about such jobs (a virtual call per GPU it spares).
+  virtual int least_gpus_refused() const { return 1; }
 };
 
 class Order {

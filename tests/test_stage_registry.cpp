@@ -42,6 +42,46 @@ TestFilterRegistration register_example() {
       {"max-two-jobs-example", 35, [](const EngineConfig& c) { return c.order == "ff"; }, make_max_two_jobs_example});
 }
 
+// A filter that refuses every GPU to jobs of two GPUs or more, declares so, and counts
+// how often it is asked.
+int multi_gpu_example_asked = 0;
+class RefusesMultiGpuExample final : public Filter {
+ public:
+  std::string_view name() const override { return "refuses-multi-gpu-example"; }
+  bool admits(const PlacementRequest& r, const GpuCandidate&) const override {
+    ++multi_gpu_example_asked;
+    return r.job->spec.num_gpus <= 1;
+  }
+  StageReads reads() const override { return {{JobField::GpuCount}, {}}; }
+  bool monotone() const override { return true; }
+  int least_gpus_refused() const override { return 2; }
+};
+
+// A tick without `explain` does not ask a filter about jobs of fewer GPUs than any it may
+// refuse (Filter::least_gpus_refused), and decides as if it had; larger jobs still meet it.
+TEST(StageRegistry, AFilterIsNotAskedAboutJobsSmallerThanItRefuses) {
+  const auto registration = register_filter_for_tests(
+      {"refuses-multi-gpu-example", 36, [](const EngineConfig&) { return true; },
+       [](const EngineConfig&) -> std::unique_ptr<Filter> { return std::make_unique<RefusesMultiGpuExample>(); }});
+  const Engine e = test::engine("aegis");
+  World w(4);
+  // A job on every GPU, gates long open: no GPU is idle, so a job shares (the alone path
+  // asks only the filters that bind alone).
+  for (int g = 0; g < 4; ++g) w.run(10 + g, {g}, 1000);
+  w.now = 10000;
+  const QueuedJob one = test::job(1, 1), two = test::job(2, 2);
+  multi_gpu_example_asked = 0;
+  auto s = w.snapshot_of(one);
+  s.explain = false;
+  EXPECT_EQ(e.tick(s).launches.size(), 1u);
+  EXPECT_EQ(multi_gpu_example_asked, 0);
+  auto s2 = w.snapshot_of(two);
+  s2.explain = false;
+  const auto d = e.tick(s2);
+  EXPECT_TRUE(d.launches.empty());
+  EXPECT_GT(multi_gpu_example_asked, 0);
+}
+
 TEST(StageRegistry, ANewFilterIsOneFileAndOneLine) {
   const auto registration = register_example();
   const Engine naive = test::engine("naive");  // order = "ff"

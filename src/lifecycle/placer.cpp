@@ -101,16 +101,26 @@ void ServerPlacer::reload(int gpu) {
   for (std::uint32_t p : on_gpu_[static_cast<std::size_t>(gpu)]) engine_.add_load(l, running[p]);
 }
 
-void ServerPlacer::mark(int gpu) {
-  if (gpu < 0 || gpu >= static_cast<int>(loads_.size()) || is_dirty_[static_cast<std::size_t>(gpu)]) return;
-  is_dirty_[static_cast<std::size_t>(gpu)] = 1;
-  dirty_.push_back(gpu);
+void ServerPlacer::regate(int gpu) {
+  GpuLoad& l = loads_[static_cast<std::size_t>(gpu)];
+  l.gate_opens_at = GpuLoad{}.gate_opens_at;
+  for (std::uint32_t p : on_gpu_[static_cast<std::size_t>(gpu)])
+    l.gate_opens_at = std::max(l.gate_opens_at, engine_.gate_opens_at(running[p]));
+}
+
+void ServerPlacer::mark(int gpu, char what) {
+  if (gpu < 0 || gpu >= static_cast<int>(loads_.size())) return;
+  char& d = is_dirty_[static_cast<std::size_t>(gpu)];
+  if (d == kClean) dirty_.push_back(gpu);
+  d = std::max(d, what);  // a whole sum covers the gate
 }
 
 std::span<const GpuLoad> ServerPlacer::loads() {
   for (int g : dirty_) {
-    is_dirty_[static_cast<std::size_t>(g)] = 0;
-    reload(g);
+    char& d = is_dirty_[static_cast<std::size_t>(g)];
+    if (d == kWhole) reload(g);
+    else regate(g);
+    d = kClean;
   }
   dirty_.clear();
   return loads_;
@@ -119,7 +129,7 @@ std::span<const GpuLoad> ServerPlacer::loads() {
 void ServerPlacer::set_first_activity(std::size_t pos, Seconds t) {
   running[pos].first_activity = t;
   if (keep_loads_)
-    for (int g : running[pos].gpus) mark(g);
+    for (int g : running[pos].gpus) mark(g, kGate);
 }
 
 bool ServerPlacer::remove(std::size_t pos) {
@@ -134,21 +144,21 @@ bool ServerPlacer::remove(std::size_t pos) {
     };
     for (int g : running[pos].gpus)
       if (g >= 0 && g < static_cast<int>(loads_.size())) drop(on_gpu_[static_cast<std::size_t>(g)], p);
+    // Marked before the move (sums are redone lazily, in loads(), from `running` as it
+    // will be then): no copy of the removed job's GPU list.
+    for (int g : running[pos].gpus) mark(g);
     if (pos != last)
-      // The last entry moves to pos: in its GPUs' lists, at its new place in `running`'s order.
+      // The last entry moves to pos: in its GPUs' lists, at its new place in `running`'s
+      // order. A GPU's sums add its jobs in that order; where the moved job is still the
+      // last of its GPU's jobs (none lies between pos and the end), the order and the jobs
+      // are the same, so are the sums, and the GPU is not summed again.
       for (int g : running[last].gpus) {
         if (g < 0 || g >= static_cast<int>(loads_.size())) continue;
         auto& list = on_gpu_[static_cast<std::size_t>(g)];
         drop(list, from);
-        list.insert(std::lower_bound(list.begin(), list.end(), p), p);
+        const auto at = list.insert(std::lower_bound(list.begin(), list.end(), p), p);
+        if (at + 1 != list.end()) mark(g);
       }
-  }
-  // Marked before the move (sums are redone lazily, in loads(), from `running` as it
-  // will be then): no copy of the removed job's GPU list.
-  if (keep_loads_) {
-    for (int g : running[pos].gpus) mark(g);
-    if (pos != last)
-      for (int g : running[last].gpus) mark(g);
   }
   const bool moved = pos != last;
   if (moved) running[pos] = std::move(running[last]);

@@ -109,9 +109,13 @@ class ServerPlacer {
   std::vector<GpuLoad> loads_;
   std::vector<std::vector<std::uint32_t>> on_gpu_;  // per GPU: positions of its jobs in `running`, ascending
   std::vector<int> dirty_;                          // GPUs whose load must be summed again
-  std::vector<char> is_dirty_;
+  std::vector<char> is_dirty_;                      // per GPU: kClean, kGate or kWhole
+  static constexpr char kClean = 0, kGate = 1, kWhole = 2;
   void reload(int gpu);
-  void mark(int gpu);
+  // Only the latest observation gate again: a first activity moves a job's gate and
+  // nothing of its sums, and a maximum is the same in any order.
+  void regate(int gpu);
+  void mark(int gpu, char what = kWhole);
 };
 
 // A Placer for one server (aegisd): its GPUs, asked about one job at a time.

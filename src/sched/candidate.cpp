@@ -7,13 +7,7 @@
 
 namespace aegis {
 
-double GpuCandidate::risk(Metric m, const RiskWeights& w) const {
-  double& cached = risk_[static_cast<std::size_t>(m)];
-  if (cached >= 0) return cached;
-  if (stats_source) {
-    cached = risk_score(stats_source->stats(view->index, static_cast<int>(m)), w);
-    return cached;
-  }
+double GpuCandidate::window_risk(Metric m, const RiskWeights& w) const {
   const auto& win = view->window;
   const std::size_t n = win.size();
   std::array<double, 64> small{};  // windows are 30 samples by default
@@ -31,8 +25,7 @@ double GpuCandidate::risk(Metric m, const RiskWeights& w) const {
       case Metric::Util: buf[i] = win[i].util; break;
     }
   }
-  cached = risk_score(std::span<const double>(buf, n), w);
-  return cached;
+  return risk_score(std::span<const double>(buf, n), w);
 }
 
 }  // namespace aegis

@@ -51,14 +51,6 @@ struct Tick {
   const Snapshot& snap;
   std::vector<GpuCandidate>& gpus;
 
-  // A GPU's candidate takes its load: the sums, and the observation gate while it is shut.
-  void set_load(GpuCandidate& c, const GpuLoad& l) const {
-    static_cast<GpuJobSums&>(c) = l;  // one copy of the block both share
-    // Shut while the latest gate of its jobs is ahead (then the latest is the one that opens last).
-    c.observing = Engine::gate_shut(cfg, snap.now, l.gate_opens_at);
-    c.opens_at = c.observing ? std::max<Seconds>(0, l.gate_opens_at) : 0;
-  }
-
   void add_job(const JobSpec& spec, const std::vector<int>& on, bool exclusive, MiB admitted,
                Seconds launched_at, std::optional<Seconds> first_activity) {
     for (int g : on) {
@@ -95,7 +87,12 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   order_ = make_order(config_.order, config_);
   lazy_pressure_ = pressure_ && filters_.back().get() == pressure_ && order_->ranks_each_gpu_alone();
   for (const auto& f : filters_)
-    if (f.get() != memory_) past_memory_.push_back(f.get());
+    if (f.get() != memory_) {
+      past_memory_.push_back(f.get());
+      // The gate and the pressure filter stay whatever they declare: their refusals are
+      // told apart (and the lazy path takes the pressure filter to be last).
+      if (f->least_gpus_refused() <= 1 || f.get() == gate_ || f.get() == pressure_) past_memory_one_.push_back(f.get());
+    }
   recovery_ = make_recovery(config_);
   // What the caches of drivers may rely on derives from the stages' declarations.
   reads_ = kEngineReads;
@@ -114,13 +111,17 @@ Engine& Engine::operator=(Engine&&) noexcept = default;
 
 void Engine::add_load(GpuLoad& load, const RunningJob& r) const {
   add_sums(load, r.spec, r.exclusive, r.admitted_mib);
-  load.gate_opens_at = std::max(load.gate_opens_at, gate_opens_at(config_, r.launched_at, r.first_activity));
+  load.gate_opens_at = std::max(load.gate_opens_at, gate_opens_at(r));
+}
+
+Seconds Engine::gate_opens_at(const RunningJob& r) const {
+  return aegis::gate_opens_at(config_, r.launched_at, r.first_activity);
 }
 
 std::optional<Seconds> Engine::gate_opens_after_activity(Seconds first_activity) const {
   // Without collocation a GPU with a job takes no other, gate or not.
   if (!config_.observation || !config_.collocate) return std::nullopt;
-  return gate_opens_at(config_, first_activity, first_activity);
+  return aegis::gate_opens_at(config_, first_activity, first_activity);
 }
 
 std::string Engine::describe() const {
@@ -191,10 +192,8 @@ bool Engine::room(std::span<const GpuView> gpus, std::span<const GpuLoad> loads,
   // Without collocation only idle GPUs count, which drivers know without a summary.
   if (!tells_refusals_from_room() || loads.size() != gpus.size()) return false;
   room.gpus.resize(gpus.size());
-  // The figures effective_free() and idle() read, as a tick's set_load() fills them.
-  GpuCandidate c;
-  MiB guard_of = -1;
-  for (std::size_t i = 0; i < gpus.size(); ++i) room.gpus[i] = room_gpu(gpus[i], loads[i], c, guard_of);
+  MiB guard_of = -1, guard = 0;
+  for (std::size_t i = 0; i < gpus.size(); ++i) room.gpus[i] = room_gpu(gpus[i], loads[i], guard_of, guard);
   room_totals(room);
   return true;
 }
@@ -203,25 +202,25 @@ bool Engine::room_update(std::span<const GpuView> gpus, std::span<const GpuLoad>
                          Room& room) const {
   if (room.gpus.size() != gpus.size() || gpus.size() > 64) return this->room(gpus, loads, room);
   if (!tells_refusals_from_room() || loads.size() != gpus.size()) return false;
-  GpuCandidate c;
-  MiB guard_of = -1;
+  MiB guard_of = -1, guard = 0;
   for (std::uint64_t left = changed; left != 0; left &= left - 1) {
     const auto i = static_cast<std::size_t>(std::countr_zero(left));
-    if (i < gpus.size()) room.gpus[i] = room_gpu(gpus[i], loads[i], c, guard_of);
+    if (i < gpus.size()) room.gpus[i] = room_gpu(gpus[i], loads[i], guard_of, guard);
   }
   room_totals(room);
   return true;
 }
 
-Engine::Room::Gpu Engine::room_gpu(const GpuView& view, const GpuLoad& load, GpuCandidate& c, MiB& guard_of) const {
-  c.view = &view;
+// The figures effective_free() and idle() read, as a tick's candidate holds them,
+// read from the view and the load without making one (a candidate is ~100 bytes to set
+// up; a room is updated after every launch and end).
+inline Engine::Room::Gpu Engine::room_gpu(const GpuView& view, const GpuLoad& load, MiB& guard_of, MiB& guard) const {
   if (view.total_mib != guard_of) {  // GPUs of a server are mostly alike
     guard_of = view.total_mib;
-    c.guard_mib = config_.memory_guard(guard_of);
+    guard = config_.memory_guard(guard_of);
   }
-  c.job_count = load.job_count;
-  c.booked_mib = load.booked_mib;
-  return {effective_free(c, accounting_), c.idle(), load.has_exclusive, load.gate_opens_at};
+  return {effective_free(view, guard, load.booked_mib, accounting_), load.job_count == 0 && view.process_count == 0,
+          load.has_exclusive, load.gate_opens_at};
 }
 
 void Engine::room_totals(Room& room) const {
@@ -321,20 +320,27 @@ void Engine::tick(const Snapshot& snap, Decisions& d) const {
   // on as many GPUs as there are (the common case, asked for every job: no count then).
   MiB least_usable = std::numeric_limits<MiB>::max();
   for (std::size_t i = 0; i < snap.gpus.size(); ++i) {  // one pass per GPU when the loads are kept
-    // Made afresh in place, with the fields below in the same pass: a list cleared and
-    // grown again was zeroed in a loop of its own first (1.4 % of an aegis run).
-    GpuCandidate& c = *new (&t.gpus[i]) GpuCandidate;
-    c.view = &snap.gpus[i];
-    c.stats_source = snap.window_stats;
-    if (snap.gpus[i].total_mib != guard_of) {
-      guard_of = snap.gpus[i].total_mib;
+    const GpuView& view = snap.gpus[i];
+    if (view.total_mib != guard_of) {
+      guard_of = view.total_mib;
       guard = cfg.memory_guard(guard_of);
       least_usable = std::min(least_usable, guard_of - guard);
     }
-    c.guard_mib = guard;
+    // Made afresh in place, with the fields below in the same pass: a list cleared and
+    // grown again was zeroed in a loop of its own first (1.4 % of an aegis run). With the
+    // loads kept, every field is written once: the sums, the effective free memory (the
+    // figures effective_free(candidate) reads), and the observation gate while it is
+    // shut (the latest gate of its jobs: the one that opens last).
     if (loads) {
-      t.set_load(c, snap.loads[i]);
-      c.free_mib = effective_free(c, accounting_);
+      const GpuLoad& l = snap.loads[i];
+      const bool shut = Engine::gate_shut(cfg, snap.now, l.gate_opens_at);
+      new (&t.gpus[i]) GpuCandidate(l, &view, snap.window_stats, guard, effective_free(view, guard, l.booked_mib, accounting_),
+                                    shut, shut ? std::max<Seconds>(0, l.gate_opens_at) : 0);
+    } else {
+      GpuCandidate& c = *new (&t.gpus[i]) GpuCandidate;
+      c.view = &view;
+      c.stats_source = snap.window_stats;
+      c.guard_mib = guard;
     }
   }
   if (!loads) {
@@ -438,10 +444,13 @@ void Engine::tick(const Snapshot& snap, Decisions& d) const {
         // the memory stage's own (memory_fit.cpp), as room_refuses reads it; with
         // `explain` every GPU is asked, for the name of the stage.
         // The GPUs left then pass memory: the stages are asked without it (past_memory_),
-        // and the first to refuse is the one the whole chain would name.
+        // and the first to refuse is the one the whole chain would name. For a job of one
+        // GPU, without the stages that admit every such job (Filter::least_gpus_refused):
+        // they never refuse, so never first.
         const bool short_of_memory_skips = memory_ && !snap.explain;
-        const std::size_t chain_size = short_of_memory_skips ? past_memory_.size() : filters_.size();
-        const Filter* const* chain = short_of_memory_skips ? past_memory_.data() : all_filters_.data();
+        const auto& past_memory = n <= 1 ? past_memory_one_ : past_memory_;
+        const std::size_t chain_size = short_of_memory_skips ? past_memory.size() : filters_.size();
+        const Filter* const* chain = short_of_memory_skips ? past_memory.data() : all_filters_.data();
         const std::size_t asked_first = chain_size - (lazy ? 1 : 0);
         for (const auto& g : t.gpus) {
           if (short_of_memory_skips && g.free_mib < req.required_free_mib) continue;

@@ -34,6 +34,9 @@ class Engine {
 
   // Adds a running job to the load of one of its GPUs (Snapshot::loads), as a tick sums it.
   void add_load(GpuLoad& load, const RunningJob& r) const;
+  // When the observation gate a running job holds on its GPUs opens: what add_load takes
+  // the latest of into GpuLoad::gate_opens_at (a first activity changes only this).
+  Seconds gate_opens_at(const RunningJob& r) const;
 
   // What GPUs of these sizes offer a job alone (after the guard), largest first: computed
   // once per set of devices, for could_ever_run.
@@ -160,9 +163,9 @@ class Engine {
   std::string describe() const;
 
  private:
-  // One GPU of a room (c: scratch; guard_of: the capacity c.guard_mib is of) and the
-  // room's totals from its GPUs: room() and room_update() share them.
-  Room::Gpu room_gpu(const GpuView& view, const GpuLoad& load, GpuCandidate& c, MiB& guard_of) const;
+  // One GPU of a room (guard: the memory guard of a GPU of capacity guard_of, kept
+  // between calls) and the room's totals from its GPUs: room() and room_update() share them.
+  Room::Gpu room_gpu(const GpuView& view, const GpuLoad& load, MiB& guard_of, MiB& guard) const;
   void room_totals(Room& room) const;
 
   EngineConfig config_;
@@ -171,6 +174,7 @@ class Engine {
   std::vector<std::unique_ptr<Filter>> filters_;
   std::vector<const Filter*> all_filters_;   // filters_, as plain pointers (a tick walks them per GPU)
   std::vector<const Filter*> past_memory_;   // filters_ less memory_: asked of GPUs known to pass memory
+  std::vector<const Filter*> past_memory_one_;  // past_memory_ less those that refuse no one-GPU job
   std::vector<const Filter*> alone_rules_;  // in filters_; also checked for GPUs taken alone
   const Filter* pressure_ = nullptr;        // in filters_ when composed: its refusals are told apart (Blocked::by_pressure)
   const Filter* gate_ = nullptr;            // in filters_ when composed: its openings are the wake times

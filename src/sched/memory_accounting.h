@@ -3,6 +3,7 @@
 // (capacity minus the admitted estimates of its jobs) never admits more estimated
 // memory than a GPU holds. Policies with an estimate use the smaller of the two.
 #pragma once
+#include <algorithm>
 #include <stdexcept>
 #include <string_view>
 
@@ -17,6 +18,21 @@ inline MemoryAccounting parse_memory_accounting(std::string_view s) {
   if (s == "booked") return MemoryAccounting::Booked;
   if (s == "both") return MemoryAccounting::Both;
   throw std::invalid_argument("memory_accounting: unknown mode");
+}
+
+// The effective free memory of a GPU whose guard is `guard_mib` and whose jobs booked
+// `booked_mib`: the figures GpuCandidate::reported_free() and booked_free() compute, from
+// the view and the sums directly, for a server's room (Engine::room_update), which makes
+// no candidate.
+inline MiB effective_free(const GpuView& v, MiB guard_mib, MiB booked_mib, MemoryAccounting a) {
+  const MiB reported = v.free_mib - guard_mib;
+  const MiB booked = v.total_mib - guard_mib - booked_mib - v.foreign_mib;
+  switch (a) {
+    case MemoryAccounting::Reported: return reported;
+    case MemoryAccounting::Booked: return booked;
+    case MemoryAccounting::Both: return std::min(reported, booked);
+  }
+  return reported;
 }
 
 inline MiB effective_free(const GpuCandidate& g, MemoryAccounting a) {

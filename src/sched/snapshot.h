@@ -9,21 +9,12 @@
 #include "core/job.h"
 #include "core/running.h"
 #include "sched/stage.h"
+#include "sched/window_stats_source.h"
 #include "telemetry/risk.h"
 
 namespace aegis {
 
 using JobQueue = std::deque<QueuedJob>;
-
-// The statistics of a GPU's telemetry window (one metric: 0 SM activity, 1 SM occupancy,
-// 2 DRAM activity, 3 utilisation), for a driver that synthesises windows: it builds a
-// window only when a stage reads it and remembers its statistics until it changes. The
-// answer must equal window_stats() of GpuView::window as it would be built now.
-class WindowStatsSource {
- public:
-  virtual ~WindowStatsSource() = default;
-  virtual const WindowStats& stats(int gpu_index, int metric) = 0;
-};
 
 // What the running jobs put on one GPU, as the engine sums it from Snapshot::running
 // (Engine::add_load, in running order). A driver that keeps these in step with its

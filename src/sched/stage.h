@@ -14,12 +14,12 @@
 #include "core/gpu.h"
 #include "core/running.h"
 #include "sched/config.h"
+#include "sched/window_stats_source.h"
 
 namespace aegis {
 
 // Everything the stages may know about one GPU during one tick. Built once per tick by
 // the engine and updated as the tick places jobs.
-class WindowStatsSource;
 
 // What the jobs on one GPU add up to: one struct for a tick's candidates (GpuCandidate)
 // and for the loads a driver keeps (GpuLoad, snapshot.h), so that a candidate takes a
@@ -40,6 +40,14 @@ struct GpuJobSums {
 };
 
 struct GpuCandidate : GpuJobSums {
+  GpuCandidate() = default;
+  // Every field at once, from a load's sums (a tick makes one per GPU per ask: written
+  // once each, rather than zeroed and then overwritten).
+  GpuCandidate(const GpuJobSums& sums, const GpuView* v, WindowStatsSource* source, MiB guard, MiB free,
+               bool shut, Seconds opens)
+      : GpuJobSums(sums), view(v), stats_source(source), guard_mib(guard), free_mib(free), observing(shut),
+        opens_at(opens) {}
+
   const GpuView* view = nullptr;
   WindowStatsSource* stats_source = nullptr;  // Snapshot::window_stats
   MiB guard_mib = 0;
@@ -55,11 +63,19 @@ struct GpuCandidate : GpuJobSums {
   bool idle() const { return job_count == 0 && view->process_count == 0; }
 
   // Risk score of one metric of the telemetry window, computed on first use (stages
-  // often need only SM activity to decide).
+  // often need only SM activity to decide). Inline, with the driver's source asked
+  // directly: the pressure filter reads one to three per GPU it asks.
   enum class Metric { SmAct = 0, SmOcc = 1, Drama = 2, Util = 3 };
-  double risk(Metric m, const RiskWeights& w) const;
+  double risk(Metric m, const RiskWeights& w) const {
+    double& cached = risk_[static_cast<std::size_t>(m)];
+    if (cached < 0)
+      cached = stats_source ? risk_score(stats_source->stats(view->index, static_cast<int>(m)), w) : window_risk(m, w);
+    return cached;
+  }
 
  private:
+  // risk() of GpuView::window itself (no source).
+  double window_risk(Metric m, const RiskWeights& w) const;
   mutable std::array<double, 4> risk_{-1, -1, -1, -1};  // -1 = not computed yet
 };
 
@@ -144,6 +160,9 @@ class Filter {
   virtual bool admits(const PlacementRequest& r, const GpuCandidate& g) const = 0;
   virtual StageReads reads() const = 0;
   virtual bool monotone() const = 0;
+  // The fewest GPUs a job it may refuse asks for: it admits every GPU for a job of fewer.
+  // The engine then does not ask it about such jobs (a virtual call per GPU it spares).
+  virtual int least_gpus_refused() const { return 1; }
 };
 
 class Order {

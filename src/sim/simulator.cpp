@@ -842,7 +842,11 @@ class Run {
   const WindowStats& window_stats_of(int s, int local, int metric, Seconds t) {
     Server& srv = servers_[s];
     Gpu& gpu = gpus_[srv.first_gpu + local];
-    ensure_window(srv, local, t);
+    // ensure_window's common case, checked here without the call: the window of this
+    // instant's sample is built from the GPU's current history (asked of one GPU for
+    // several metrics in a row, and of several GPUs at one instant).
+    if (t != sample_of_t_ || gpu.window_k != sample_k_ || gpu.window_history != gpu.history_version)
+      ensure_window(srv, local, t);
     const unsigned bit = 1u << metric;
     if (!(gpu.stats_known & bit)) {
       gpu.stats[static_cast<std::size_t>(metric)] = stats_of_runs(gpu.window, metric);
@@ -880,13 +884,15 @@ class Run {
     if (t != sample_of_t_) {
       sample_of_t_ = t;
       sample_k_ = static_cast<std::int64_t>(std::floor(t * hz + 1e-9));
+      // The run's first sample instant: the same at every instant, worked out here rather
+      // than for every window built.
+      first_sample_k_ = static_cast<std::int64_t>(std::ceil(start_ * hz - 1e-9));
     }
     const std::int64_t k_now = sample_k_;
     const int g = srv.first_gpu + local;
     Gpu& gpu = gpus_[g];
     if (gpu.window_k == k_now && gpu.window_history == gpu.history_version) return;  // the common case
-    const auto k_first = static_cast<std::int64_t>(std::ceil(start_ * hz - 1e-9));
-    const std::int64_t k_lo = std::max(k_now - n + 1, k_first);
+    const std::int64_t k_lo = std::max(k_now - n + 1, first_sample_k_);
     if (window_still_valid(gpu, k_now, k_lo, n, hz)) {
       // Steady: the window at k_now is the same runs; said so, the next ask at this
       // instant takes the common case above (window_still_valid holds the more for a
@@ -1533,6 +1539,7 @@ class Run {
   bool cache_ = true;  // refusal caches on (sim.refusal_cache and monotone stages)
   Seconds sample_of_t_ = std::numeric_limits<Seconds>::quiet_NaN();  // ensure_window's last instant ...
   std::int64_t sample_k_ = 0;                                            // ... and its sample index
+  std::int64_t first_sample_k_ = 0;                                      // ... and the run's first
   bool rooms_ = false;  // with cache_: the engine tells refusals from a room (Engine::tells_refusals_from_room)
   std::optional<Feasibility> feasibility_;  // of the cluster's devices
   Seconds start_ = 0;

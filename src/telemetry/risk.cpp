@@ -40,7 +40,7 @@ std::uint64_t memo_hash(const SampleRun* runs, std::size_t nruns) {
   return h ^ (h >> 29);
 }
 
-WindowStats window_stats_of_runs(std::span<const SampleRun> runs, std::size_t n);
+WindowStats summarise_runs(std::span<const SampleRun> runs, std::size_t n);
 
 }  // namespace
 
@@ -89,7 +89,7 @@ WindowStats window_stats(std::span<const double> samples) {
   return s;
 }
 
-WindowStats window_stats(std::span<const SampleRun> runs) {
+WindowStats window_stats_of_runs(std::span<const SampleRun> runs) {
   WindowStats s;
   std::size_t n = 0;
   const SampleRun* oldest = nullptr;  // the first run with samples
@@ -110,7 +110,7 @@ WindowStats window_stats(std::span<const SampleRun> runs) {
   std::size_t nkey = 0;
   for (const auto& r : runs) {
     if (r.count == 0) continue;
-    if (nkey == key.size()) return window_stats_of_runs(runs, n);
+    if (nkey == key.size()) return summarise_runs(runs, n);
     key[nkey++] = r;
   }
   thread_local std::vector<MemoSlot> memo;
@@ -123,14 +123,14 @@ WindowStats window_stats(std::span<const SampleRun> runs) {
   if (hit) return slot.stats;
   slot.nruns = static_cast<std::uint32_t>(nkey);
   slot.runs = key;
-  slot.stats = window_stats_of_runs(runs, n);
+  slot.stats = summarise_runs(runs, n);
   return slot.stats;
 }
 
 namespace {
 
 // window_stats() over runs that are not all equal, n samples in all.
-WindowStats window_stats_of_runs(std::span<const SampleRun> runs, std::size_t n) {
+WindowStats summarise_runs(std::span<const SampleRun> runs, std::size_t n) {
   WindowStats s;
 
   // The sum and EWMA sample by sample, as the sample version adds them (floating-point
@@ -198,10 +198,6 @@ WindowStats window_stats_of_runs(std::span<const SampleRun> runs, std::size_t n)
 }
 
 }  // namespace
-
-double risk_score(const WindowStats& s, const RiskWeights& w) {
-  return w.mean * s.mean + w.median * s.median + w.p95 * s.p95 + w.ewma * s.ewma;
-}
 
 double risk_score(std::span<const double> samples, const RiskWeights& w) {
   if (samples.empty()) return 0;

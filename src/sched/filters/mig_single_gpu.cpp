@@ -14,6 +14,8 @@ class MigSingleGpu final : public Filter {
   // The job's GPU count and a fact of the hardware; no load can change either: monotone.
   StageReads reads() const override { return {{JobField::GpuCount}, {GpuFact::Mig}}; }
   bool monotone() const override { return true; }
+  // A job of one GPU is admitted everywhere.
+  int least_gpus_refused() const override { return 2; }
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/job_state.h"
+#include "core/small_list.h"
 #include "lifecycle/activity_anchor.h"
 #include "lifecycle/placer.h"
 #include "sched/config.h"
@@ -58,7 +59,8 @@ struct LifeJob {
   bool restartable = false;        // may run again when an attempt's outcome is unknown
   std::string reason;              // why it waits, failed or was cancelled
   std::optional<Seconds> started_at, ended_at;
-  std::vector<LifeAttempt> attempts;
+  // Inline the first: most jobs run once, and the simulator forgets a job when it ends.
+  SmallList<LifeAttempt, 1> attempts;
 
   const JobSpec& spec() const { return queued.spec; }
   JobId id() const { return queued.spec.id; }

@@ -59,7 +59,7 @@ struct Tick {
     c.opens_at = c.observing ? std::max<Seconds>(0, l.gate_opens_at) : 0;
   }
 
-  void add_job(const JobSpec& spec, const std::vector<int>& on, bool exclusive, MiB admitted,
+  void add_job(const JobSpec& spec, std::span<const int> on, bool exclusive, MiB admitted,
                Seconds launched_at, std::optional<Seconds> first_activity) {
     for (int g : on) {
       if (g < 0 || g >= static_cast<int>(gpus.size())) continue;
@@ -363,7 +363,7 @@ void Engine::tick(const Snapshot& snap, Decisions& d) const {
   };
 
   thread_local std::vector<const GpuCandidate*> pick;
-  std::vector<int> pressure_gpus;
+  GpuIndices pressure_gpus;
   std::string why;
   bool by_pressure = false;
   bool any_waiting = false;

@@ -889,7 +889,7 @@ class Run {
   }
 
   // True if one of these GPUs of the server has a window that still changes after t.
-  bool windows_changing(const Server& srv, const std::vector<int>& locals, Seconds t) const {
+  bool windows_changing(const Server& srv, std::span<const int> locals, Seconds t) const {
     if (opt_.sim.telemetry_noise > 0) return true;
     const Seconds span = opt_.engine.telemetry_window_samples / opt_.engine.telemetry_sample_hz;
     for (int local : locals)
@@ -931,7 +931,7 @@ class Run {
    public:
     // A GPU's window replaced by runs of samples; each metric's statistics are worked out
     // only when the engine reads them (the pressure rule often reads SM activity alone).
-    OverriddenWindows(Run& run, WindowStatsSource* rest, const std::vector<int>& locals)
+    OverriddenWindows(Run& run, WindowStatsSource* rest, std::span<const int> locals)
         : run_(run), rest_(rest), locals_(locals) {
       entries_.resize(locals.size());
     }
@@ -968,7 +968,7 @@ class Run {
     };
     Run& run_;
     WindowStatsSource* rest_;
-    const std::vector<int>& locals_;
+    std::span<const int> locals_;
     std::vector<Entry> entries_;
   };
 
@@ -996,7 +996,7 @@ class Run {
   // monotone), so if the engine refuses even windows holding just the component-wise
   // minimum of those values, no later window of this quiet period can pass. Asked only
   // when every stage declares its refusals monotone (cache_).
-  bool refused_at_floor(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
+  bool refused_at_floor(Server& srv, const QueuedJob& job, Seconds t, std::span<const int> locals) {
     OverriddenWindows windows(*this, srv.placer.window_stats, locals);
     for (std::size_t i = 0; i < locals.size(); ++i) {
       const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
@@ -1022,7 +1022,7 @@ class Run {
   // Each later sample drops the oldest and repeats the current value, so every statistic
   // (sums in the same order, quantiles, an EWMA with positive weights) only falls, and so
   // does the pressure verdict: once a window passes, every later one does.
-  bool windows_falling(Server& srv, const std::vector<int>& locals, Seconds t) {
+  bool windows_falling(Server& srv, std::span<const int> locals, Seconds t) {
     if (opt_.sim.telemetry_noise > 0) return false;
     const int n = opt_.engine.telemetry_window_samples;
     auto at_most = [](const GpuSample& a, const GpuSample& b) {
@@ -1045,7 +1045,7 @@ class Run {
   // With falling windows (windows_falling), the first later sample, 1 to the window's
   // length, at which the engine would start `job` if nothing happened until then, found by
   // bisection over what-ifs (the verdict only turns once); 0 if none does.
-  std::int64_t first_passing_sample(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
+  std::int64_t first_passing_sample(Server& srv, const QueuedJob& job, Seconds t, std::span<const int> locals) {
     const std::int64_t n = opt_.engine.telemetry_window_samples;
     OverriddenWindows windows(*this, srv.placer.window_stats, locals);
     // The window j samples on: the oldest j samples gone, the current value j times.
@@ -1214,7 +1214,7 @@ class Run {
         left_t_ = t;
         left_started_ = s;
         Placement p;
-        p.parts.push_back({s, std::move(*l), 0});
+        p.parts.emplace_back(s, std::move(*l), MiB{0});  // made in place
         return p;
       }
     }
@@ -1244,7 +1244,7 @@ class Run {
       part.recovery.exclusive_only = true;
       if (auto l = probe(s, part, engine_.request_shape(part), t)) {
         remaining -= part.spec.num_gpus;
-        p.parts.push_back({s, std::move(*l), 0});
+        p.parts.emplace_back(s, std::move(*l), MiB{0});  // made in place
       }
     }
     if (remaining > 0) {

@@ -16,6 +16,15 @@ void Effects::merge(Effects&& o) {
   if (o.wake_at) wake_at = wake_at ? std::min(*wake_at, *o.wake_at) : *o.wake_at;
 }
 
+void Effects::reset() {
+  changes.clear();
+  starts.clear();
+  signals.clear();
+  finished.clear();
+  blocked.reset();
+  wake_at.reset();
+}
+
 Lifecycle::Lifecycle(const EngineConfig& config, LifecycleOptions options) : config_(config), opt_(options) {}
 
 void Lifecycle::change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const {
@@ -40,9 +49,9 @@ void Lifecycle::enqueue(LifeJob& j, QueueName q, bool new_place) {
     // A new place is after every queued one (next_seq_ exceeds every position given or
     // restored), so it goes in at the end without a search down the tree.
     j.queue_seq = next_seq_++;
-    queue.emplace_hint(queue.end(), j.queue_seq, &j);
+    queue.push_back(j.queue_seq, &j);
   } else {
-    queue[j.queue_seq] = &j;
+    queue.put(j.queue_seq, &j);
   }
 }
 
@@ -145,8 +154,14 @@ Effects Lifecycle::first_activity(JobId id, Seconds t, Anchor anchor) {
 
 Effects Lifecycle::ended(JobId id, const Ended& e, Seconds t) {
   Effects fx;
+  ended(id, e, t, fx);
+  return fx;
+}
+
+void Lifecycle::ended(JobId id, const Ended& e, Seconds t, Effects& fx) {
+  fx.reset();
   LifeJob& j = job(id);
-  if (!j.holds_gpus()) return fx;
+  if (!j.holds_gpus()) return;
   LifeAttempt& a = *j.current();
   a.ended_at = t;
   a.outcome = e.outcome;
@@ -207,7 +222,6 @@ Effects Lifecycle::ended(JobId id, const Ended& e, Seconds t) {
       }
       break;
   }
-  return fx;
 }
 
 Effects Lifecycle::cancel(JobId id, const std::string& why, Seconds t) {
@@ -248,28 +262,37 @@ RunningJob Lifecycle::running_view(const LifeJob& j, const Placement::Part& part
 
 Effects Lifecycle::schedule(Seconds now, Placer& placer) {
   Effects fx;
-  // Failures first: the recovery rule decides what becomes of each.
-  auto failures = std::move(pending_failures_);
-  pending_failures_.clear();
-  for (auto& [id, f] : failures) {
+  schedule(now, placer, fx);
+  return fx;
+}
+
+void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
+  fx.reset();
+  // Failures first: the recovery rule decides what becomes of each. (Swapped into a list
+  // kept for its storage: failures_ is empty here.)
+  failures_.swap(pending_failures_);
+  for (auto& [id, f] : failures_) {
     LifeJob& j = job(id);
     auto outcome = placer.recover(f);
     if (auto* r = std::get_if<Requeue>(&outcome)) {
       j.queued.recovery = r->recovery;
       j.state = JobState::Queued;
-      j.reason = r->why;
       enqueue(j, QueueName::Recovery, true);
       change(fx, id, "requeue", r->why);
+      j.reason = std::move(r->why);
     } else {
       finish(j, JobState::Failed, std::get<Stop>(outcome).reason, now, fx, "failed");
     }
   }
+  failures_.clear();
   // Then the queues, head first: the recovery queue before the main queue.
   const bool strict = config_.strict_head_of_line;
   for (auto* q : {&recovery_, &main_}) {
-    for (auto it = q->begin(); it != q->end();) {
-      LifeJob& j = *it->second;
-      ++it;  // the job may leave the queue below
+    // By index: a job leaving the queue below moves no entry (seq_queue.h).
+    for (std::size_t i = q->first(); i < q->end(); ++i) {
+      LifeJob* queued = q->at(i);
+      if (!queued) continue;  // left the queue
+      LifeJob& j = *queued;
       const QueuedJob& qj = j.queued;
       if (auto why = placer.never_runs(qj)) {
         // It can never run here: it leaves the queue instead of blocking everything behind it.
@@ -280,7 +303,7 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
       if (!p) {
         if (auto b = placer.blocked()) fx.blocked = std::move(b);
         if (auto w = placer.wake_at()) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *w) : *w;
-        if (strict) return fx;
+        if (strict) return;
         continue;
       }
       // The placer's view of its GPUs includes the job before anything else is placed.
@@ -307,7 +330,6 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
     }
   }
   fx.blocked.reset();  // nothing waits at the head
-  return fx;
 }
 
 std::vector<RunningJob> Lifecycle::running_on(int server) const {
@@ -323,8 +345,9 @@ std::vector<RunningJob> Lifecycle::running_on(int server) const {
 
 std::vector<JobId> Lifecycle::queue_order() const {
   std::vector<JobId> out;
-  for (const auto& [seq, j] : recovery_) out.push_back(j->id());
-  for (const auto& [seq, j] : main_) out.push_back(j->id());
+  for (const auto* q : {&recovery_, &main_})
+    for (std::size_t i = q->first(); i < q->end(); ++i)
+      if (const LifeJob* j = q->at(i)) out.push_back(j->id());
   return out;
 }
 

@@ -431,7 +431,7 @@ class Run {
           break;
         }
         finish_attempt(e.id, e.t, SimOutcome::Completed);
-        life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, e.t);
+        life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, e.t, fx_);
         life_.forget(e.id);  // its record is the simulator's; the lifecycle keeps live jobs only
         j.live.reset();
         j.phase = Phase::Done;
@@ -469,7 +469,7 @@ class Run {
     for (int g : j.live->gpus) {
       const bool over_limit = j.live->mps_limit && j.live->held_mib + mib > *j.live->mps_limit;
       if (over_limit || gpus_[g].used + mib > gpus_[g].total) {
-        const std::string detail =
+        std::string detail =
             over_limit ? fmt::format("CUDA out of memory: MPS limit of {} MiB reached", *j.live->mps_limit)
                        : fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free", mib,
                                      gpus_[g].total - gpus_[g].used);
@@ -478,7 +478,7 @@ class Run {
         a.neighbour_oom = !over_limit && gpus_[g].last_launched != id;
         finish_attempt(id, t, SimOutcome::Oom);
         j.phase = Phase::Failed;
-        life_.ended(id, {aegis::AttemptOutcome::Oom, detail}, t);
+        life_.ended(id, {aegis::AttemptOutcome::Oom, std::move(detail)}, t, fx_);
         return false;
       }
     }
@@ -1324,7 +1324,8 @@ class Run {
     // caches nothing is assumed.
     if (life_.has_work() && (dirty_ || !cache_)) {
       dirty_ = false;
-      Effects fx = life_.schedule(t, placer_);
+      Effects& fx = fx_;
+      life_.schedule(t, placer_, fx);
       started_last_ = false;  // the pass is over: events come next
       for (const auto& st : fx.starts) jobs_[st.job].live->mps_limit = st.mps_limit_mib;
       // A job requeued after an OOM keeps its phase until launch() sets it running again.
@@ -1398,6 +1399,7 @@ class Run {
   Engine engine_;
   Lifecycle life_;
   Dispatcher placer_;
+  Effects fx_;  // the lifecycle's answers, kept for their lists' storage (read at once)
   InterferenceModel model_;
   bool union_util_;  // sim.util_combination
   std::vector<Job> jobs_;

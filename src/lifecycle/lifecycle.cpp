@@ -32,14 +32,13 @@ void Lifecycle::change(Effects& fx, JobId id, std::string_view event, std::strin
 }
 
 LifeJob& Lifecycle::job(JobId id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) throw std::logic_error(fmt::format("lifecycle: no job {}", id));
-  return it->second;
+  LifeJob* j = jobs_.find(id);
+  if (!j) throw std::logic_error(fmt::format("lifecycle: no job {}", id));
+  return *j;
 }
 
 const LifeJob* Lifecycle::find(JobId id) const {
-  auto it = jobs_.find(id);
-  return it == jobs_.end() ? nullptr : &it->second;
+  return jobs_.find(id);
 }
 
 void Lifecycle::enqueue(LifeJob& j, QueueName q, bool new_place) {
@@ -74,9 +73,9 @@ void Lifecycle::finish(LifeJob& j, JobState s, std::string_view reason, Seconds 
 Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Seconds t) {
   Effects fx;
   const JobId id = spec.id;
-  auto [it, fresh] = jobs_.try_emplace(id);
+  auto [made, fresh] = jobs_.try_emplace(id);
   if (!fresh) throw std::logic_error(fmt::format("lifecycle: job {} submitted twice", id));
-  LifeJob& stored = it->second;
+  LifeJob& stored = *made;
   stored.queued.spec = std::move(spec);
   stored.queued.recovery.exclusive_only = exclusive;
   stored.restartable = restartable;
@@ -89,7 +88,7 @@ Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Sec
 void Lifecycle::restore(LifeJob j) {
   const JobId id = j.id();
   next_seq_ = std::max(next_seq_, j.queue_seq + 1);
-  auto& stored = jobs_.insert_or_assign(id, std::move(j)).first->second;
+  LifeJob& stored = jobs_.assign(id, std::move(j));
   if (stored.state == JobState::Queued) {
     enqueue(stored, stored.queue == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
   } else {
@@ -148,7 +147,9 @@ Effects Lifecycle::first_activity(JobId id, Seconds t, Anchor anchor) {
   if (!j.holds_gpus() || j.current()->first_activity) return fx;
   j.current()->first_activity = t;
   j.current()->anchor = anchor;
-  change(fx, id, "activity", anchor == Anchor::Reported ? "" : "anchor: " + std::string(to_string(anchor)));
+  // (Its detail string made only when there is one: the simulator's activities are Reported.)
+  if (anchor == Anchor::Reported) change(fx, id, "activity", "");
+  else change(fx, id, "activity", "anchor: " + std::string(to_string(anchor)));
   return fx;
 }
 
@@ -334,11 +335,11 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
 
 std::vector<RunningJob> Lifecycle::running_on(int server) const {
   std::vector<RunningJob> out;
-  for (const auto& [id, j] : jobs_) {
-    if (!j.holds_gpus()) continue;
+  jobs_.for_each([&](const LifeJob& j) {
+    if (!j.holds_gpus()) return;
     for (const auto& part : j.current()->placement.parts)
       if (part.server == server) out.push_back(running_view(j, part));
-  }
+  });
   std::sort(out.begin(), out.end(), [](const RunningJob& a, const RunningJob& b) { return a.spec.id < b.spec.id; });
   return out;
 }
@@ -353,17 +354,18 @@ std::vector<JobId> Lifecycle::queue_order() const {
 
 std::vector<JobId> Lifecycle::holding_gpus() const {
   std::vector<JobId> out;
-  for (const auto& [id, j] : jobs_)
-    if (j.holds_gpus()) out.push_back(id);
+  jobs_.for_each([&](const LifeJob& j) {
+    if (j.holds_gpus()) out.push_back(j.id());
+  });
   std::sort(out.begin(), out.end());
   return out;
 }
 
 void Lifecycle::forget(JobId id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
-  dequeue(it->second);
-  jobs_.erase(it);
+  LifeJob* j = jobs_.find(id);
+  if (!j) return;
+  dequeue(*j);
+  jobs_.erase(id);
 }
 
 }  // namespace aegis

@@ -22,6 +22,7 @@
 #include "core/job_state.h"
 #include "core/small_list.h"
 #include "lifecycle/activity_anchor.h"
+#include "lifecycle/id_table.h"
 #include "lifecycle/placer.h"
 #include "lifecycle/seq_queue.h"
 #include "sched/config.h"
@@ -194,7 +195,7 @@ class Lifecycle {
 
   EngineConfig config_;
   LifecycleOptions opt_;
-  std::unordered_map<JobId, LifeJob> jobs_;
+  IdTable<LifeJob> jobs_;  // by id; an entry stays put from submit to forget (id_table.h)
   // Queue position -> job, per queue, in the order jobs are served in (seq_queue.h: an
   // array, not a tree of nodes). The job itself, not its id: a pass reads every queued
   // job, and jobs_'s nodes do not move.

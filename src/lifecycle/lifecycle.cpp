@@ -27,8 +27,8 @@ void Effects::reset() {
 
 Lifecycle::Lifecycle(const EngineConfig& config, LifecycleOptions options) : config_(config), opt_(options) {}
 
-void Lifecycle::change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const {
-  if (opt_.report_changes) fx.changes.push_back({id, std::string(event), std::string(detail)});
+void Lifecycle::record_change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const {
+  fx.changes.push_back({id, std::string(event), std::string(detail)});
 }
 
 LifeJob& Lifecycle::job(JobId id) {

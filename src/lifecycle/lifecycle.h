@@ -186,8 +186,12 @@ class Lifecycle {
 
  private:
   LifeJob& job(JobId id);
-  // Strings are made only when changes are reported (a simulator makes none).
-  void change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const;
+  // Strings are made only when changes are reported (a simulator makes none; the test is
+  // here, inline, so that it costs such a driver no call).
+  void change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const {
+    if (opt_.report_changes) record_change(fx, id, event, detail);
+  }
+  void record_change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const;
   void enqueue(LifeJob& j, QueueName q, bool new_place);
   void dequeue(LifeJob& j);
   void finish(LifeJob& j, JobState s, std::string_view reason, Seconds t, Effects& fx, std::string_view event);

@@ -260,9 +260,9 @@ bool Engine::could_ever_run(const QueuedJob& job, std::span<const MiB> usable) c
   return usable[static_cast<std::size_t>(n - 1)] >= need_alone(job);
 }
 
-std::variant<Requeue, Stop> Engine::recover(const Failure& f) const {
+std::variant<Requeue, Stop> Engine::recover(const Failure& f, bool explain) const {
   if (f.kind != FailureKind::Oom) return Stop{f.job.spec.id, f.detail.empty() ? "failed (not out of memory)" : f.detail};
-  return recovery_->after_oom(f.job);
+  return recovery_->after_oom(f.job, explain);
 }
 
 std::vector<Engine::GpuReport> Engine::report(const Snapshot& snap) const {

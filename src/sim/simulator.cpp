@@ -469,16 +469,14 @@ class Run {
     for (int g : j.live->gpus) {
       const bool over_limit = j.live->mps_limit && j.live->held_mib + mib > *j.live->mps_limit;
       if (over_limit || gpus_[g].used + mib > gpus_[g].total) {
-        std::string detail =
-            over_limit ? fmt::format("CUDA out of memory: MPS limit of {} MiB reached", *j.live->mps_limit)
-                       : fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free", mib,
-                                     gpus_[g].total - gpus_[g].used);
         auto& a = rec(j).attempts.back();
         a.mps_limit = over_limit;
         a.neighbour_oom = !over_limit && gpus_[g].last_launched != id;
         finish_attempt(id, t, SimOutcome::Oom);
         j.phase = Phase::Failed;
-        life_.ended(id, {aegis::AttemptOutcome::Oom, std::move(detail)}, t, fx_);
+        // No log line: the record says which limit it met (above), and nothing of the
+        // simulator reads an attempt's detail (formatting one cost ~900 instructions an OOM).
+        life_.ended(id, {aegis::AttemptOutcome::Oom, ""}, t, fx_);
         return false;
       }
     }
@@ -1294,7 +1292,9 @@ class Run {
       if (!why) live.feasible_floor = job.recovery.floor_mib;
       return why;
     }
-    std::variant<Requeue, Stop> recover(const Failure& f) const override { return run_.engine_.recover(f); }
+    // Without the requeue's words: the simulator shows no waiting job's reason (a stopped
+    // job's reason, which it records, is always written).
+    std::variant<Requeue, Stop> recover(const Failure& f) const override { return run_.engine_.recover(f, false); }
 
    private:
     Run& run_;

@@ -49,8 +49,8 @@ class LadderRecovery final : public RecoveryRule {
   explicit LadderRecovery(const EngineConfig& c) : fractions_(c.ladder_fractions), step_(c.ladder_max_step_mib) {}
   std::string_view name() const override { return "ladder"; }
 
-  std::variant<Requeue, Stop> after_oom(const RunningJob& job) const override {
-    if (job.exclusive) return needs_larger_gpu(job);
+  std::variant<Requeue, Stop> after_oom(const RunningJob& job, bool explain) const override {
+    if (job.exclusive) return needs_larger_gpu(job, explain);
     RecoveryState next = job.recovery;
     next.oom_count += 1;
     const MiB had = std::max(job.recovery.floor_mib, job.free_at_placement);
@@ -62,11 +62,13 @@ class LadderRecovery final : public RecoveryRule {
     if (above) {
       next.floor_mib = *above;
       return Requeue{job.spec.id, next,
-                     fmt::format("out of memory with {} MiB free; retry needs {} MiB free", had, *above)};
+                     explain ? fmt::format("out of memory with {} MiB free; retry needs {} MiB free", had, *above)
+                             : std::string()};
     }
     next.exclusive_only = true;
     return Requeue{job.spec.id, next,
-                   fmt::format("out of memory with {} MiB free, above the top rung; retry alone", had)};
+                   explain ? fmt::format("out of memory with {} MiB free, above the top rung; retry alone", had)
+                           : std::string()};
   }
 
  private:
@@ -76,13 +78,14 @@ class LadderRecovery final : public RecoveryRule {
 
 }  // namespace
 
-std::variant<Requeue, Stop> needs_larger_gpu(const RunningJob& job) {
+std::variant<Requeue, Stop> needs_larger_gpu(const RunningJob& job, bool explain) {
   RecoveryState next = job.recovery;
   next.oom_count += 1;
   next.exclusive_only = true;
   next.floor_mib = job.free_at_placement + 1;
   return Requeue{job.spec.id, next,
-                 fmt::format("out of memory alone with {} MiB; retry only on a larger GPU", job.free_at_placement)};
+                 explain ? fmt::format("out of memory alone with {} MiB; retry only on a larger GPU", job.free_at_placement)
+                         : std::string()};
 }
 
 std::unique_ptr<RecoveryRule> make_ladder_recovery(const EngineConfig& c) {

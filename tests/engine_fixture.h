@@ -49,7 +49,7 @@ struct World {
     RunningJob r;
     r.spec.id = id;
     r.spec.num_gpus = static_cast<int>(on.size());
-    r.gpus = on;
+    r.gpus.assign(on.begin(), on.end());
     r.launched_at = launched;
     r.first_activity = first_activity;
     r.admitted_mib = used_per_gpu;

@@ -1,14 +1,15 @@
-// SmallList (src/sim/small_list.h) and RareText (src/sim/rare_text.h): the record fields
+// SmallList (src/core/small_list.h) and RareText (src/sim/rare_text.h): the record fields
 // that keep their common case inside the record behave as the std::vector and
 // std::string they replaced, in both modes (inline and on the heap).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "sim/rare_text.h"
-#include "sim/small_list.h"
+#include "core/small_list.h"
 
 namespace aegis {
 namespace {
@@ -57,6 +58,24 @@ TEST(SmallList, GrowsWithAnArgumentThatIsItsOwnElement) {
   l.push_back(l.back());  // the element is copied before the list moves to the heap
   l.push_back(l.front());
   EXPECT_EQ(l, (std::vector<std::string>(3, std::string(40, 'z'))));
+}
+
+TEST(SmallList, PopsAndReadsBackwardsInBothModes) {
+  for (int n : {1, 2, 3, 6}) {
+    SmallList<std::string, 2> l;
+    std::vector<std::string> want;
+    for (int i = 0; i < n; ++i) {
+      l.push_back(std::string(40, static_cast<char>('a' + i)));
+      want.push_back(l.back());
+    }
+    EXPECT_TRUE(std::equal(l.rbegin(), l.rend(), want.rbegin(), want.rend())) << n;
+    l.pop_back();
+    want.pop_back();
+    EXPECT_EQ(l, want) << n;
+    l.push_back("again");  // a heap block is kept by pop_back and used again
+    want.push_back("again");
+    EXPECT_EQ(l, want) << n;
+  }
 }
 
 TEST(RareText, ReadsAsItsTextAndCopiesIt) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu_indices.h"
 #include "core/job.h"
 #include "core/units.h"
 
@@ -11,7 +12,7 @@ namespace aegis {
 
 struct Launch {
   JobId job = 0;
-  std::vector<int> gpus;      // GpuView::index values
+  GpuIndices gpus;            // GpuView::index values
   bool exclusive = false;     // no other job may join these GPUs while it runs
   bool alone = false;         // placed on idle GPUs (exclusive first): nobody beside it yet
   MiB admitted_mib = 0;       // memory booked per GPU (estimate, or floor when none)
@@ -36,7 +37,7 @@ struct Blocked {
   JobId job = 0;
   std::string reason;           // one line, e.g. "gpu0: observing; gpu1: pressure"
   bool by_pressure = false;     // some GPU passed every stage but the pressure filter
-  std::vector<int> pressure_gpus;  // those GPUs: only their telemetry can change the answer
+  GpuIndices pressure_gpus;  // those GPUs: only their telemetry can change the answer
 };
 
 struct EngineState {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu_indices.h"
 #include "core/job.h"
 #include "core/units.h"
 
@@ -12,7 +13,7 @@ namespace aegis {
 struct RunningJob {
   JobSpec spec;
   RecoveryState recovery;
-  std::vector<int> gpus;                  // GpuView::index values
+  GpuIndices gpus;                        // GpuView::index values
   Seconds launched_at = 0;
   std::optional<Seconds> first_activity;  // first time its process was seen active on a GPU
   bool exclusive = false;

@@ -16,21 +16,29 @@ void Effects::merge(Effects&& o) {
   if (o.wake_at) wake_at = wake_at ? std::min(*wake_at, *o.wake_at) : *o.wake_at;
 }
 
+void Effects::reset() {
+  changes.clear();
+  starts.clear();
+  signals.clear();
+  finished.clear();
+  blocked.reset();
+  wake_at.reset();
+}
+
 Lifecycle::Lifecycle(const EngineConfig& config, LifecycleOptions options) : config_(config), opt_(options) {}
 
-void Lifecycle::change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const {
-  if (opt_.report_changes) fx.changes.push_back({id, std::string(event), std::string(detail)});
+void Lifecycle::record_change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const {
+  fx.changes.push_back({id, std::string(event), std::string(detail)});
 }
 
 LifeJob& Lifecycle::job(JobId id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) throw std::logic_error(fmt::format("lifecycle: no job {}", id));
-  return it->second;
+  LifeJob* j = jobs_.find(id);
+  if (!j) throw std::logic_error(fmt::format("lifecycle: no job {}", id));
+  return *j;
 }
 
 const LifeJob* Lifecycle::find(JobId id) const {
-  auto it = jobs_.find(id);
-  return it == jobs_.end() ? nullptr : &it->second;
+  return jobs_.find(id);
 }
 
 void Lifecycle::enqueue(LifeJob& j, QueueName q, bool new_place) {
@@ -40,9 +48,9 @@ void Lifecycle::enqueue(LifeJob& j, QueueName q, bool new_place) {
     // A new place is after every queued one (next_seq_ exceeds every position given or
     // restored), so it goes in at the end without a search down the tree.
     j.queue_seq = next_seq_++;
-    queue.emplace_hint(queue.end(), j.queue_seq, &j);
+    queue.push_back(j.queue_seq, &j);
   } else {
-    queue[j.queue_seq] = &j;
+    queue.put(j.queue_seq, &j);
   }
 }
 
@@ -65,9 +73,9 @@ void Lifecycle::finish(LifeJob& j, JobState s, std::string_view reason, Seconds 
 Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Seconds t) {
   Effects fx;
   const JobId id = spec.id;
-  auto [it, fresh] = jobs_.try_emplace(id);
+  auto [made, fresh] = jobs_.try_emplace(id);
   if (!fresh) throw std::logic_error(fmt::format("lifecycle: job {} submitted twice", id));
-  LifeJob& stored = it->second;
+  LifeJob& stored = *made;
   stored.queued.spec = std::move(spec);
   stored.queued.recovery.exclusive_only = exclusive;
   stored.restartable = restartable;
@@ -80,7 +88,7 @@ Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Sec
 void Lifecycle::restore(LifeJob j) {
   const JobId id = j.id();
   next_seq_ = std::max(next_seq_, j.queue_seq + 1);
-  auto& stored = jobs_.insert_or_assign(id, std::move(j)).first->second;
+  LifeJob& stored = jobs_.assign(id, std::move(j));
   if (stored.state == JobState::Queued) {
     enqueue(stored, stored.queue == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
   } else {
@@ -139,14 +147,22 @@ Effects Lifecycle::first_activity(JobId id, Seconds t, Anchor anchor) {
   if (!j.holds_gpus() || j.current()->first_activity) return fx;
   j.current()->first_activity = t;
   j.current()->anchor = anchor;
-  change(fx, id, "activity", anchor == Anchor::Reported ? "" : "anchor: " + std::string(to_string(anchor)));
+  // (Its detail string made only when there is one: the simulator's activities are Reported.)
+  if (anchor == Anchor::Reported) change(fx, id, "activity", "");
+  else change(fx, id, "activity", "anchor: " + std::string(to_string(anchor)));
   return fx;
 }
 
 Effects Lifecycle::ended(JobId id, const Ended& e, Seconds t) {
   Effects fx;
+  ended(id, e, t, fx);
+  return fx;
+}
+
+void Lifecycle::ended(JobId id, const Ended& e, Seconds t, Effects& fx) {
+  fx.reset();
   LifeJob& j = job(id);
-  if (!j.holds_gpus()) return fx;
+  if (!j.holds_gpus()) return;
   LifeAttempt& a = *j.current();
   a.ended_at = t;
   a.outcome = e.outcome;
@@ -207,7 +223,6 @@ Effects Lifecycle::ended(JobId id, const Ended& e, Seconds t) {
       }
       break;
   }
-  return fx;
 }
 
 Effects Lifecycle::cancel(JobId id, const std::string& why, Seconds t) {
@@ -248,28 +263,37 @@ RunningJob Lifecycle::running_view(const LifeJob& j, const Placement::Part& part
 
 Effects Lifecycle::schedule(Seconds now, Placer& placer) {
   Effects fx;
-  // Failures first: the recovery rule decides what becomes of each.
-  auto failures = std::move(pending_failures_);
-  pending_failures_.clear();
-  for (auto& [id, f] : failures) {
+  schedule(now, placer, fx);
+  return fx;
+}
+
+void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
+  fx.reset();
+  // Failures first: the recovery rule decides what becomes of each. (Swapped into a list
+  // kept for its storage: failures_ is empty here.)
+  failures_.swap(pending_failures_);
+  for (auto& [id, f] : failures_) {
     LifeJob& j = job(id);
     auto outcome = placer.recover(f);
     if (auto* r = std::get_if<Requeue>(&outcome)) {
       j.queued.recovery = r->recovery;
       j.state = JobState::Queued;
-      j.reason = r->why;
       enqueue(j, QueueName::Recovery, true);
       change(fx, id, "requeue", r->why);
+      j.reason = std::move(r->why);
     } else {
       finish(j, JobState::Failed, std::get<Stop>(outcome).reason, now, fx, "failed");
     }
   }
+  failures_.clear();
   // Then the queues, head first: the recovery queue before the main queue.
   const bool strict = config_.strict_head_of_line;
   for (auto* q : {&recovery_, &main_}) {
-    for (auto it = q->begin(); it != q->end();) {
-      LifeJob& j = *it->second;
-      ++it;  // the job may leave the queue below
+    // By index: a job leaving the queue below moves no entry (seq_queue.h).
+    for (std::size_t i = q->first(); i < q->end(); ++i) {
+      LifeJob* queued = q->at(i);
+      if (!queued) continue;  // left the queue
+      LifeJob& j = *queued;
       const QueuedJob& qj = j.queued;
       if (auto why = placer.never_runs(qj)) {
         // It can never run here: it leaves the queue instead of blocking everything behind it.
@@ -280,7 +304,7 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
       if (!p) {
         if (auto b = placer.blocked()) fx.blocked = std::move(b);
         if (auto w = placer.wake_at()) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *w) : *w;
-        if (strict) return fx;
+        if (strict) return;
         continue;
       }
       // The placer's view of its GPUs includes the job before anything else is placed.
@@ -307,40 +331,41 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
     }
   }
   fx.blocked.reset();  // nothing waits at the head
-  return fx;
 }
 
 std::vector<RunningJob> Lifecycle::running_on(int server) const {
   std::vector<RunningJob> out;
-  for (const auto& [id, j] : jobs_) {
-    if (!j.holds_gpus()) continue;
+  jobs_.for_each([&](const LifeJob& j) {
+    if (!j.holds_gpus()) return;
     for (const auto& part : j.current()->placement.parts)
       if (part.server == server) out.push_back(running_view(j, part));
-  }
+  });
   std::sort(out.begin(), out.end(), [](const RunningJob& a, const RunningJob& b) { return a.spec.id < b.spec.id; });
   return out;
 }
 
 std::vector<JobId> Lifecycle::queue_order() const {
   std::vector<JobId> out;
-  for (const auto& [seq, j] : recovery_) out.push_back(j->id());
-  for (const auto& [seq, j] : main_) out.push_back(j->id());
+  for (const auto* q : {&recovery_, &main_})
+    for (std::size_t i = q->first(); i < q->end(); ++i)
+      if (const LifeJob* j = q->at(i)) out.push_back(j->id());
   return out;
 }
 
 std::vector<JobId> Lifecycle::holding_gpus() const {
   std::vector<JobId> out;
-  for (const auto& [id, j] : jobs_)
-    if (j.holds_gpus()) out.push_back(id);
+  jobs_.for_each([&](const LifeJob& j) {
+    if (j.holds_gpus()) out.push_back(j.id());
+  });
   std::sort(out.begin(), out.end());
   return out;
 }
 
 void Lifecycle::forget(JobId id) {
-  auto it = jobs_.find(id);
-  if (it == jobs_.end()) return;
-  dequeue(it->second);
-  jobs_.erase(it);
+  LifeJob* j = jobs_.find(id);
+  if (!j) return;
+  dequeue(*j);
+  jobs_.erase(id);
 }
 
 }  // namespace aegis

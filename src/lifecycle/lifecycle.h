@@ -20,8 +20,11 @@
 #include <vector>
 
 #include "core/job_state.h"
+#include "core/small_list.h"
 #include "lifecycle/activity_anchor.h"
+#include "lifecycle/id_table.h"
 #include "lifecycle/placer.h"
+#include "lifecycle/seq_queue.h"
 #include "sched/config.h"
 
 namespace aegis {
@@ -58,7 +61,8 @@ struct LifeJob {
   bool restartable = false;        // may run again when an attempt's outcome is unknown
   std::string reason;              // why it waits, failed or was cancelled
   std::optional<Seconds> started_at, ended_at;
-  std::vector<LifeAttempt> attempts;
+  // Inline the first: most jobs run once, and the simulator forgets a job when it ends.
+  SmallList<LifeAttempt, 1> attempts;
 
   const JobSpec& spec() const { return queued.spec; }
   JobId id() const { return queued.spec.id; }
@@ -96,6 +100,9 @@ struct Effects {
   std::optional<Seconds> wake_at;   // ask again then, even if nothing happens
 
   void merge(Effects&& o);
+  // As a fresh one, keeping the lists' storage (the calls that fill an Effects the driver
+  // keeps). A new field must be reset here too.
+  void reset();
 };
 
 struct LifecycleOptions {
@@ -148,6 +155,9 @@ class Lifecycle {
   // Its current attempt ended. Oom and Failed wait for the recovery rule (schedule());
   // Lost (never started) requeues it in its old place; Unknown ends it unless restartable.
   Effects ended(JobId id, const Ended& e, Seconds t);
+  // The same into `fx` (reset first), reusing its storage: a driver that ends jobs by the
+  // hundred thousand (the simulator) keeps one.
+  void ended(JobId id, const Ended& e, Seconds t, Effects& fx);
   // A cancel: a queued job ends now; a running one is signalled and ends when it stops.
   Effects cancel(JobId id, const std::string& why, Seconds t);
 
@@ -156,6 +166,8 @@ class Lifecycle {
   // each job is started where the placer says, stopped when it can never run, or left
   // waiting; with strict head-of-line nothing behind a waiting job is tried.
   Effects schedule(Seconds now, Placer& placer);
+  // The same into `fx` (reset first), reusing its storage.
+  void schedule(Seconds now, Placer& placer, Effects& fx);
   // Whether schedule() has anything to look at.
   bool has_work() const { return !pending_failures_.empty() || !main_.empty() || !recovery_.empty(); }
   std::size_t queued_count() const { return main_.size() + recovery_.size(); }
@@ -174,8 +186,12 @@ class Lifecycle {
 
  private:
   LifeJob& job(JobId id);
-  // Strings are made only when changes are reported (a simulator makes none).
-  void change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const;
+  // Strings are made only when changes are reported (a simulator makes none; the test is
+  // here, inline, so that it costs such a driver no call).
+  void change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const {
+    if (opt_.report_changes) record_change(fx, id, event, detail);
+  }
+  void record_change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const;
   void enqueue(LifeJob& j, QueueName q, bool new_place);
   void dequeue(LifeJob& j);
   void finish(LifeJob& j, JobState s, std::string_view reason, Seconds t, Effects& fx, std::string_view event);
@@ -183,12 +199,14 @@ class Lifecycle {
 
   EngineConfig config_;
   LifecycleOptions opt_;
-  std::unordered_map<JobId, LifeJob> jobs_;
-  // Queue position -> job, per queue (ordered: the order jobs are served in). The job
-  // itself, not its id: a pass reads every queued job, and jobs_'s nodes do not move.
-  std::map<std::int64_t, LifeJob*> main_, recovery_;
+  IdTable<LifeJob> jobs_;  // by id; an entry stays put from submit to forget (id_table.h)
+  // Queue position -> job, per queue, in the order jobs are served in (seq_queue.h: an
+  // array, not a tree of nodes). The job itself, not its id: a pass reads every queued
+  // job, and jobs_'s nodes do not move.
+  SeqQueue<LifeJob> main_, recovery_;
   std::int64_t next_seq_ = 1;
   std::vector<std::pair<JobId, Failure>> pending_failures_;  // ended Oom/Failed, for the recovery rule
+  std::vector<std::pair<JobId, Failure>> failures_;          // schedule()'s, kept for its storage
 };
 
 }  // namespace aegis

@@ -10,16 +10,17 @@ Effects Lifecycle::observe(const ActivityReadings& readings, Seconds t) {
   // The GPUs where some job still waits for its first activity, and how many there wait:
   // a GPU's activity rising is the job's only when it is the one waiting there.
   std::map<int, int> waiting_on;
-  for (const auto& [id, j] : jobs_)
+  jobs_.for_each([&](const LifeJob& j) {
     if (j.holds_gpus() && !j.current()->first_activity)
       for (const auto& part : j.current()->placement.parts)
         for (int g : part.launch.gpus) ++waiting_on[g];
+  });
   const AnchorSettings s{config_.anchor_process_util, config_.anchor_activity_rise, config_.anchor_plateau_s,
                          config_.anchor_plateau_tolerance_mib};
   for (const auto& [id, seen] : readings.jobs) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end() || !it->second.holds_gpus()) continue;
-    LifeAttempt& a = *it->second.current();
+    LifeJob* j = jobs_.find(id);
+    if (!j || !j->holds_gpus()) continue;
+    LifeAttempt& a = *j->current();
     if (a.first_activity) continue;
     const auto& gpus = a.placement.parts.front().launch.gpus;
     std::optional<AnchorWatch::Found> found;

@@ -57,7 +57,10 @@ std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, boo
 }
 
 void ServerPlacer::add(const QueuedJob& job, const Launch& l, Seconds now) {
-  RunningJob r;
+  // Made in its place at the end of `running` (a RunningJob moved is its spec's strings
+  // and its GPU list moved once more).
+  const auto pos = static_cast<std::uint32_t>(running.size());
+  RunningJob& r = running.emplace_back();
   r.spec = job.spec;
   r.spec.num_gpus = static_cast<int>(l.gpus.size());
   r.recovery = job.recovery;
@@ -72,14 +75,12 @@ void ServerPlacer::add(const QueuedJob& job, const Launch& l, Seconds now) {
       r.gpu_total_mib = r.gpu_total_mib == 0 ? views[g].total_mib : std::min(r.gpu_total_mib, views[g].total_mib);
   if (keep_loads_) {
     // Last in `running`, so last in each of its GPUs' sums: added as a walk would add it.
-    const auto pos = static_cast<std::uint32_t>(running.size());
     for (int g : r.gpus)
       if (g >= 0 && g < static_cast<int>(loads_.size())) {
         on_gpu_[static_cast<std::size_t>(g)].push_back(pos);
         engine_.add_load(loads_[static_cast<std::size_t>(g)], r);
       }
   }
-  running.push_back(std::move(r));
 }
 
 void ServerPlacer::keep_loads() {

@@ -12,6 +12,7 @@
 #include "core/decision.h"
 #include "core/gpu.h"
 #include "core/running.h"
+#include "core/small_list.h"
 #include "sched/engine.h"
 
 namespace aegis {
@@ -24,7 +25,9 @@ struct Placement {
     Launch launch;
     MiB gpu_total_mib = 0;  // capacity of the smallest of its GPUs (the recovery ladder's)
   };
-  std::vector<Part> parts;
+  // One part but for a job larger than a server (the simulator's gang jobs): inline, so a
+  // placement is made and moved without a heap block.
+  SmallList<Part, 1> parts;
 
   // On idle GPUs only: nobody beside it (no MPS memory limit then).
   bool alone() const;

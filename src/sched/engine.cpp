@@ -51,7 +51,7 @@ struct Tick {
   const Snapshot& snap;
   std::vector<GpuCandidate>& gpus;
 
-  void add_job(const JobSpec& spec, const std::vector<int>& on, bool exclusive, MiB admitted,
+  void add_job(const JobSpec& spec, std::span<const int> on, bool exclusive, MiB admitted,
                Seconds launched_at, std::optional<Seconds> first_activity) {
     for (int g : on) {
       if (g < 0 || g >= static_cast<int>(gpus.size())) continue;
@@ -259,9 +259,9 @@ bool Engine::could_ever_run(const QueuedJob& job, std::span<const MiB> usable) c
   return usable[static_cast<std::size_t>(n - 1)] >= need_alone(job);
 }
 
-std::variant<Requeue, Stop> Engine::recover(const Failure& f) const {
+std::variant<Requeue, Stop> Engine::recover(const Failure& f, bool explain) const {
   if (f.kind != FailureKind::Oom) return Stop{f.job.spec.id, f.detail.empty() ? "failed (not out of memory)" : f.detail};
-  return recovery_->after_oom(f.job);
+  return recovery_->after_oom(f.job, explain);
 }
 
 std::vector<Engine::GpuReport> Engine::report(const Snapshot& snap) const {
@@ -369,7 +369,7 @@ void Engine::tick(const Snapshot& snap, Decisions& d) const {
   };
 
   thread_local std::vector<const GpuCandidate*> pick;
-  std::vector<int> pressure_gpus;
+  GpuIndices pressure_gpus;
   std::string why;
   bool by_pressure = false;
   bool any_waiting = false;

@@ -59,8 +59,8 @@ class Engine {
 
   // The recovery half of a tick on its own: what becomes of a job that failed. Drivers
   // that place jobs one at a time (the cluster simulator's dispatcher) use it directly;
-  // tick() applies it to Snapshot::failures.
-  std::variant<Requeue, Stop> recover(const Failure& f) const;
+  // tick() applies it to Snapshot::failures. `explain`: as RecoveryRule::after_oom's.
+  std::variant<Requeue, Stop> recover(const Failure& f, bool explain = true) const;
 
   // What `job` asks of a GPU, in the terms of this engine's stages. Drivers that ask many
   // times (the simulator's dispatcher) use it to remember refusals: two requests of the

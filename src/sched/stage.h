@@ -185,7 +185,9 @@ class RecoveryRule {
  public:
   virtual ~RecoveryRule() = default;
   virtual std::string_view name() const = 0;
-  virtual std::variant<Requeue, Stop> after_oom(const RunningJob& job) const = 0;
+  // `explain`: write Requeue::why (a driver that never shows it, the simulator, saves the
+  // formatting, about 900 instructions an OOM); a Stop's reason is always written.
+  virtual std::variant<Requeue, Stop> after_oom(const RunningJob& job, bool explain) const = 0;
 };
 
 }  // namespace aegis

@@ -500,7 +500,7 @@ class Run {
           break;
         }
         finish_attempt(e.id, e.t, SimOutcome::Completed);
-        life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, e.t);
+        life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, e.t, fx_);
         life_.forget(e.id);  // its record is the simulator's; the lifecycle keeps live jobs only
         j.live.reset();
         j.phase = Phase::Done;
@@ -538,16 +538,14 @@ class Run {
     for (int g : j.live->gpus) {
       const bool over_limit = j.live->mps_limit && j.live->held_mib + mib > *j.live->mps_limit;
       if (over_limit || gpus_[g].used + mib > gpus_[g].total) {
-        const std::string detail =
-            over_limit ? fmt::format("CUDA out of memory: MPS limit of {} MiB reached", *j.live->mps_limit)
-                       : fmt::format("CUDA out of memory: tried to allocate {} MiB on a GPU with {} MiB free", mib,
-                                     gpus_[g].total - gpus_[g].used);
         auto& a = rec(j).attempts.back();
         a.mps_limit = over_limit;
         a.neighbour_oom = !over_limit && gpus_[g].last_launched != id;
         finish_attempt(id, t, SimOutcome::Oom);
         j.phase = Phase::Failed;
-        life_.ended(id, {aegis::AttemptOutcome::Oom, detail}, t);
+        // No log line: the record says which limit it met (above), and nothing of the
+        // simulator reads an attempt's detail (formatting one cost ~900 instructions an OOM).
+        life_.ended(id, {aegis::AttemptOutcome::Oom, ""}, t, fx_);
         return false;
       }
     }
@@ -979,7 +977,7 @@ class Run {
   }
 
   // True if one of these GPUs of the server has a window that still changes after t.
-  bool windows_changing(const Server& srv, const std::vector<int>& locals, Seconds t) const {
+  bool windows_changing(const Server& srv, std::span<const int> locals, Seconds t) const {
     if (opt_.sim.telemetry_noise > 0) return true;
     const Seconds span = opt_.engine.telemetry_window_samples / opt_.engine.telemetry_sample_hz;
     for (int local : locals)
@@ -1021,7 +1019,7 @@ class Run {
    public:
     // A GPU's window replaced by runs of samples; each metric's statistics are worked out
     // only when the engine reads them (the pressure rule often reads SM activity alone).
-    OverriddenWindows(Run& run, WindowStatsSource* rest, const std::vector<int>& locals)
+    OverriddenWindows(Run& run, WindowStatsSource* rest, std::span<const int> locals)
         : run_(run), rest_(rest), locals_(locals) {
       entries_.resize(locals.size());
     }
@@ -1058,7 +1056,7 @@ class Run {
     };
     Run& run_;
     WindowStatsSource* rest_;
-    const std::vector<int>& locals_;
+    std::span<const int> locals_;
     std::vector<Entry> entries_;
   };
 
@@ -1086,7 +1084,7 @@ class Run {
   // monotone), so if the engine refuses even windows holding just the component-wise
   // minimum of those values, no later window of this quiet period can pass. Asked only
   // when every stage declares its refusals monotone (cache_).
-  bool refused_at_floor(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
+  bool refused_at_floor(Server& srv, const QueuedJob& job, Seconds t, std::span<const int> locals) {
     OverriddenWindows windows(*this, srv.placer.window_stats, locals);
     for (std::size_t i = 0; i < locals.size(); ++i) {
       const Gpu& gpu = gpus_[srv.first_gpu + locals[i]];
@@ -1112,7 +1110,7 @@ class Run {
   // Each later sample drops the oldest and repeats the current value, so every statistic
   // (sums in the same order, quantiles, an EWMA with positive weights) only falls, and so
   // does the pressure verdict: once a window passes, every later one does.
-  bool windows_falling(Server& srv, const std::vector<int>& locals, Seconds t) {
+  bool windows_falling(Server& srv, std::span<const int> locals, Seconds t) {
     if (opt_.sim.telemetry_noise > 0) return false;
     const int n = opt_.engine.telemetry_window_samples;
     auto at_most = [](const GpuSample& a, const GpuSample& b) {
@@ -1135,7 +1133,7 @@ class Run {
   // With falling windows (windows_falling), the first later sample, 1 to the window's
   // length, at which the engine would start `job` if nothing happened until then, found by
   // bisection over what-ifs (the verdict only turns once); 0 if none does.
-  std::int64_t first_passing_sample(Server& srv, const QueuedJob& job, Seconds t, const std::vector<int>& locals) {
+  std::int64_t first_passing_sample(Server& srv, const QueuedJob& job, Seconds t, std::span<const int> locals) {
     const std::int64_t n = opt_.engine.telemetry_window_samples;
     OverriddenWindows windows(*this, srv.placer.window_stats, locals);
     // The window j samples on: the oldest j samples gone, the current value j times.
@@ -1306,7 +1304,7 @@ class Run {
         left_t_ = t;
         left_started_ = s;
         Placement p;
-        p.parts.push_back({s, std::move(*l), 0});
+        p.parts.emplace_back(s, std::move(*l), MiB{0});  // made in place
         return p;
       }
     }
@@ -1334,7 +1332,7 @@ class Run {
       part.recovery.exclusive_only = true;
       if (auto l = probe(s, part, engine_.request_shape(part), t)) {
         remaining -= part.spec.num_gpus;
-        p.parts.push_back({s, std::move(*l), 0});
+        p.parts.emplace_back(s, std::move(*l), MiB{0});  // made in place
       }
     }
     if (remaining > 0) {
@@ -1384,7 +1382,9 @@ class Run {
       if (!why) live.feasible_floor = job.recovery.floor_mib;
       return why;
     }
-    std::variant<Requeue, Stop> recover(const Failure& f) const override { return run_.engine_.recover(f); }
+    // Without the requeue's words: the simulator shows no waiting job's reason (a stopped
+    // job's reason, which it records, is always written).
+    std::variant<Requeue, Stop> recover(const Failure& f) const override { return run_.engine_.recover(f, false); }
 
    private:
     Run& run_;
@@ -1414,7 +1414,8 @@ class Run {
     // caches nothing is assumed.
     if (life_.has_work() && (dirty_ || !cache_)) {
       dirty_ = false;
-      Effects fx = life_.schedule(t, placer_);
+      Effects& fx = fx_;
+      life_.schedule(t, placer_, fx);
       started_last_ = false;  // the pass is over: events come next
       for (const auto& st : fx.starts) jobs_[st.job].live->mps_limit = st.mps_limit_mib;
       // A job requeued after an OOM keeps its phase until launch() sets it running again.
@@ -1496,6 +1497,7 @@ class Run {
   Engine engine_;
   Lifecycle life_;
   Dispatcher placer_;
+  Effects fx_;  // the lifecycle's answers, kept for their lists' storage (read at once)
   InterferenceModel model_;
   FirstActivityDelay first_activity_delay_;  // of opt_.sim, its constants worked out once
   bool union_util_;  // sim.util_combination

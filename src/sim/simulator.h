@@ -15,7 +15,7 @@
 #include "sched/config.h"
 #include "sim/rare_text.h"
 #include "sim/sim_config.h"
-#include "sim/small_list.h"
+#include "core/small_list.h"
 #include "sim/trace.h"
 #include "sim/workload.h"
 

@@ -24,6 +24,6 @@ std::unique_ptr<RecoveryRule> make_retry_recovery(const EngineConfig& c);
 std::unique_ptr<RecoveryRule> make_recovery(const EngineConfig& c);
 
 // An OOM while alone: retry alone, only where more memory than it had is free.
-std::variant<Requeue, Stop> needs_larger_gpu(const RunningJob& job);
+std::variant<Requeue, Stop> needs_larger_gpu(const RunningJob& job, bool explain = true);
 
 }  // namespace aegis

@@ -2,18 +2,23 @@
 // them: a simulation result holds a million of these (attempts of a job, GPUs of an
 // attempt), and almost all hold one attempt of one GPU. As a std::vector they cost one
 // heap block each, allocated in launch order wherever the allocator had room; inline they
-// cost nothing more than the record and lie where the record lies.
+// cost nothing more than the record and lie where the record lies. The engine's and the
+// lifecycle's per-launch lists (a launch's GPUs, a placement's parts, a job's attempts)
+// use it for the same reason: made and dropped hundreds of thousands of times a run, each
+// a heap block as a vector (core/gpu_indices.h).
 //
-// Contract: the container interface the records' users need (range-for, size, empty,
-// [], at, front, back, data, push_back, emplace_back, assign, clear, ==, initializer
-// lists), elements contiguous in both modes. Copies copy the elements; a move takes a
+// Contract: the container interface its users need (range-for, reverse iteration, size,
+// empty, [], at, front, back, data, push_back, emplace_back, pop_back, assign, clear, ==,
+// initializer lists), elements contiguous in both modes. Copies copy the elements; a move takes a
 // heap block over and moves inline elements one by one. Elements must be nothrow-movable
 // (they are moved when the list leaves its inline room).
 #pragma once
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -38,13 +43,20 @@ class SmallList {
   using const_pointer = const T*;
   using iterator = T*;
   using const_iterator = const T*;
+  using reverse_iterator = std::reverse_iterator<iterator>;
+  using const_reverse_iterator = std::reverse_iterator<const_iterator>;
 
   SmallList() noexcept {}
   SmallList(std::initializer_list<T> items) { assign(items.begin(), items.end()); }
-  SmallList(const SmallList& o) { assign(o.begin(), o.end()); }
+  SmallList(const SmallList& o) {
+    if (!o.on_heap() && kWhole) copy_room(o);
+    else assign(o.begin(), o.end());
+  }
   SmallList(SmallList&& o) noexcept { take(std::move(o)); }
   SmallList& operator=(const SmallList& o) {
-    if (this != &o) assign(o.begin(), o.end());
+    if (this == &o) return *this;
+    if (!on_heap() && !o.on_heap() && kWhole) copy_room(o);
+    else assign(o.begin(), o.end());
     return *this;
   }
   SmallList& operator=(SmallList&& o) noexcept {
@@ -73,6 +85,10 @@ class SmallList {
   iterator end() noexcept { return data() + size_; }
   const_iterator begin() const noexcept { return data(); }
   const_iterator end() const noexcept { return data() + size_; }
+  reverse_iterator rbegin() noexcept { return reverse_iterator(end()); }
+  reverse_iterator rend() noexcept { return reverse_iterator(begin()); }
+  const_reverse_iterator rbegin() const noexcept { return const_reverse_iterator(end()); }
+  const_reverse_iterator rend() const noexcept { return const_reverse_iterator(begin()); }
 
   size_type size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
@@ -108,6 +124,8 @@ class SmallList {
   }
   void push_back(const T& x) { emplace_back(x); }
   void push_back(T&& x) { emplace_back(std::move(x)); }
+  // Destroys the last element (the list must not be empty); a heap block is kept.
+  void pop_back() noexcept { std::destroy_at(data() + --size_); }
   void clear() noexcept {
     std::destroy_n(data(), size_);
     size_ = 0;
@@ -125,6 +143,9 @@ class SmallList {
 
  private:
   bool on_heap() const noexcept { return cap_ > N; }
+  // Inline elements are copied as the whole room's bytes: trivially copyable elements in a
+  // room of at most 64 bytes (the bytes past size() are copied too, and never read).
+  static constexpr bool kWhole = std::is_trivially_copyable_v<T> && N * sizeof(T) <= 64;
 
   // Moves the elements to a heap block of n (> N) places.
   void move_to(size_type n) {
@@ -152,9 +173,21 @@ class SmallList {
       o.size_ = 0;
       return;
     }
-    std::uninitialized_move_n(o.data(), o.size_, data());
+    if constexpr (kWhole) {
+      copy_room(o);
+      o.size_ = 0;
+    } else {
+      std::uninitialized_move_n(o.data(), o.size_, data());
+      size_ = o.size_;
+      o.clear();
+    }
+  }
+  // Copies o's inline room whole (this is inline and holds nothing that needs destroying):
+  // a fixed-size copy the compiler does in a few moves, where an element count made it a
+  // call to memmove (a launch's GPU list is copied or moved about ten times).
+  void copy_room(const SmallList& o) noexcept {
+    std::memcpy(inline_, o.inline_, sizeof inline_);
     size_ = o.size_;
-    o.clear();
   }
 
   std::uint32_t size_ = 0;

@@ -40,8 +40,13 @@ def parser(description, batch_size, precision="fp32"):
                    help=f"fp32, or bf16 autocast with fp32 weights (default {precision})")
     p.add_argument("--device", choices=["cuda", "cpu"], help="default: cuda when available, else cpu")
     p.add_argument("--memory-target-gib", type=float,
-                   help="choose the batch size whose peak allocated memory is about this many GiB "
-                        "(measured with two probe steps; overrides --batch-size)")
+                   help="choose the largest batch size whose peak memory (PyTorch's reserved memory, what the "
+                        "driver sees less the CUDA context) stays under this many GiB: extrapolated from two "
+                        "probe steps, then checked with a step at the chosen size and shrunk until it fits; "
+                        "overrides --batch-size")
+    p.add_argument("--input-ms", type=float, default=0.0,
+                   help="an input-bound job: each step first waits this many milliseconds on the CPU, as for a "
+                        "data loader that cannot keep up (the GPU idles meanwhile; default 0)")
     p.add_argument("--smoke", action="store_true", help="tiny widths, for a quick check on a CPU")
     p.add_argument("--seed", type=int, default=0)
     return p
@@ -57,6 +62,8 @@ def parse(p, argv=None):
         p.error("--seconds must be positive")
     if args.memory_target_gib is not None and not args.memory_target_gib > 0:
         p.error("--memory-target-gib must be positive")
+    if not 0 <= args.input_ms <= 60000:
+        p.error("--input-ms must be between 0 and 60000")
     if args.steps is None and args.seconds is None:
         args.steps = 50
     if args.device is None:
@@ -99,22 +106,71 @@ def _step(job, batch, autocast):
     return loss
 
 
-def _fit_batch(job, device, autocast, target_gib):
-    """Batch size for a peak of target_gib allocated: peak is linear in the batch size, so two
-    probe steps (after one that creates the optimizer state) give its intercept and slope."""
-    small, large = 1, 3
-    _step(job, job.make_batch(small), autocast)
-    peaks = {}
-    for bs in (small, large):
-        _sync(device)
-        torch.cuda.reset_peak_memory_stats(device)
+def _peak_of_step(job, device, autocast, bs):
+    """The peak memory in MiB of one training step at batch size bs, as the driver would see it
+    (PyTorch's reserved memory, which holds the allocations and the allocator's rounding), or None
+    when the step runs out of memory. The cache is emptied first, so that an earlier, larger step's
+    reserve does not count."""
+    _sync(device)
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats(device)
+    try:
         _step(job, job.make_batch(bs), autocast)
         _sync(device)
-        peaks[bs] = torch.cuda.max_memory_allocated(device) / MIB
-    slope = max((peaks[large] - peaks[small]) / (large - small), 1.0)
-    chosen = max(1, int(math.floor((target_gib * 1024 - peaks[small]) / slope)) + small)
-    print(f"memory probe: {peaks[small]:.0f} MiB at batch {small}, {peaks[large]:.0f} MiB at batch {large}; "
-          f"batch {chosen} for about {target_gib:g} GiB", flush=True)
+    except Exception as e:  # noqa: BLE001 (an OOM is an answer here; anything else is raised)
+        if not is_oom(e):
+            raise
+        job.optimizer.zero_grad(set_to_none=True)
+        torch.cuda.empty_cache()
+        return None
+    return max(torch.cuda.max_memory_allocated(device), torch.cuda.max_memory_reserved(device)) / MIB
+
+
+def choose_batch(peak_of, target_mib, small=1, large=3, checks=6):
+    """The batch size for a peak under target_mib, given peak_of(bs) -> MiB (None: out of memory).
+
+    Peak memory is nearly linear in the batch size, so two small probes give a first guess; but
+    only nearly: on an H200 the guess from batches 1 and 3 for 110 GiB was batch 192, whose peak
+    was 141 GiB (attention and allocator rounding grow faster than the probes show). So the
+    guess is checked with a step at that size and shrunk in proportion to the overshoot (or
+    halved after an out-of-memory) until one fits, at most `checks` times; the answer is always
+    a size that was measured under the target (or `small`, when even that one is not)."""
+    p_small, p_large = peak_of(small), peak_of(large)
+    if p_small is None or p_small > target_mib:
+        return small, p_small
+    if p_large is None or p_large > target_mib:
+        return small, p_small
+    best, best_peak = large, p_large
+    slope = max((p_large - p_small) / (large - small), 1.0)
+    bs = small + int(math.floor((target_mib - p_small) / slope))
+    for _ in range(checks):
+        if bs <= best:
+            break
+        p = peak_of(bs)
+        if p is not None and p <= target_mib:
+            best, best_peak = bs, p
+            break
+        if p is None:
+            bs = best + (bs - best) // 2
+        else:  # shrink the part above the small probe by the overshoot, with 3 % to spare
+            bs = small + int(math.floor((bs - small) * (target_mib - p_small) / (p - p_small) * 0.97))
+    return best, best_peak
+
+
+def _fit_batch(job, device, autocast, target_gib):
+    """Batch size for a peak under target_gib (choose_batch), after one step that creates the
+    optimizer state (it is part of every later step's peak)."""
+    _step(job, job.make_batch(1), autocast)
+    tried = []
+
+    def peak_of(bs):
+        p = _peak_of_step(job, device, autocast, bs)
+        tried.append(f"batch {bs}: " + ("out of memory" if p is None else f"{p:.0f} MiB"))
+        return p
+
+    chosen, peak = choose_batch(peak_of, target_gib * 1024)
+    print(f"memory probe: {'; '.join(tried)}; batch {chosen} for under {target_gib:g} GiB", flush=True)
+    torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats(device)
     return chosen
 
@@ -144,7 +200,10 @@ def run(name, args, build):
         _sync(device)
         startup_s = time.time() - T_START
         t0 = last_print = time.time()
+        input_s = args.input_ms / 1000.0
         while True:
+            if input_s > 0:
+                time.sleep(input_s)  # the data loader; the step's kernels queued before still run
             loss = _step(job, batches[step % 2], autocast)
             step += 1
             now = time.time()
@@ -188,6 +247,6 @@ def report(name, args, batch_size, steps, seconds, rate, alloc, reserved, status
         "samples_per_s": round(rate, 3), "peak_allocated_mib": round(alloc, 1),
         "peak_reserved_mib": round(reserved, 1), "smoke": bool(args.smoke),
         "startup_s": None if startup_s is None else round(startup_s, 3), "params": params,
-        "torch": torch.__version__,
+        "torch": torch.__version__, "input_ms": args.input_ms,
     }
     print(json.dumps(line, sort_keys=True), flush=True)

@@ -107,6 +107,8 @@ int run_job(emu::State& state, const Options& o, const std::vector<JobDevice>& d
     std::printf("aegis-fakejob %u: CUDA context on GPU %s: %lld MiB\n", pid, device_list(state, devices).c_str(),
                 static_cast<long long>(o.context_mib));
     std::fflush(stdout);
+    if (o.load_activity.smact > 0)  // warm-up kernels at full speed: they are too small to contend
+      for (const auto& d : devices) state.set_activity(d.id, pid, o.load_activity, 1.0);
     const MiB loaded = o.loaded_mib > 0 ? o.loaded_mib : o.mem_mib;
     const auto l0 = Clock::now();
     for (int k = 1; k <= kRampSteps && o.load_s > 0; ++k) {

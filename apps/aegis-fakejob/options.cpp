@@ -28,7 +28,7 @@ std::string text(double v) {
 
 bool parse_options(int argc, const char* const* argv, Options* out, std::string* error) {
   std::optional<double> mem, smact, seconds, smocc, drama, util;
-  double ramp = 0, startup = 2, context = 0, load = 0, loaded = 0;
+  double ramp = 0, startup = 2, context = 0, load = 0, loaded = 0, load_smact = 0;
   struct Field {
     std::string_view name;
     std::optional<double>* slot;
@@ -41,7 +41,7 @@ bool parse_options(int argc, const char* const* argv, Options* out, std::string*
       {"--smocc", &smocc, nullptr, 0, 1},           {"--drama", &drama, nullptr, 0, 1},
       {"--util", &util, nullptr, 0, 1},             {"--startup", nullptr, &startup, 0, 1e7},
       {"--context", nullptr, &context, 0, 1 << 24}, {"--load", nullptr, &load, 0, 1e7},
-      {"--loaded", nullptr, &loaded, 0, 1 << 24},
+      {"--loaded", nullptr, &loaded, 0, 1 << 24},   {"--load-smact", nullptr, &load_smact, 0, 1},
   };
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i], value;
@@ -88,6 +88,7 @@ bool parse_options(int argc, const char* const* argv, Options* out, std::string*
   out->context_mib = static_cast<MiB>(context);
   out->load_s = load;
   out->loaded_mib = static_cast<MiB>(loaded);
+  out->load_activity = {load_smact, load_smact / 2, load_smact / 2, std::min(1.0, load_smact * 1.2)};
   out->mem_mib = static_cast<MiB>(*mem);
   out->seconds = *seconds;
   out->ramp_s = ramp;

@@ -19,12 +19,15 @@ struct Options {
   MiB context_mib = 0;
   double load_s = 0;
   MiB loaded_mib = 0;      // 0: mem_mib
+  // While loading, real PyTorch jobs run small kernels (cuDNN autotuning, the first
+  // allocations): SM activity 0.00-0.12 on the H200 for 5-11 s before training. 0: none.
+  emu::Activity load_activity;
   emu::Activity activity;  // solo activity on each of its GPUs
 };
 
 inline constexpr const char* kUsage =
     "usage: aegis-fakejob --mem MIB --smact F --seconds S [--ramp R] [--smocc F] [--drama F] [--util F] [--startup D]\n"
-    "       [--context MIB] [--load S] [--loaded MIB]\n"
+    "       [--context MIB] [--load S] [--loaded MIB] [--load-smact F]\n"
     "  an emulated training job on the emulated GPUs named by CUDA_VISIBLE_DEVICES (indices, GPU or MIG\n"
     "  UUIDs; GPU 0 when unset), state in AEGIS_EMULATED_STATE (docs/emulated-gpu.md); an MPS client\n"
     "  when CUDA_MPS_PIPE_DIRECTORY is set (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE);\n"
@@ -35,7 +38,8 @@ inline constexpr const char* kUsage =
     "  --startup D    seconds before the first allocation (default 2)\n"
     "  --context MIB  the CUDA context's memory, shown first (default 0: none)\n"
     "  --load S       seconds of model loading after the context: memory grows to --loaded, no kernel runs\n"
-    "  --loaded MIB   memory when loading ends (default --mem); training then takes it to --mem\n";
+    "  --loaded MIB   memory when loading ends (default --mem); training then takes it to --mem\n"
+    "  --load-smact F SM activity while loading (small warm-up kernels; default 0: none)\n";
 
 // False, with `error` set to one line, for bad or missing arguments.
 bool parse_options(int argc, const char* const* argv, Options* out, std::string* error);

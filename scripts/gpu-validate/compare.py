@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
-"""Replays a validation run's mini-trace in `aegis sim` and compares it with what happened.
+"""Replays a validation run in `aegis sim` and compares it with what happened.
 
   compare.py RESULTS [--aegis BIN] [--out DIR] [--seed N]
 
 RESULTS is what scripts/gpu-validate.sh wrote: its OUT_DIR (holding gpu-validation.tar.gz),
-the tarball itself, or an unpacked results/ folder. From the exclusive run (every job alone)
-it takes each job's solo profile: runtime (launch to end), peak memory (aegisd's per-attempt
-peak of the job's GPU processes), mean SM activity, SM occupancy, DRAM activity and
-utilisation while it ran, its delay to first GPU activity. It writes them as a workloads CSV
-in data/aegis/workloads.csv's format, the submit times each run used as AEGIS-format traces,
-replays each run with the same engine settings (`aegis sim --gpus 1 --gpu-memory <MiB>`), and
-prints simulated against measured makespan and per-job JCT. Everything lands in --out
-(default RESULTS/compare): workloads.csv, trace_<policy>.csv, sim_<policy>.json,
-simjobs_<policy>.csv, compare.json, compare_jobs.csv. Standard library only.
+the tarball itself, or an unpacked results/ folder. From the runs where jobs ran alone (the
+solo phase: one job of each kind of the mix; in the first run's layout, the exclusive run of
+the mini-trace) it takes each kind's solo profile: runtime (launch to end), peak memory
+(aegisd's per-attempt peak of the job's GPU processes), mean SM activity, SM occupancy, DRAM
+activity and utilisation while it ran, its delay to first GPU activity. It writes them as a
+workloads CSV in data/aegis/workloads.csv's format, the submit times each run used as
+AEGIS-format traces, replays each run with the same engine settings (`aegis sim --gpus 1
+--gpu-memory <MiB>`), and prints simulated against measured makespan and per-job JCT. The
+mix's exclusive makespan is not run but derived from the solo phase (summarize.py says how);
+it is compared as such. Everything lands in --out (default RESULTS/compare): workloads.csv,
+trace_<run>.csv, sim_<run>.json, simjobs_<run>.csv, compare.json, compare_jobs.csv.
+Standard library only.
 """
 import argparse
 import csv
@@ -26,7 +29,9 @@ import tarfile
 import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-POLICIES = ("exclusive", "aegis")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True
+import summarize  # noqa: E402  (the mix's derived exclusive makespan)
 MINIMAL_HEADER = ["name", "family", "model", "batch_size", "num_gpus", "precision", "gpu_memory_requirement_mib",
                   "peak_memory_mib", "avg_smact", "avg_smocc", "avg_drama", "horus_gpu_util_mean", "solo_runtime_s",
                   "profile_source", "notes"]
@@ -96,13 +101,17 @@ def final_attempt(show):
     return done[-1] if done else None
 
 
+def kind_of(j):
+    return j.get("kind") or j["name"]
+
+
 def profiles(run, telemetry):
-    """Solo profile of every job that completed in the exclusive run."""
+    """Solo profile of every kind whose job completed in a run where jobs ran alone."""
     out, missing = {}, {}
     for j in run["jobs"]:
         a = final_attempt(j["show"])
         if not a or not a.get("ended_at"):
-            missing[j["name"]] = f"did not complete in the exclusive run ({j['show']['state']})"
+            missing[kind_of(j)] = f"did not complete alone ({j['show']['state']})"
             continue
         start = a.get("first_activity") or a["launched_at"]
         # Samples while this job alone was on the GPU and active.
@@ -123,8 +132,8 @@ def profiles(run, telemetry):
         # Without aegisd's first activity (its process list did not show the job), the time
         # the workload itself took to reach its first step stands in.
         first = (a["first_activity"] - a["launched_at"]) if a.get("first_activity") else res.get("startup_s")
-        out[j["name"]] = {
-            "job": j["name"], "workload": j.get("workload"), "args": j.get("args", ""),
+        out[kind_of(j)] = {
+            "job": kind_of(j), "workload": j.get("workload"), "args": j.get("args", ""),
             "solo_runtime_s": a["ended_at"] - a["launched_at"],
             "first_activity_s": first, "first_activity_seen": bool(a.get("first_activity")),
             "memory_ramp_s": ramp, "peak_memory_mib": int(round(peak)),
@@ -167,14 +176,26 @@ def write_workloads(path, profs):
 
 
 def write_trace(path, run, profs):
-    jobs = [j for j in run["jobs"] if j["name"] in profs]
+    """The run's jobs of a profiled kind, by submission; row i is the run's i-th such job."""
+    jobs = sorted((j for j in run["jobs"] if kind_of(j) in profs), key=lambda j: j["show"]["submitted_at"])
     t0 = min(j["show"]["submitted_at"] for j in run["jobs"])
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["job_index", "submit_time_s", "workload_name", "num_gpus", "measured_submit_offset_s"])
-        for i, j in enumerate(sorted(jobs, key=lambda j: j["show"]["submitted_at"])):
+        for i, j in enumerate(jobs):
             off = j["show"]["submitted_at"] - t0
-            w.writerow([i, f"{off:.3f}", j["name"], 1, f"{off:.6f}"])
+            w.writerow([i, f"{off:.3f}", kind_of(j), 1, f"{off:.6f}"])
+    return [j["name"] for j in jobs]
+
+
+def write_mix_trace(path, rows):
+    """The mix as submitted (its submit_s offsets): the derived exclusive run's trace."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["job_index", "submit_time_s", "workload_name", "num_gpus", "measured_submit_offset_s"])
+        for i, r in enumerate(sorted(rows, key=lambda r: float(r["submit_s"]))):
+            w.writerow([i, f"{float(r['submit_s']):.3f}", r["kind"], 1, f"{float(r['submit_s']):.6f}"])
+    return [r["name"] for r in rows]
 
 
 def overlaps(a, b):
@@ -201,8 +222,9 @@ def measured(run, names):
             "collocated_jobs": sum(p["collocated"] for p in per.values())}
 
 
-def simulate(aegis, out, policy, workloads, trace, gpu_mib, engine, sim_sets, seed):
-    js, jc = os.path.join(out, f"sim_{policy}.json"), os.path.join(out, f"simjobs_{policy}.csv")
+def simulate(aegis, out, label, policy, workloads, trace, names, gpu_mib, engine, sim_sets, seed):
+    """`aegis sim` of one run; per job by the trace's row (names[i] is row i's job)."""
+    js, jc = os.path.join(out, f"sim_{label}.json"), os.path.join(out, f"simjobs_{label}.csv")
     cmd = [aegis, "sim", "--workloads", workloads, "--trace", trace, "--gpus", "1", "--gpu-memory", str(gpu_mib),
            "--policies", policy, "--seed", str(seed), "--json", js, "--jobs-csv", jc, "--threads", "1"]
     for kv in engine:
@@ -216,7 +238,7 @@ def simulate(aegis, out, policy, workloads, trace, gpu_mib, engine, sim_sets, se
     per = {}
     with open(jc, newline="") as f:
         for row in csv.DictReader(f):
-            p = per.setdefault(row["workload"], {"attempts": 0, "oom_attempts": 0})
+            p = per.setdefault(names[int(row["job_index"])], {"attempts": 0, "oom_attempts": 0})
             p["attempts"] += 1
             p["oom_attempts"] += row["outcome"] == "oom"
             p["completed"] = row["completed"] == "1"
@@ -271,14 +293,24 @@ def main():
 
 def run(aegis, res, out, seed):
     cfg = load_json(os.path.join(res, "config.json"))
-    runs = {pol: load_json(os.path.join(res, pol, "jobs.json")) for pol in POLICIES}
-    tel = {pol: load_telemetry(os.path.join(res, pol, "telemetry.jsonl")) for pol in POLICIES}
-    if not tel["exclusive"]:
-        die(f"{res}/exclusive/telemetry.jsonl: no samples, so no solo profiles")
-    gpu_mib = tel["exclusive"][0]["gpus"][0]["memory_total_mib"]
-    profs, missing = profiles(runs["exclusive"], tel["exclusive"])
+    mix = os.path.isdir(os.path.join(res, "solo"))
+    # The runs: (label, policy, folder); the one whose jobs ran alone gives the profiles.
+    if mix:
+        alone = "solo"
+        labels = [("exclusive", "exclusive", None)] + [
+            (n, "aegis", n) for n in ("aegis-1", "aegis-2", "aegis-3") if os.path.isdir(os.path.join(res, n))]
+    else:  # the first run's layout: the mini-trace under exclusive, then aegis
+        alone = "exclusive"
+        labels = [("exclusive", "exclusive", "exclusive"), ("aegis", "aegis", "aegis")]
+    runs = {lab: load_json(os.path.join(res, d, "jobs.json")) for lab, _, d in labels if d}
+    alone_run = load_json(os.path.join(res, alone, "jobs.json"))
+    alone_tel = load_telemetry(os.path.join(res, alone, "telemetry.jsonl"))
+    if not alone_tel:
+        die(f"{res}/{alone}/telemetry.jsonl: no samples, so no solo profiles")
+    gpu_mib = alone_tel[0]["gpus"][0]["memory_total_mib"]
+    profs, missing = profiles(alone_run, alone_tel)
     if not profs:
-        die("no job completed in the exclusive run: nothing to replay")
+        die(f"no job completed in the {alone} run: nothing to replay")
     for name, why in missing.items():
         print(f"compare: leaving {name} out: {why}", file=sys.stderr)
 
@@ -305,44 +337,61 @@ def run(aegis, res, out, seed):
         for p in profs.values():
             p["avg_smact"] = p["avg_smocc"] = p["util"] or 0.0
             p["avg_drama"] = 0.0
-        print("compare: no GPM metrics in the exclusive run: replaying with the coarse (utilisation) rule",
+        print(f"compare: no GPM metrics in the {alone} run: replaying with the coarse (utilisation) rule",
               file=sys.stderr)
 
     wl = os.path.join(out, "workloads.csv")
     write_workloads(wl, profs)
     report = {"results": res, "mode": cfg.get("mode"), "gpu_memory_mib": gpu_mib, "engine": cfg.get("engine", []),
-              "telemetry": "coarse" if coarse else "full",
+              "layout": "mix" if mix else "mini-trace", "telemetry": "coarse" if coarse else "full",
               "sim_settings": sim_sets, "profiles": profs, "left_out": missing, "policies": {}}
     rows = []
-    for pol in POLICIES:
-        tr = os.path.join(out, f"trace_{pol}.csv")
-        write_trace(tr, runs[pol], profs)
-        meas = measured(runs[pol], profs)
-        sim = simulate(aegis, out, pol, wl, tr, gpu_mib, cfg.get("engine", []), sim_sets, seed)
+    for label, pol, _ in labels:
+        tr = os.path.join(out, f"trace_{label}.csv")
+        if label in runs:
+            names = write_trace(tr, runs[label], profs)
+            meas = measured(runs[label], names)
+        else:  # the mix under exclusive: derived from the solo phase, not run
+            mrows = [r for r in summarize.mix_rows(res) if r["kind"] in profs]
+            names = write_mix_trace(tr, mrows)
+            solo = summarize.run_summary_one(res, "solo")
+            der = summarize.derive_exclusive(solo, mrows)
+            meas = {"makespan_s": der.get("makespan_s"), "derived": der, "jobs": {}, "oom_attempts": 0,
+                    "collocated_jobs": 0}
+        sim = simulate(aegis, out, label, pol, wl, tr, names, gpu_mib, cfg.get("engine", []), sim_sets, seed)
         errs = []
         for name, m in meas["jobs"].items():
             s = sim["jobs"].get(name, {})
             e = rel(s.get("jct_s"), m["jct_s"])
             if e is not None:
                 errs.append(abs(e))
-            rows.append({"policy": pol, "job": name, "measured_jct_s": m["jct_s"], "simulated_jct_s": s.get("jct_s"),
+            rows.append({"policy": label, "job": name, "measured_jct_s": m["jct_s"], "simulated_jct_s": s.get("jct_s"),
                          "error": e, "measured_attempts": m["attempts"], "simulated_attempts": s.get("attempts"),
                          "measured_oom": m["oom_attempts"], "simulated_oom": s.get("oom_attempts"),
                          "measured_collocated": m["collocated"]})
-        report["policies"][pol] = {
+        report["policies"][label] = {
             "measured": meas, "simulated": sim,
             "makespan_error": rel(sim["makespan_s"], meas["makespan_s"]),
             "jct_mean_abs_error": (sum(errs) / len(errs)) if errs else None,
             "jct_max_abs_error": max(errs) if errs else None,
         }
-    with open(os.path.join(out, "compare_jobs.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-        w.writeheader()
-        w.writerows(rows)
-    ex, ae = report["policies"]["exclusive"], report["policies"]["aegis"]
+    if rows:
+        with open(os.path.join(out, "compare_jobs.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            w.writeheader()
+            w.writerows(rows)
+    ex = report["policies"]["exclusive"]
+    ae = [x for lab, x in report["policies"].items() if lab.startswith("aegis")]
     for who in ("measured", "simulated"):
-        x, y = ex[who]["makespan_s"], ae[who]["makespan_s"]
-        report[f"{who}_aegis_over_exclusive"] = (y / x) if x and y else None
+        x = ex[who]["makespan_s"]
+        ys = [a[who]["makespan_s"] for a in ae if a[who]["makespan_s"]]
+        report[f"{who}_aegis_over_exclusive"] = (statistics.median(ys) / x) if x and ys else None
+        report[f"{who}_aegis_over_exclusive_range"] = [min(ys) / x, max(ys) / x] if x and ys else None
+    # The aegis runs' makespan, measured against simulated, over the repeats: one figure.
+    meas_ae = [a["measured"]["makespan_s"] for a in ae if a["measured"]["makespan_s"]]
+    sim_ae = [a["simulated"]["makespan_s"] for a in ae if a["simulated"]["makespan_s"]]
+    report["aegis_makespan_error"] = rel(statistics.median(sim_ae), statistics.median(meas_ae)) \
+        if meas_ae and sim_ae else None
     print_report(report, rows)
     return report
 
@@ -350,7 +399,7 @@ def run(aegis, res, out, seed):
 def print_report(r, rows):
     print(f"mode {r['mode']}; GPU {r['gpu_memory_mib']} MiB; engine {' '.join(r['engine'])}")
     print(f"simulator start-up model: {' '.join(r['sim_settings']) or 'defaults'}")
-    print("\nsolo profiles (exclusive run):")
+    print(f"\nsolo profiles ({'solo phase' if r['layout'] == 'mix' else 'exclusive run'}):")
     print(f"  {'job':<18} {'runtime s':>9} {'1st act s':>9} {'peak MiB':>9} {'smact':>6} {'smocc':>6} {'drama':>6} "
           f"{'util':>6} {'samples/s':>10}")
     for p in r["profiles"].values():
@@ -360,12 +409,15 @@ def print_report(r, rows):
     print("\nmakespan, measured against simulated:")
     for pol, x in r["policies"].items():
         m, s = x["measured"], x["simulated"]
-        print(f"  {pol:<10} measured {num(m['makespan_s']):>7} s, simulated {num(s['makespan_s']):>7} s "
+        print(f"  {pol:<10} {'derived' if m.get('derived') else 'measured'} {num(m['makespan_s']):>7} s, "
+              f"simulated {num(s['makespan_s']):>7} s "
               f"({pct(x['makespan_error'])}); JCT |error| mean {apct(x['jct_mean_abs_error'])}, "
               f"max {apct(x['jct_max_abs_error'])}; "
               f"OOM attempts {m['oom_attempts']} / {s['oom_attempts']}")
-    print(f"  aegis / exclusive: measured {num(r['measured_aegis_over_exclusive'], '{:.3f}')}, "
-          f"simulated {num(r['simulated_aegis_over_exclusive'], '{:.3f}')}")
+    rng = r.get("measured_aegis_over_exclusive_range")
+    print(f"  aegis / exclusive: measured {num(r['measured_aegis_over_exclusive'], '{:.3f}')}"
+          + (f" (range {rng[0]:.3f}-{rng[1]:.3f})" if rng and rng[0] != rng[1] else "")
+          + f", simulated {num(r['simulated_aegis_over_exclusive'], '{:.3f}')}")
     print("\nper job (JCT s, measured / simulated):")
     for row in rows:
         print(f"  {row['policy']:<10} {row['job']:<18} {num(row['measured_jct_s']):>7} / {num(row['simulated_jct_s']):>7} "

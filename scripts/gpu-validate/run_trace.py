@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Plays the mini-trace against a running aegisd and records what happened.
 
-Submits each job of the trace at its offset (aegis submit), samples `aegis gpus --json` (and,
-on a real GPU, nvidia-smi's per-process memory) while they run, waits until every job is
+Submits each job of the trace at its offset (aegis submit; with --solo one job of each kind,
+all at once, for the exclusive policy to run one after the other), samples `aegis gpus --json`
+(and, on a real GPU, nvidia-smi's per-process memory) while they run, waits until every job is
 final or the deadline passes (then cancels what is left), and writes into OUT_DIR:
   jobs.json        every job: `aegis show --json`, its command, and the workload's final JSON line
   telemetry.jsonl  one line per sample: {"t": unix time, "gpus": [...]} or {"t", "apps": [...]}, each
                    app with its cgroup v2 path (/proc/PID/cgroup), which tells whether aegisd
                    can attribute it to its job by cgroup
+Never stalls on one job: an attempt running longer than --cap-factor times its row's
+expect_s (at least --cap-min-s) is cancelled, and so is a queue head that waits while no job
+runs for --stuck-s (a job that can never start here); each such cancel is recorded in
+jobs.json ("guard") and the run goes on with the others.
 Standard library only (it runs under whatever python3 the GPU machine has).
 """
 import argparse
@@ -43,14 +48,33 @@ class Cli:
 
 
 def job_command(row, a):
-    """The command line of one trace row: the real workload, or its emulated stand-in."""
-    seconds = float(row["seconds"]) * a.scale
+    """The command line of one trace row: the real workload, or its emulated stand-in. A row
+    gives its length as training steps (fixed work: co-located jobs that slow down take longer)
+    or, in the first run's mini-trace, as seconds."""
     if a.mode == "real":
-        return [a.python, os.path.join(a.repo, "workloads", row["workload"] + ".py"),
-                "--seconds", f"{seconds:g}"] + shlex.split(row["args"])
-    return [os.path.join(a.repo, "scripts/gpu-validate/fake_workload.sh"), row["workload"], a.fakejob,
-            row["fake_mem_mib"], "--smact", row["fake_smact"], "--drama", row["fake_drama"],
-            "--seconds", f"{seconds:g}", "--startup", f"{float(row['fake_startup_s']) * a.scale:g}"]
+        length = ["--steps", row["steps"]] if row.get("steps") else ["--seconds", f"{float(row['seconds']) * a.scale:g}"]
+        return [a.python, os.path.join(a.repo, "workloads", row["workload"] + ".py")] + length + shlex.split(row["args"])
+    seconds = float(row.get("fake_seconds") or row["seconds"]) * a.scale
+    cmd = [os.path.join(a.repo, "scripts/gpu-validate/fake_workload.sh"), row["workload"], a.fakejob,
+           row["fake_mem_mib"], "--smact", row["fake_smact"], "--drama", row["fake_drama"],
+           "--seconds", f"{seconds:g}", "--startup", f"{float(row['fake_startup_s']) * a.scale:g}"]
+    # The start-up shape the H200 showed (docs/gpu-validation.md): a CUDA context, model loading
+    # with small warm-up kernels, then training.
+    if row.get("fake_context_mib"):
+        cmd += ["--context", row["fake_context_mib"], "--load", f"{float(row['fake_load_s']) * a.scale:g}",
+                "--loaded", row["fake_loaded_mib"], "--load-smact", row.get("fake_load_smact") or "0"]
+    return cmd
+
+
+def solo_rows(rows):
+    """The first row of each kind, all submitted at once (the exclusive policy runs them in turn)."""
+    seen, out = set(), []
+    for r in rows:
+        kind = r.get("kind") or r["name"]
+        if kind not in seen:
+            seen.add(kind)
+            out.append(dict(r, submit_s="0"))
+    return out
 
 
 def cgroup_of(pid):
@@ -117,6 +141,11 @@ def main():
     p.add_argument("--interval", type=float, default=1.0, help="seconds between telemetry samples")
     p.add_argument("--deadline-s", type=float, required=True, help="cancel what is not final after this long")
     p.add_argument("--policy", required=True, help="recorded with the results")
+    p.add_argument("--solo", action="store_true", help="one job of each kind, all submitted at once")
+    p.add_argument("--cap-factor", type=float, default=5.0, help="cancel an attempt running this many times its expect_s")
+    p.add_argument("--cap-min-s", type=float, default=60.0, help="... but never before this many seconds (scaled)")
+    p.add_argument("--stuck-s", type=float, default=20.0,
+                   help="cancel a queue head that waits this long while no job runs (scaled)")
     p.add_argument("--out", required=True)
     a = p.parse_args()
     if a.mode == "emulated" and not a.fakejob:
@@ -125,6 +154,8 @@ def main():
         rows = list(csv.DictReader(f))
     if not rows:
         die(f"{a.trace}: no jobs")
+    if a.solo:
+        rows = solo_rows(rows)
     os.makedirs(a.out, exist_ok=True)
     cli = Cli(a.aegis, a.socket)
 
@@ -145,19 +176,25 @@ def main():
         r = cli.run("submit", "--tag", "gpu-validate", *env, "--name", row["name"], "--", *cmd, check=False)
         if r.returncode != 0:
             die(f"submit {row['name']}: {r.stderr.strip()}")
-        submitted.append({"name": row["name"], "id": int(r.stdout.strip()), "command": cmd,
-                          "trace_submit_s": float(row["submit_s"]) * a.scale, "workload": row["workload"],
-                          "args": row["args"]})
+        submitted.append({"name": row["name"], "kind": row.get("kind") or row["name"], "id": int(r.stdout.strip()),
+                          "command": cmd, "trace_submit_s": float(row["submit_s"]) * a.scale,
+                          "workload": row["workload"], "args": row["args"],
+                          "expect_s": float(row["expect_s"]) * a.scale if row.get("expect_s") else None})
         print(f"run_trace: {a.policy}: submitted {row['name']} as job {submitted[-1]['id']}", flush=True)
 
     ids = [s["id"] for s in submitted]
+    by_id = {s["id"]: s for s in submitted}
     deadline = t0 + a.deadline_s
     timed_out = False
+    guards = {}          # job id -> why the run cancelled it
+    idle_since = None    # when the queue last had a waiting job and nothing running
     while True:
-        states = {j["id"]: j["state"] for j in cli.json("queue", "--all", "--json")}
+        listed = cli.json("queue", "--all", "--json")
+        states = {j["id"]: j["state"] for j in listed}
         if all(states.get(i) in FINAL for i in ids):
             break
-        if time.time() > deadline:
+        now = time.time()
+        if now > deadline:
             timed_out = True
             left = [str(i) for i in ids if states.get(i) not in FINAL]
             print(f"run_trace: {a.policy}: deadline of {a.deadline_s:g} s passed; cancelling jobs {', '.join(left)}",
@@ -165,6 +202,27 @@ def main():
             cli.run("cancel", *left, check=False)
             time.sleep(2)
             break
+        # The guards: an attempt far past its expected length; a head that cannot start.
+        for j in listed:
+            s_ = by_id.get(j["id"])
+            if not s_ or j["state"] != "running" or j["id"] in guards or not s_.get("expect_s"):
+                continue
+            since = j.get("started_at") or now
+            cap = max(a.cap_factor * s_["expect_s"], a.cap_min_s * a.scale)
+            if now - since > cap:
+                guards[j["id"]] = f"running {now - since:.0f} s, over {cap:.0f} s ({a.cap_factor:g} x expect_s)"
+        running = any(states.get(i) == "running" for i in ids)
+        waiting = [i for i in ids if states.get(i) == "queued"]
+        idle_since = None if running or not waiting else (idle_since or now)
+        if idle_since and now - idle_since > a.stuck_s * a.scale and waiting[0] not in guards:
+            guards[waiting[0]] = f"head of the queue for {now - idle_since:.0f} s while no job ran"
+            idle_since = None
+        for i, why in guards.items():
+            if states.get(i) not in FINAL and not by_id[i].get("guard"):
+                by_id[i]["guard"] = why
+                print(f"run_trace: {a.policy}: cancelling {by_id[i]['name']} (job {i}): {why}", file=sys.stderr,
+                      flush=True)
+                cli.run("cancel", str(i), check=False)
         time.sleep(min(1.0, a.interval))
     stop.set()
     th.join(timeout=10)
@@ -175,8 +233,8 @@ def main():
         out = cli.run("logs", str(s["id"]), check=False).stdout
         err = cli.run("logs", str(s["id"]), "--stderr", check=False).stdout
         jobs.append(dict(s, show=show, result=last_json_line(out), stdout_tail=out[-4000:], stderr_tail=err[-4000:]))
-    doc = {"policy": a.policy, "mode": a.mode, "scale": a.scale, "started_at": t0, "ended_at": time.time(),
-           "timed_out": timed_out, "jobs": jobs}
+    doc = {"policy": a.policy, "mode": a.mode, "scale": a.scale, "solo": a.solo, "started_at": t0,
+           "ended_at": time.time(), "timed_out": timed_out, "jobs": jobs}
     with open(os.path.join(a.out, "jobs.json"), "w") as f:
         json.dump(doc, f, indent=1)
     done = sum(j["show"]["state"] == "completed" for j in jobs)
@@ -184,7 +242,8 @@ def main():
     ends = [j["show"]["ended_at"] for j in jobs if j["show"].get("ended_at")]
     span = (max(ends) - min(j["show"]["submitted_at"] for j in jobs)) if ends else float("nan")
     print(f"run_trace: {a.policy}: {done}/{len(jobs)} completed, {ooms} OOM attempts, makespan {span:.1f} s"
-          + (" (deadline hit)" if timed_out else ""), flush=True)
+          + (" (deadline hit)" if timed_out else "")
+          + (f", {len(guards)} cancelled by the guards" if guards else ""), flush=True)
 
 
 if __name__ == "__main__":

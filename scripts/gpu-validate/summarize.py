@@ -2,7 +2,10 @@
 """Short summaries of a validation run, printed while it runs (on the GPU machine).
 
   summarize.py nvml RESULTS/nvml    the NVML self-check, in lines for the log (and nvml/summary.json)
-  summarize.py runs RESULTS         both mini-trace runs and the self-check, as JSON on stdout
+  summarize.py runs RESULTS         every run (solo, aegis-N; the first run's exclusive, aegis), the
+                                    mix's derived exclusive makespan against aegis's, the anchors
+                                    against each job's heavy phase, and the self-check: JSON on stdout
+  summarize.py headline SUMMARY     the lines of summary.json a reader wants first
 Standard library only. The full analysis (the simulator replay) is compare.py, run afterwards.
 """
 import csv
@@ -114,6 +117,24 @@ def telemetry_summary(d):
     return out
 
 
+def memory_target(path, target_gib=40):
+    """The load job of the self-check is gpt.py --memory-target-gib 40: its JSON line says the
+    batch it chose and its peak; under the target is what the option promises."""
+    try:
+        with open(path) as f:
+            lines = [l for l in f if l.startswith("{")]
+        j = json.loads(lines[-1])
+    except (OSError, ValueError, IndexError):
+        return None
+    if j.get("device") != "cuda":
+        return None
+    peak = j.get("peak_reserved_mib")
+    return {"target_gib": target_gib, "batch_size": j.get("batch_size"), "peak_reserved_mib": peak,
+            "status": j.get("status"),
+            "verdict": "under the target" if j.get("status") == "ok" and peak is not None and peak <= target_gib * 1024
+            else "NOT under the target"}
+
+
 def nvml_summary(d):
     s = {}
     for phase in ("idle", "load"):
@@ -142,6 +163,9 @@ def nvml_summary(d):
                               "same_pids": sorted(ours) == sorted(theirs),
                               "max_mib_difference": max((abs((ours.get(p) or 0) - (theirs[p] or 0)) for p in theirs),
                                                         default=None)}
+    mt = memory_target(os.path.join(d, "load.log"))
+    if mt:
+        s["memory_target"] = mt
     mig = mig_table_check(d)
     if mig is not None:
         s["mig_table"] = mig
@@ -212,49 +236,191 @@ def attribution(path):
             "gpu_process_samples": apps, "in_an_aegis_job_cgroup": in_job_cgroup}
 
 
+def median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    if not xs:
+        return None
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def read_telemetry(path):
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    s = json.loads(line)
+                except ValueError:
+                    continue
+                if s.get("gpus"):
+                    out.append(s)
+    except OSError:
+        pass
+    return out
+
+
+# The heavy phase of a job that ran alone: its steady level is the 80th percentile of the GPU's
+# SM activity while it ran, and the phase starts at the first of 3 samples in a row at half that
+# level or more (the H200's start-ups: 0.00-0.12 of warm-up kernels, then 0.47-0.89 at once).
+HEAVY_FRACTION, HEAVY_SAMPLES = 0.5, 3
+
+
+def heavy_phase_start(samples, launched, ended):
+    xs = [(s["t"], s["gpus"][0].get("smact")) for s in samples if launched <= s["t"] <= ended]
+    xs = [(t, v) for t, v in xs if v is not None]
+    if len(xs) < HEAVY_SAMPLES:
+        return None, None
+    level = sorted(v for _, v in xs)[int(0.8 * (len(xs) - 1))]
+    if level <= 0:
+        return None, level
+    for i in range(len(xs) - HEAVY_SAMPLES + 1):
+        if all(v >= HEAVY_FRACTION * level for _, v in xs[i:i + HEAVY_SAMPLES]):
+            return xs[i][0], level
+    return None, level
+
+
+def run_summary_one(d, name):
+    doc = load(os.path.join(d, name, "jobs.json"))
+    if not doc:
+        return {"error": "no jobs.json"}
+    telemetry = read_telemetry(os.path.join(d, name, "telemetry.jsonl"))
+    jobs = []
+    for j in doc["jobs"]:
+        sh, res = j["show"], j.get("result") or {}
+        att = sh.get("attempt_log") or []
+        last = att[-1] if att else {}
+        entry = {
+            "name": j["name"], "kind": j.get("kind", j["name"]), "state": sh["state"], "attempts": len(att),
+            "outcomes": [a["outcome"] for a in att], "guard": j.get("guard"),
+            "queued_s": (att[0]["launched_at"] - sh["submitted_at"]) if att else None,
+            "first_activity_s": (last["first_activity"] - last["launched_at"]) if last.get("first_activity") else None,
+            # Which evidence started its window, and how long after its CUDA context.
+            "anchor": last.get("anchor"),
+            "context_to_activity_s": (last["first_activity"] - last["context_at"])
+            if last.get("first_activity") and last.get("context_at") else None,
+            "run_s": (last["ended_at"] - last["launched_at"]) if last.get("ended_at") else None,
+            "jct_s": (sh["ended_at"] - sh["submitted_at"]) if sh.get("ended_at") else None,
+            "launched_at": last.get("launched_at"), "ended_at": last.get("ended_at"),
+            "samples_per_s": res.get("samples_per_s"), "steps": res.get("steps"),
+            "peak_reserved_mib": res.get("peak_reserved_mib"), "batch_size": res.get("batch_size"),
+            "startup_s": res.get("startup_s"),
+        }
+        # Alone on the GPU (the solo phase runs one job at a time): where its heavy phase began,
+        # and how far the anchor landed from it (the target: within 2 s).
+        if doc.get("solo") and last.get("launched_at") and last.get("ended_at"):
+            start, level = heavy_phase_start(telemetry, last["launched_at"], last["ended_at"])
+            entry["steady_smact"] = level
+            entry["heavy_phase_s"] = (start - last["launched_at"]) if start else None
+            entry["anchor_minus_heavy_s"] = (last["first_activity"] - start) \
+                if start and last.get("first_activity") else None
+        jobs.append(entry)
+    ends = [j["show"]["ended_at"] for j in doc["jobs"] if j["show"].get("ended_at")]
+    first = min(j["show"]["submitted_at"] for j in doc["jobs"])
+    anchors = {}
+    for j in jobs:
+        anchors[j["anchor"] or "none"] = anchors.get(j["anchor"] or "none", 0) + 1
+    return {"policy": doc.get("policy"), "solo": bool(doc.get("solo")),
+            "completed": sum(j["state"] == "completed" for j in jobs), "jobs": len(jobs),
+            "anchors": anchors, "attribution": attribution(os.path.join(d, name, "telemetry.jsonl")),
+            "oom_attempts": sum(o == "oom" for j in jobs for o in j["outcomes"]),
+            "guard_cancels": sum(1 for j in jobs if j["guard"]),
+            "makespan_s": (max(ends) - first) if ends else None, "timed_out": doc.get("timed_out"),
+            "per_job": jobs}
+
+
+def mix_rows(d):
+    try:
+        with open(os.path.join(d, "mix.csv"), newline="") as f:
+            return list(csv.DictReader(f))
+    except OSError:
+        return []
+
+
+def derive_exclusive(solo, rows):
+    """The exclusive policy's makespan of the whole mix on this one GPU, derived from the solo
+    phase: exclusive runs the jobs one after the other, so it is the sum of each job's solo run
+    (launch to end, its kind's) plus the daemon's gap between one job's end and the next one's
+    launch (the solo phase's mean), plus the first job's wait from submission to launch."""
+    done = {j["kind"]: j for j in solo["per_job"] if j["state"] == "completed" and j["run_s"]}
+    missing = sorted({r["kind"] for r in rows} - set(done))
+    if missing:
+        return {"error": f"no completed solo run of {', '.join(missing)}"}
+    order = sorted(done.values(), key=lambda j: j["launched_at"])
+    gaps = [b["launched_at"] - a["ended_at"] for a, b in zip(order, order[1:])]
+    gap = sum(gaps) / len(gaps) if gaps else 0.0
+    first_wait = order[0]["queued_s"] or 0.0
+    total = sum(done[r["kind"]]["run_s"] for r in rows) + gap * (len(rows) - 1) + first_wait
+    return {"makespan_s": total, "jobs": len(rows), "mean_gap_s": gap, "first_wait_s": first_wait,
+            "solo_run_s": {k: j["run_s"] for k, j in done.items()}}
+
+
 def run_summary(d):
     out = {}
-    for policy in ("exclusive", "aegis"):
-        doc = load(os.path.join(d, policy, "jobs.json"))
-        if not doc:
-            out[policy] = {"error": "no jobs.json"}
-            continue
-        jobs = []
-        for j in doc["jobs"]:
-            sh, res = j["show"], j.get("result") or {}
-            att = sh.get("attempt_log") or []
-            last = att[-1] if att else {}
-            jobs.append({
-                "name": j["name"], "state": sh["state"], "attempts": len(att),
-                "outcomes": [a["outcome"] for a in att],
-                "queued_s": (att[0]["launched_at"] - sh["submitted_at"]) if att else None,
-                "first_activity_s": (last["first_activity"] - last["launched_at"]) if last.get("first_activity") else None,
-                # Which evidence started its window, and how long after its CUDA context.
-                "anchor": last.get("anchor"),
-                "context_to_activity_s": (last["first_activity"] - last["context_at"])
-                if last.get("first_activity") and last.get("context_at") else None,
-                "run_s": (last["ended_at"] - last["launched_at"]) if last.get("ended_at") else None,
-                "jct_s": (sh["ended_at"] - sh["submitted_at"]) if sh.get("ended_at") else None,
-                "samples_per_s": res.get("samples_per_s"), "peak_reserved_mib": res.get("peak_reserved_mib"),
-                "batch_size": res.get("batch_size"),
-            })
-        ends = [j["show"]["ended_at"] for j in doc["jobs"] if j["show"].get("ended_at")]
-        first = min(j["show"]["submitted_at"] for j in doc["jobs"])
-        anchors = {}
-        for j in jobs:
-            anchors[j["anchor"] or "none"] = anchors.get(j["anchor"] or "none", 0) + 1
-        out[policy] = {"completed": sum(j["state"] == "completed" for j in jobs), "jobs": len(jobs),
-                       "anchors": anchors, "attribution": attribution(os.path.join(d, policy, "telemetry.jsonl")),
-                       "oom_attempts": sum(o == "oom" for j in jobs for o in j["outcomes"]),
-                       "makespan_s": (max(ends) - first) if ends else None, "timed_out": doc.get("timed_out"),
-                       "per_job": jobs}
+    names = [n for n in ("solo", "aegis-1", "aegis-2", "aegis-3", "exclusive", "aegis")
+             if os.path.isdir(os.path.join(d, n))]
+    for n in names:
+        out[n] = run_summary_one(d, n)
+    rows = mix_rows(d)
+    if "solo" in out and "error" not in out["solo"] and rows:
+        excl = derive_exclusive(out["solo"], rows)
+        reps = [out[n] for n in ("aegis-1", "aegis-2", "aegis-3") if n in out and "error" not in out[n]]
+        whole = [r for r in reps if r["completed"] == r["jobs"] and not r["timed_out"]]
+        spans = [r["makespan_s"] for r in whole]
+        mix = {"exclusive_derived": excl, "aegis_repeats": len(reps), "aegis_complete_repeats": len(whole),
+               "aegis_makespan_s": spans}
+        if spans and "makespan_s" in excl:
+            ratios = [m / excl["makespan_s"] for m in spans]
+            mix["aegis_over_exclusive"] = {"min": min(ratios), "median": median(ratios), "max": max(ratios),
+                                          "each": ratios}
+        errs = [j["anchor_minus_heavy_s"] for j in out["solo"]["per_job"] if j.get("anchor_minus_heavy_s") is not None]
+        mix["anchor_minus_heavy_s"] = {j["kind"]: j.get("anchor_minus_heavy_s") for j in out["solo"]["per_job"]}
+        mix["anchors_within_2s"] = sum(abs(e) <= 2 for e in errs)
+        mix["anchors_checked"] = len(errs)
+        out["mix"] = mix
     out["nvml"] = load(os.path.join(d, "nvml", "summary.json"))
     return out
 
 
+def headline(path):
+    s = load(path) or {}
+    for n in ("solo", "aegis-1", "aegis-2", "aegis-3", "exclusive", "aegis"):
+        r = s.get(n)
+        if not r or "error" in r:
+            continue
+        span = r.get("makespan_s")
+        print(f"  {n}: {r['completed']}/{r['jobs']} completed, makespan "
+              f"{'-' if span is None else f'{span:.1f}'} s, {r['oom_attempts']} OOM attempts, anchors {r['anchors']}"
+              + (f", {r['guard_cancels']} cancelled by the guards" if r.get("guard_cancels") else ""))
+        if r.get("solo"):
+            for j in r["per_job"]:
+                print(f"    {j['kind']}: run {j['run_s'] and round(j['run_s'], 1)} s, heavy phase from "
+                      f"{j.get('heavy_phase_s') and round(j['heavy_phase_s'], 1)} s at SMACT "
+                      f"{j.get('steady_smact') and round(j['steady_smact'], 2)}, anchor ({j['anchor']}) at "
+                      f"{j['first_activity_s'] and round(j['first_activity_s'], 1)} s "
+                      f"({j.get('anchor_minus_heavy_s') and round(j['anchor_minus_heavy_s'], 1)} s from the heavy phase)")
+    m = s.get("mix")
+    if m:
+        e = m["exclusive_derived"]
+        print(f"  mix: exclusive (derived from the solo runs) {e.get('makespan_s', float('nan')):.1f} s; aegis "
+              f"{', '.join(f'{x:.1f}' for x in m['aegis_makespan_s']) or '-'} s over {m['aegis_complete_repeats']} "
+              f"complete repeat(s)")
+        r = m.get("aegis_over_exclusive")
+        if r:
+            print(f"  aegis / exclusive: median {r['median']:.3f}, min {r['min']:.3f}, max {r['max']:.3f}")
+        print(f"  anchors within 2 s of the heavy phase: {m['anchors_within_2s']} of {m['anchors_checked']}")
+    load_job = ((s.get("nvml") or {}).get("memory_target") or {})
+    if load_job:
+        print(f"  gpt.py --memory-target-gib {load_job.get('target_gib')}: batch {load_job.get('batch_size')}, "
+              f"peak reserved {load_job.get('peak_reserved_mib')} MiB ({load_job.get('verdict')})")
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in ("nvml", "runs"):
-        sys.exit("usage: summarize.py nvml RESULTS/nvml | summarize.py runs RESULTS")
+    if len(sys.argv) != 3 or sys.argv[1] not in ("nvml", "runs", "headline"):
+        sys.exit("usage: summarize.py nvml RESULTS/nvml | summarize.py runs RESULTS | summarize.py headline SUMMARY")
+    if sys.argv[1] == "headline":
+        headline(sys.argv[2])
+        return
     if sys.argv[1] == "nvml":
         s = nvml_summary(sys.argv[2])
         with open(os.path.join(sys.argv[2], "summary.json"), "w") as f:

@@ -233,7 +233,7 @@ TEST(DaemonLifecycle, MpsLimitsForEveryJobAndOneUserPerGpu) {
   Rig rig(1, "aegis-auto", "mps");
   const JobId a = rig.submit_ok(1001, 6000);
   rig.tick();
-  EXPECT_EQ(rig.env.env_of(a, "CUDA_MPS_PIPE_DIRECTORY"), "/tmp/fake-mps-pipe");
+  EXPECT_EQ(rig.env.env_of(a, "CUDA_MPS_PIPE_DIRECTORY"), "/tmp/fake-mps-pipe/GPU-fake-0");  // its GPU's daemon
   EXPECT_EQ(rig.env.env_of(a, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
             "0=" + std::to_string(6000 + rig.cfg.engine.memory_margin_mib) + "M")
       << "alone for now, but others may join";
@@ -247,6 +247,54 @@ TEST(DaemonLifecycle, MpsLimitsForEveryJobAndOneUserPerGpu) {
   EXPECT_EQ(rig.env.env_of(b, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"),
             "0=" + std::to_string(7000 + rig.cfg.engine.memory_margin_mib) + "M");
   EXPECT_EQ(rig.show(other)["state"], "queued");
+}
+
+// One MPS control daemon per GPU (issue 30: one for all GPUs made a second user's job on
+// another GPU wait for the first user's server): each job is the client of its own GPU's
+// daemon, so two users' jobs on two GPUs run side by side; a job on both GPUs runs alone
+// and without MPS (a client reaches one daemon, which sees one GPU).
+TEST(DaemonLifecycle, MpsJobsUseTheirGpusControlDaemonAndMultiGpuJobsRunAlone) {
+  Rig rig(2, "aegis-auto", "mps");
+  const JobId a = rig.submit_ok(1001, 6000);
+  rig.tick();
+  const JobId b = rig.submit_ok(1002, 6000);  // another user, on the other GPU
+  rig.tick();
+  ASSERT_EQ(rig.show(b)["state"], "running");
+  EXPECT_EQ(rig.env.env_of(a, "CUDA_VISIBLE_DEVICES"), "GPU-fake-0");
+  EXPECT_EQ(rig.env.env_of(a, "CUDA_MPS_PIPE_DIRECTORY"), "/tmp/fake-mps-pipe/GPU-fake-0");
+  EXPECT_EQ(rig.env.env_of(b, "CUDA_VISIBLE_DEVICES"), "GPU-fake-1");
+  EXPECT_EQ(rig.env.env_of(b, "CUDA_MPS_PIPE_DIRECTORY"), "/tmp/fake-mps-pipe/GPU-fake-1");
+  rig.env.end(a, 1, 0);
+  rig.env.end(b, 1, 0);
+  rig.tick();
+  api::SubmitRequest r;
+  r.job.command = {"torchrun", "train.py"};
+  r.job.workdir = "/tmp";
+  r.job.gpus = 2;
+  r.job.mem_mib = 6000;
+  const auto reply = rig.d->respond(r, Caller{1001, 1001, 1}).object;
+  ASSERT_TRUE(reply["ok"].get<bool>()) << reply.dump();
+  const JobId two = reply["id"].get<JobId>();
+  rig.tick();
+  ASSERT_EQ(rig.show(two)["state"], "running");
+  EXPECT_EQ(rig.env.env_of(two, "CUDA_VISIBLE_DEVICES"), "GPU-fake-0,GPU-fake-1");
+  EXPECT_EQ(rig.env.env_of(two, "CUDA_MPS_PIPE_DIRECTORY"), "");
+  EXPECT_EQ(rig.env.env_of(two, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "");
+  rig.env.activity(two, 1, 0, 6000, 4243);
+  const JobId c = rig.submit_ok(1001, 1000);  // the same user, small: would join it, but nobody may
+  for (int i = 0; i < 8; ++i) rig.tick();
+  EXPECT_EQ(rig.show(c)["state"], "queued");
+}
+
+// Estimator-free (policy aegis, no declared memory) under MPS, a job's limit is its GPU's
+// free memory at placement, not the floor plus the margin (7,168 MiB), which killed every
+// larger job first (issue 30).
+TEST(DaemonLifecycle, MpsLimitWithoutEstimateIsTheFreeMemoryAtPlacement) {
+  Rig rig(1, "aegis", "mps");
+  const JobId a = rig.submit_ok(1001, std::nullopt);
+  rig.tick();
+  const MiB free = 40960 - rig.cfg.engine.memory_guard(40960);  // an idle GPU, less the guard
+  EXPECT_EQ(rig.env.env_of(a, "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"), "0=" + std::to_string(free) + "M");
 }
 
 TEST(DaemonLifecycle, AFullDiskAtLaunchLeavesTheJobQueuedWithoutAnAttempt) {

@@ -22,6 +22,7 @@ class ScriptedPlacer : public Placer {
   bool alone = false;
   bool exclusive = false;
   MiB admitted = 1000;
+  MiB free = 0;                  // the GPU's free memory at placement
   std::vector<JobId> asked;      // in the order place() was called
   std::variant<Requeue, Stop> (*rule)(const Failure&) = nullptr;
 
@@ -34,6 +35,7 @@ class ScriptedPlacer : public Placer {
     l.alone = alone;
     l.exclusive = exclusive;
     l.admitted_mib = admitted;
+    l.free_at_placement = free;
     Placement p;
     p.parts.push_back({0, l, 40960});
     return p;
@@ -212,7 +214,9 @@ TEST(Lifecycle, MpsLimitUnlessExclusive) {
     p.alone = alone;
     p.exclusive = exclusive;
     p.admitted = 6000;
-    life.submitted(spec(1), false, false, 0);
+    JobSpec s = spec(1);
+    s.estimates.declared = 6000;  // what is known of it (lifecycle/mps_limit.h)
+    life.submitted(s, false, false, 0);
     p.placeable = {1};
     auto fx = life.schedule(1, p);
     ASSERT_EQ(fx.starts.size(), 1u);
@@ -227,6 +231,75 @@ TEST(Lifecycle, MpsLimitUnlessExclusive) {
   plain.submitted(spec(1), false, false, 0);
   p.placeable = {1};
   EXPECT_FALSE(plain.schedule(1, p).starts[0].mps_limit_mib);
+}
+
+// A job's MPS limit comes from what is known of it, never from the estimator-free floor
+// (issue 30: with the floor every limit was 5,120 + 2,048 MiB, and every larger job died
+// at it first): the policy's estimate as booked; else its declared memory or recorded
+// peak, the larger, not below a ladder floor; else its GPU's free memory at placement.
+TEST(Lifecycle, MpsLimitComesFromWhatIsKnownOfTheJob) {
+  const MiB margin = EngineConfig{}.memory_margin_mib;
+  struct Row {
+    const char* what;
+    std::string estimator;
+    std::optional<MiB> declared, history;
+    MiB floor, admitted, limit;
+  };
+  const Row rows[] = {
+      {"nothing known: its free memory at placement", "none", {}, {}, 0, 5120, 30000},
+      {"nothing known after an OOM: still the free memory", "none", {}, {}, 20000, 20000, 30000},
+      {"declared", "none", 9000, {}, 0, 5120, 9000 + margin},
+      {"history above declared", "none", 9000, 12000, 0, 5120, 12000 + margin},
+      {"declared below the ladder's floor", "none", 9000, {}, 20000, 20000, 20000 + margin},
+      {"the policy's estimate, as booked", "declared", 9000, 12000, 0, 9000, 9000 + margin},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.what);
+    EngineConfig c;
+    c.estimator = r.estimator;
+    LifecycleOptions o;
+    o.mps_limits = true;
+    Lifecycle life(c, o);
+    JobSpec s = spec(1);
+    s.estimates.declared = r.declared;
+    s.estimates.history = r.history;
+    life.submitted(s, false, false, 0);
+    ScriptedPlacer p;
+    p.placeable = {1};
+    p.admitted = r.admitted;
+    p.free = 30000;
+    if (r.floor > 0) {  // one OOM first: the placer's rule requeues it with a floor of 20000
+      life.schedule(0, p);
+      life.ended(1, {AttemptOutcome::Oom, "CUDA out of memory"}, 1);
+    }
+    auto fx = life.schedule(2, p);
+    ASSERT_EQ(fx.starts.size(), 1u);
+    EXPECT_EQ(life.find(1)->queued.recovery.floor_mib, r.floor);
+    EXPECT_EQ(fx.starts[0].mps_limit_mib, r.limit);
+  }
+}
+
+// Under MPS a job on several GPUs runs alone on them (one control daemon per GPU, and a
+// client reaches one): submitted or restored, it is exclusive; a one-GPU job is not, and
+// without MPS neither is.
+TEST(Lifecycle, MultiGpuJobsRunAloneUnderMps) {
+  for (const bool mps : {false, true}) {
+    SCOPED_TRACE(mps);
+    EngineConfig c;
+    c.mps = mps;
+    Lifecycle life(c, LifecycleOptions{});
+    JobSpec one = spec(1), two = spec(2);
+    two.num_gpus = 2;
+    life.submitted(one, false, false, 0);
+    life.submitted(two, false, false, 0);
+    EXPECT_FALSE(life.find(1)->queued.recovery.exclusive_only);
+    EXPECT_EQ(life.find(2)->queued.recovery.exclusive_only, mps);
+    LifeJob restored;
+    restored.queued.spec = spec(3);
+    restored.queued.spec.num_gpus = 2;
+    life.restore(restored);
+    EXPECT_EQ(life.find(3)->queued.recovery.exclusive_only, mps);
+  }
 }
 
 TEST(Lifecycle, AWithdrawnLaunchNeverHappened) {

@@ -158,6 +158,31 @@ TEST(Sim, MpsCollocatesOnlyOneUsersJobs) {
   }
 }
 
+// Estimator-free under MPS, a job larger than the floor plus the margin (7,168 MiB) is not
+// killed by its own limit (issue 30: every such job died at it first, 56 in the sharing
+// study): nothing is known of it, so its limit is its GPU's free memory at placement. Two
+// 12,000 MiB jobs on a 40,960 MiB GPU run without a death; with an estimate the limit is
+// the estimate plus the margin, and a job that outgrows it still dies alone.
+TEST(Sim, MpsLimitOfAnEstimatorFreeJobIsNotTheFloor) {
+  Case c;
+  c.catalog.add(workload("mid", 12000, 0.2, 0.05, 300));
+  c.add(0, 0, "mid");
+  c.add(1, 1, "mid");
+  const auto m = summarize(c.run("aegis", 1, 40960, 1, "mps"));
+  EXPECT_EQ(m.completed, 2);
+  EXPECT_EQ(m.oom_attempts, 0);
+  EXPECT_EQ(m.mps_limit_attempts, 0);
+  Case under;  // the analytical estimate says 6000: it dies at 6000 + margin, alone
+  auto w = workload("mid", 12000, 0.2, 0.05, 300);
+  w.estimates.analytical = 6000;
+  under.catalog.add(w);
+  under.add(0, 0, "mid");
+  const auto u = summarize(under.run("aegis-horus", 1, 40960, 1, "mps"));
+  EXPECT_EQ(u.completed, 1);
+  EXPECT_GE(u.mps_limit_attempts, 1);
+  EXPECT_EQ(u.neighbour_oom_attempts, 0);
+}
+
 TEST(Sim, PressureKeepsBusyGpusAlone) {
   Case c;
   c.catalog.add(workload("heavy", 3000, 0.9, 0.6, 500));

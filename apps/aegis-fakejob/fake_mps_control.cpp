@@ -160,6 +160,8 @@ int serve(const Paths& p, int ready) {
   }
   log_line(log, "Starting control daemon using socket " + p.control());
   log_line(log, "To connect CUDA applications to this daemon, set env CUDA_MPS_PIPE_DIRECTORY=" + p.pipe_dir);
+  // What its servers would see (the emulation's own line: aegisd starts one daemon per GPU).
+  log_line(log, "Devices visible: " + env_or("CUDA_VISIBLE_DEVICES", "all"));
   if (ready >= 0) {  // started: let the caller go, and hold none of its streams open
     (void)!write(ready, "y", 1);
     close(ready);

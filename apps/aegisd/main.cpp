@@ -135,8 +135,7 @@ int main(int argc, char** argv) {
                                   1.0 / cfg.engine.telemetry_sample_hz};
     auto source = aegis::open_gpus(library, dcgm, &error);
     if (!source) throw std::runtime_error("GPUs: " + error);
-    // After the GPUs opened, so that a failed start leaves no control daemon behind.
-    const bool mps_started = aegis::setup_mps(cfg.daemon);
+    aegis::setup_mps(cfg.daemon);  // resolves sharing = auto: the engine's MPS rules follow from it
     fmt::print(stderr, "aegisd: {}; policy {}; sharing {}; state in {}; socket {}\n", source->describe(),
                cfg.daemon.policy, cfg.daemon.sharing, cfg.daemon.state_dir, cfg.daemon.socket);
     std::unique_ptr<aegis::OsEnv> env;
@@ -144,11 +143,16 @@ int main(int argc, char** argv) {
     std::unique_ptr<aegis::Server> server;
     std::unique_ptr<aegis::DashboardFeed> feed;
     std::unique_ptr<aegis::DashboardServer> dashboard;
+    bool mps_started = false;
+    std::vector<std::string> mps_gpus;  // one MPS control daemon each (docs/sharing.md)
     try {
       env = std::make_unique<aegis::OsEnv>(
           aegis::OsEnvOptions{cfg.daemon.state_dir, cfg.daemon.shim, cfg.daemon.job_tracking, cfg.daemon.kill_grace_s},
           std::move(source));
       daemon = std::make_unique<aegis::Daemon>(cfg, *env);
+      // Once the daemon knows its GPUs, before any job starts; a failed start below stops them.
+      mps_gpus = daemon->gpu_uuids();
+      mps_started = aegis::start_mps(cfg.daemon, mps_gpus);
       server = std::make_unique<aegis::Server>(*daemon);
       if (cfg.daemon.dashboard_port > 0 || !cfg.daemon.dashboard_socket.empty()) {
         // One frame per telemetry sample over dashboard_history_s.
@@ -160,7 +164,7 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "aegisd: dashboard on {} (read-only)\n", dashboard->describe());
       }
     } catch (...) {
-      if (mps_started) aegis::stop_mps(cfg.daemon);  // no job of ours uses it yet
+      if (mps_started) aegis::stop_mps(cfg.daemon, mps_gpus);  // no job of ours uses them yet
       throw;
     }
     fmt::print(stderr, "aegisd: {} unfinished job(s) recovered; engine: {}; job processes: {}; up to {} client "
@@ -178,7 +182,7 @@ int main(int argc, char** argv) {
       }
     });
     server->run();
-    if (daemon->running_jobs() == 0) aegis::stop_mps(cfg.daemon);  // clients would lose their server
+    if (daemon->running_jobs() == 0) aegis::stop_mps(cfg.daemon, mps_gpus);  // clients would lose their server
     fmt::print(stderr, "aegisd: stopping; running jobs continue and are re-adopted at the next start\n");
   } catch (const aegis::ConfigError& e) {
     fmt::print(stderr, "aegisd: error: {}\n", e.what());

@@ -1,5 +1,7 @@
 #include "lifecycle/lifecycle.h"
 
+#include "lifecycle/mps_limit.h"
+
 #include <algorithm>
 #include <fmt/format.h>
 #include <limits>
@@ -77,7 +79,9 @@ Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Sec
   if (!fresh) throw std::logic_error(fmt::format("lifecycle: job {} submitted twice", id));
   LifeJob& stored = *made;
   stored.queued.spec = std::move(spec);
-  stored.queued.recovery.exclusive_only = exclusive;
+  // Under MPS a job on several GPUs runs alone on them: each GPU has its own control
+  // daemon, and a client reaches one (docs/sharing.md, "Jobs on several GPUs").
+  stored.queued.recovery.exclusive_only = exclusive || runs_alone_under_mps(config_, stored.queued.spec);
   stored.restartable = restartable;
   enqueue(stored, QueueName::Main, true);
   (void)t;
@@ -89,6 +93,7 @@ void Lifecycle::restore(LifeJob j) {
   const JobId id = j.id();
   next_seq_ = std::max(next_seq_, j.queue_seq + 1);
   LifeJob& stored = jobs_.assign(id, std::move(j));
+  if (runs_alone_under_mps(config_, stored.spec())) stored.queued.recovery.exclusive_only = true;  // queued before the rule
   if (stored.state == JobState::Queued) {
     enqueue(stored, stored.queue == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
   } else {
@@ -318,10 +323,10 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       s.job = j.id();
       if (opt_.start_placements) s.placement = *p;
       s.attempt = static_cast<int>(j.attempts.size()) + 1;
-      // Under MPS every job that others may join gets a limit (its booking: estimate or
-      // floor, plus the margin), also one placed alone for now: unlimited, it could grow
+      // Under MPS every job that others may join gets a limit from what is known of it
+      // (lifecycle/mps_limit.h), also one placed alone for now: unlimited, it could grow
       // and push a later neighbour out of memory. A job placed exclusive has no neighbour.
-      if (opt_.mps_limits && !p->exclusive()) s.mps_limit_mib = p->admitted_mib() + config_.memory_margin_mib;
+      if (opt_.mps_limits) s.mps_limit_mib = mps_memory_limit(config_, qj, *p);
       LifeAttempt& a = j.attempts.emplace_back();
       a.number = s.attempt;
       a.placement = std::move(*p);

@@ -112,8 +112,8 @@ struct LifecycleOptions {
   // Copy each start's placement into Effects::Start (the daemon launches from it; the
   // simulator, told through its Placer, turns it off).
   bool start_placements = true;
-  // MPS with per-client memory limits: a job gets its admitted memory plus the margin as
-  // its limit, unless placed exclusive (no job may join it).
+  // MPS with per-client memory limits: a job gets one from what is known of it
+  // (lifecycle/mps_limit.h), unless placed exclusive (no job may join it).
   bool mps_limits = false;
   // An attempt whose shim ended before starting the job goes back to its place; this many
   // in a row end the job (something is wrong with the host, not the job).

@@ -31,7 +31,7 @@ const ParamEntry<SimConfig> kEntries[] = {
     P("sharing", sharing, 0, 0, "process,mps",
       "process: time slicing (fitted interference); mps: side by side until SMs are full"),
     P("mps_memory_limits", mps_memory_limits, 0, 0, "",
-      "Under MPS, each job is capped at its admitted memory plus the engine's margin"),
+      "Under MPS, each job not placed exclusive is capped by what is known of it (estimate, declared or recorded peak, else its free memory at placement)"),
     P("refusal_cache", refusal_cache, 0, 0, "",
       "Remember servers' refusals while the policy's stages declare them monotone (false = ask every time)"),
 };

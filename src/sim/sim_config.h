@@ -46,8 +46,8 @@ struct SimConfig {
   // model above) or "mps" (kernels of all clients run side by side: SMs are shared until
   // their summed activity exceeds the GPU; DRAM contention as above).
   std::string sharing = "process";
-  // Under MPS, cap each job at its admitted memory plus the engine's margin
-  // (CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): a job that outgrows it dies alone.
+  // Under MPS, cap each job not placed exclusive by what is known of it (the lifecycle's
+  // rule, lifecycle/mps_limit.h; CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): a job that outgrows it dies alone.
   bool mps_memory_limits = true;
 
   // The dispatcher remembers which requests each server refused and asks it again only

@@ -532,9 +532,9 @@ class Run {
   bool allocate(Job& j, MiB mib, Seconds t) {
     if (mib <= 0) return true;
     const int id = static_cast<int>(&j - jobs_.data());
-    // Under MPS with limits (the limit is the lifecycle's: admitted + margin beside
-    // others, none alone), a job that outgrows it fails at its own limit, whatever the GPU
-    // has left.
+    // Under MPS with limits (the limit is the lifecycle's, lifecycle/mps_limit.h; none
+    // when placed exclusive), a job that outgrows it fails at its own limit, whatever the
+    // GPU has left.
     for (int g : j.live->gpus) {
       const bool over_limit = j.live->mps_limit && j.live->held_mib + mib > *j.live->mps_limit;
       if (over_limit || gpus_[g].used + mib > gpus_[g].total) {

@@ -3,6 +3,7 @@ jobs their memory limit, and a job that outgrows its declared memory dies alone 
 limit while its neighbours finish; it then recovers through the ladder.
 Usage: test_mps.py BUILD_DIR
 """
+import glob
 import os
 import sys
 
@@ -28,8 +29,9 @@ def main(build):
     try:
         d.start()
         pipe = os.path.join(d.dir, "mps")  # beside the socket: every user reaches it
-        if not os.path.exists(os.path.join(pipe, "control")):
-            fail("aegisd did not start the MPS control daemon in " + pipe)
+        # One control daemon per GPU, in a directory named by the GPU's UUID.
+        if len(glob.glob(os.path.join(pipe, "GPU-*", "control"))) != 1:
+            fail("aegisd did not start the MPS control daemon of its GPU in " + pipe)
         job = lambda name, declared, uses, secs: d.submit(
             "--name", name, "--mem", declared, "--", d.fakejob, "--mem", str(uses), "--smact", "0.2",
             "--seconds", str(secs), "--startup", "0.3", "--ramp", "1")
@@ -54,7 +56,7 @@ def main(build):
         print(f"OK: culprit died alone ({first['detail'][:80]}...), neighbours finished, culprit recovered "
               f"in {len(C['attempt_log'])} attempts")
         d.stop()
-        if os.path.exists(os.path.join(pipe, "control")):
+        if glob.glob(os.path.join(pipe, "*", "control")):
             fail("the managed MPS control daemon was left running with no job")
     finally:
         d.cleanup()
@@ -68,7 +70,7 @@ def main(build):
         except RuntimeError as e:
             if "gpus: no GPU '9'" not in str(e):
                 fail("unexpected start failure: " + str(e)[-300:])
-        if os.path.exists(os.path.join(d.dir, "mps", "control")):
+        if glob.glob(os.path.join(d.dir, "mps", "*", "control")):
             fail("a failed start left the MPS control daemon running")
     finally:
         d.cleanup()

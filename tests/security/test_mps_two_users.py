@@ -6,6 +6,7 @@ user at a time; the engine's mps-one-user rule). With the rule declared off
 MPS client waits in the emulated control daemon until the first user's server is gone.
 Usage: test_mps_two_users.py BUILD_DIR
 """
+import glob
 import os
 import sys
 
@@ -40,7 +41,7 @@ def run(build, u1, u2, one_user):
                 fail(f"{j['name']} {s}: {[(x['outcome'], x['detail']) for x in j['attempt_log']]}")
         a_end = A["attempt_log"][-1]["ended_at"]
         b_launch = B["attempt_log"][0]["launched_at"]
-        log = open(os.path.join(d.state, "mps", "log", "control.log")).read()
+        log = "".join(open(p).read() for p in glob.glob(os.path.join(d.state, "mps", "log", "*", "control.log")))
         for u in (u1, u2):
             if f"from user {u.pw_uid}" not in log:
                 fail(f"no MPS client of {u.pw_name} reached the control daemon:\n{log}")

@@ -50,9 +50,9 @@ struct DaemonSettings {
   double tiny_util = 0.5;                 // estimated utilisation below it: Lucid's score 0, else 2
   std::string emulated_mig;               // emulated MIG layout, e.g. "0:3g.20gb,2g.10gb,1g.5gb,1g.5gb"
   std::string sharing = "process";        // process | mps | auto
-  std::string mps_control = "managed";    // managed: aegisd starts the MPS control daemon; external
+  std::string mps_control = "managed";    // managed: aegisd starts one MPS control daemon per GPU; external
   std::string mps_control_binary = "nvidia-cuda-mps-control";
-  std::string mps_pipe_dir;               // default: <socket dir>/mps (reachable by every user)
+  std::string mps_pipe_dir;               // default: <socket dir>/mps (reachable by every user); a GPU's: <this>/<UUID>
   std::string mps_log_dir;                // default: <state_dir>/mps/log
   std::int64_t mps_thread_percentage = 0; // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE for collocated jobs (0 = unset)
   // Defences against one user harming the others (docs/security.md).

@@ -88,6 +88,12 @@ JobInputs Daemon::provided_inputs(const DaemonConfig& c) {
 
 std::size_t Daemon::running_jobs() const { return life_.holding_gpus().size(); }
 
+std::vector<std::string> Daemon::gpu_uuids() const {
+  std::vector<std::string> out;
+  for (const auto& g : gpus_) out.push_back(g.uuid);
+  return out;
+}
+
 void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
   const auto cap = static_cast<std::size_t>(cfg_.engine.telemetry_window_samples);
   // A GPU in MIG mode whose instances could not be listed cannot run CUDA work at all.
@@ -648,11 +654,13 @@ LaunchFile Daemon::launch_file(const DaemonJob& rec, const Effects::Start& s) co
   std::map<std::string, std::string> env = rec.request.env;
   for (const auto& [k, v] : env_.passed_on()) env[k] = v;
   std::string visible;
-  for (int g : s.placement.parts.front().launch.gpus)
-    visible += (visible.empty() ? "" : ",") + gpus_[static_cast<std::size_t>(g)].uuid;
+  std::vector<std::string> uuids;
+  for (int g : s.placement.parts.front().launch.gpus) {
+    uuids.push_back(gpus_[static_cast<std::size_t>(g)].uuid);
+    visible += (visible.empty() ? "" : ",") + uuids.back();
+  }
   env["CUDA_VISIBLE_DEVICES"] = visible;
-  for (auto& [k, v] : mps_environment(cfg_.daemon, s.mps_limit_mib, static_cast<int>(s.placement.parts.front().launch.gpus.size())))
-    env[k] = v;
+  for (auto& [k, v] : mps_environment(cfg_.daemon, s.mps_limit_mib, uuids)) env[k] = v;
   env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   env["AEGIS_JOB_ID"] = std::to_string(rec.id);
   for (const auto& [k, v] : env) f.env.push_back(k + "=" + v);

@@ -94,6 +94,7 @@ class Daemon {
   const std::map<JobId, std::map<std::string, MiB>>& job_memory() const { return job_memory_now_; }
   std::size_t active_jobs() const { return records_.size(); }
   std::size_t running_jobs() const;
+  std::vector<std::string> gpu_uuids() const;  // the GPUs it schedules (one MPS control daemon each)
   std::string tracking() const { return env_.tracking(); }
   std::string describe_gpus() const { return env_.describe_gpus(); }
   // The estimates aegisd can give a job (for the policy check and `aegis config`).

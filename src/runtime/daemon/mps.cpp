@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
@@ -57,8 +58,10 @@ void mkdirs(const std::string& dir) {
     if (p == dir.size() || dir[p] == '/') mkdir(dir.substr(0, p).c_str(), 0755);
 }
 
-// Runs the control tool with the MPS directories set; `input` goes to its stdin.
-int run_control(const DaemonSettings& s, const std::string& tool, const char* arg, const std::string& input) {
+// Runs the control tool for one GPU's daemon (its directories, and the GPU it may see);
+// `input` goes to its stdin.
+int run_control(const std::string& tool, const std::string& pipe_dir, const std::string& log_dir,
+                const std::string& gpu_uuid, const char* arg, const std::string& input) {
   int in[2];
   if (pipe(in) != 0) return -1;
   const pid_t pid = fork();
@@ -67,8 +70,10 @@ int run_control(const DaemonSettings& s, const std::string& tool, const char* ar
     dup2(in[0], 0);
     close(in[0]);
     close(in[1]);
-    setenv("CUDA_MPS_PIPE_DIRECTORY", s.mps_pipe_dir.c_str(), 1);
-    setenv("CUDA_MPS_LOG_DIRECTORY", s.mps_log_dir.c_str(), 1);
+    setenv("CUDA_MPS_PIPE_DIRECTORY", pipe_dir.c_str(), 1);
+    setenv("CUDA_MPS_LOG_DIRECTORY", log_dir.c_str(), 1);
+    // Its MPS servers see this GPU alone (NVIDIA's MPS docs, "Starting MPS control daemon").
+    setenv("CUDA_VISIBLE_DEVICES", gpu_uuid.c_str(), 1);
     if (arg) execl(tool.c_str(), tool.c_str(), arg, static_cast<char*>(nullptr));
     else execl(tool.c_str(), tool.c_str(), static_cast<char*>(nullptr));
     _exit(127);
@@ -81,53 +86,106 @@ int run_control(const DaemonSettings& s, const std::string& tool, const char* ar
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// A directory name for a device: its UUID, with the '/' of older MIG UUIDs made '_'.
+std::string device_dir_name(const std::string& uuid) {
+  std::string name = uuid;
+  for (char& c : name)
+    if (c == '/') c = '_';
+  return name;
+}
+
+// Whether some control daemon's pipe lies in `dir` or one level below (external MPS).
+bool any_control_below(const std::string& dir) {
+  if (exists(dir + "/control")) return true;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return false;
+  bool found = false;
+  while (const dirent* e = readdir(d))
+    if (e->d_name[0] != '.' && exists(dir + "/" + e->d_name + "/control")) found = true;
+  closedir(d);
+  return found;
+}
+
 }  // namespace
 
-bool setup_mps(DaemonSettings& s) {
+void setup_mps(DaemonSettings& s) {
   // Beside the socket, which every user reaches; not in the state directory (0700).
   const std::string socket_dir = s.socket.substr(0, std::max<std::size_t>(s.socket.rfind('/'), 1));
   if (s.mps_pipe_dir.empty()) s.mps_pipe_dir = socket_dir + "/mps";
   if (s.mps_log_dir.empty()) s.mps_log_dir = s.state_dir + "/mps/log";
-  const std::string control = s.mps_pipe_dir + "/control";
   const std::string tool = on_path(s.mps_control_binary);
-  if (s.sharing == "auto") s.sharing = (!tool.empty() || exists(control)) ? "mps" : "process";
-  if (s.sharing != "mps") return false;
-  if (exists(control)) return false;  // a control daemon already listens there
-  if (s.mps_control == "external")
-    throw ConfigError("sharing = mps: no MPS control daemon at " + control +
-                      "; start one with CUDA_MPS_PIPE_DIRECTORY=" + s.mps_pipe_dir + " or set mps_control = \"managed\"");
+  if (s.sharing == "auto") s.sharing = (!tool.empty() || any_control_below(s.mps_pipe_dir)) ? "mps" : "process";
+  if (s.sharing != "mps" || s.mps_control == "external") return;
   if (tool.empty())
     throw ConfigError("sharing = mps: " + s.mps_control_binary + " is not on PATH (install the NVIDIA driver's MPS tools)");
-  // Root's control daemon writes there: a directory of root's own, open to others' reads.
+  // Root's control daemons write there: a directory of root's own, open to others' reads.
   if (auto e = check_daemon_dir("mps_pipe_dir", s.mps_pipe_dir, false); !e.empty()) throw ConfigError(e);
   chmod(s.mps_pipe_dir.c_str(), 0755);
   if (auto part = unreachable_part(s.mps_pipe_dir); !part.empty())
     throw ConfigError("mps_pipe_dir: " + s.mps_pipe_dir + " cannot be reached by other users through " + part +
                       ": their jobs would run without MPS and without their memory limit");
-  mkdirs(s.mps_log_dir);
-  const int rc = run_control(s, tool, "-d", "");
-  for (int i = 0; i < 50 && !exists(control); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (rc != 0 || !exists(control))
-    throw ConfigError(fmt::format("sharing = mps: {} -d did not start (exit {}); see {}", tool, rc, s.mps_log_dir));
-  return true;
 }
 
-void stop_mps(const DaemonSettings& s) {
+std::string mps_pipe_dir_of(const DaemonSettings& s, const std::string& gpu_uuid) {
+  return s.mps_pipe_dir + "/" + device_dir_name(gpu_uuid);
+}
+
+bool start_mps(const DaemonSettings& s, const std::vector<std::string>& gpu_uuids) {
+  if (s.sharing != "mps") return false;
+  const std::string tool = on_path(s.mps_control_binary);
+  bool started = false;
+  for (const auto& uuid : gpu_uuids) {
+    const std::string pipe_dir = mps_pipe_dir_of(s, uuid);
+    const std::string control = pipe_dir + "/control";
+    if (exists(control)) continue;  // a control daemon already listens there
+    const std::string how = "CUDA_VISIBLE_DEVICES=" + uuid + " CUDA_MPS_PIPE_DIRECTORY=" + pipe_dir + " " +
+                            s.mps_control_binary + " -d";
+    if (s.mps_control == "external") {
+      if (exists(s.mps_pipe_dir + "/control"))
+        throw ConfigError("sharing = mps: the control daemon at " + s.mps_pipe_dir +
+                          "/control serves every GPU, so a second user's job on another GPU would wait for the "
+                          "first user's MPS server; start one per GPU (" + how + ")");
+      throw ConfigError("sharing = mps: no MPS control daemon for GPU " + uuid + " at " + control + "; start one (" +
+                        how + ") or set mps_control = \"managed\"");
+    }
+    mkdir(pipe_dir.c_str(), 0755);
+    chmod(pipe_dir.c_str(), 0755);  // clients of every user open the daemon's pipes there
+    const std::string log_dir = s.mps_log_dir + "/" + device_dir_name(uuid);
+    mkdirs(log_dir);
+    const int rc = run_control(tool, pipe_dir, log_dir, uuid, "-d", "");
+    for (int i = 0; i < 50 && !exists(control); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (rc != 0 || !exists(control)) {
+      if (started) stop_mps(s, gpu_uuids);  // all or none
+      throw ConfigError(fmt::format("sharing = mps: {} -d for GPU {} did not start (exit {}); see {}", tool, uuid, rc,
+                                    log_dir));
+    }
+    started = true;
+  }
+  return started;
+}
+
+void stop_mps(const DaemonSettings& s, const std::vector<std::string>& gpu_uuids) {
   if (s.sharing != "mps" || s.mps_control != "managed") return;
   const std::string tool = on_path(s.mps_control_binary);
-  if (!tool.empty()) run_control(s, tool, nullptr, "quit\n");
+  if (tool.empty()) return;
+  for (const auto& uuid : gpu_uuids) {
+    const std::string pipe_dir = mps_pipe_dir_of(s, uuid);
+    if (exists(pipe_dir + "/control"))
+      run_control(tool, pipe_dir, s.mps_log_dir + "/" + device_dir_name(uuid), uuid, nullptr, "quit\n");
+  }
 }
 
-std::map<std::string, std::string> mps_environment(const DaemonSettings& s, std::optional<MiB> limit_mib, int ngpus) {
+std::map<std::string, std::string> mps_environment(const DaemonSettings& s, std::optional<MiB> limit_mib,
+                                                   const std::vector<std::string>& gpu_uuids) {
   std::map<std::string, std::string> env;
-  if (s.sharing != "mps") return env;
-  env["CUDA_MPS_PIPE_DIRECTORY"] = s.mps_pipe_dir;
-  env["CUDA_MPS_LOG_DIRECTORY"] = s.mps_log_dir;
+  // A job on several GPUs runs without MPS (exclusive; lifecycle/mps_limit.h).
+  if (s.sharing != "mps" || gpu_uuids.size() != 1) return env;
+  env["CUDA_MPS_PIPE_DIRECTORY"] = mps_pipe_dir_of(s, gpu_uuids.front());
+  env["CUDA_MPS_LOG_DIRECTORY"] = s.mps_log_dir + "/" + device_dir_name(gpu_uuids.front());
   if (!limit_mib) return env;  // placed exclusive: the whole memory is its own (the lifecycle's rule)
-  // Device indices are relative to the job's CUDA_VISIBLE_DEVICES.
-  std::string limits;
-  for (int i = 0; i < ngpus; ++i) limits += fmt::format("{}{}={}M", i ? "," : "", i, *limit_mib);
-  env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = limits;
+  // Device 0 of the client is its one GPU (its CUDA_VISIBLE_DEVICES names it by UUID, as the
+  // daemon's does: NVIDIA's MPS docs, "CUDA_VISIBLE_DEVICES").
+  env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] = fmt::format("0={}M", *limit_mib);
   if (s.mps_thread_percentage > 0) env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = std::to_string(s.mps_thread_percentage);
   return env;
 }

@@ -56,6 +56,9 @@ prepare() {
   mkdir -p "$bundle/bin" "$bundle/lib"
   for n in "${!src[@]}"; do cp "$build/${src[$n]}" "$bundle/bin/$n"; done
   cp "$emu" "$emu_dcgm" "$bundle/lib/"
+  # The emulated MPS control daemon, for the dry run's MPS phase (never used on a real GPU).
+  mkdir -p "$bundle/emulated-mps"
+  cp "$build/apps/aegis-fakejob/mps-bin/nvidia-cuda-mps-control" "$bundle/emulated-mps/"
   g++ -std=c++20 -O2 -Wall -Wextra -Werror -I "$REPO/src" "$HERE/nvml_probe.cpp" "$gpulib" -ldl \
     -o "$bundle/bin/nvml_probe" || die "nvml_probe did not build (see above)"
   # Every shared library the binaries need, less the C library and the C++ runtime: those
@@ -68,7 +71,7 @@ prepare() {
     grep -v libnvidia-ml | grep -v libdcgm | sort -u)
   for l in $libs; do cp -L "$l" "$bundle/lib/"; done
   # DT_RPATH (not RUNPATH): it also covers the libraries' own dependencies.
-  for f in "$bundle"/bin/* "$bundle"/lib/*.so*; do
+  for f in "$bundle"/bin/* "$bundle"/lib/*.so* "$bundle"/emulated-mps/*; do
     strip --strip-unneeded "$f" 2>/dev/null || true
     # shellcheck disable=SC2016  # $ORIGIN is for the dynamic loader, not the shell
     patchelf --force-rpath --set-rpath '$ORIGIN/../lib:$ORIGIN' "$f"
@@ -289,6 +292,13 @@ trace_phase() {
     echo "socket = \"$WORK/$name.sock\""
     echo "policy = \"$policy\""
     echo "durability = \"normal\""
+    if [ -n "${PHASE_MPS_CONTROL:-}" ]; then
+      echo "sharing = \"mps\""
+      echo "mps_control = \"managed\""
+      echo "mps_control_binary = \"$PHASE_MPS_CONTROL\""
+      echo "mps_pipe_dir = \"$WORK/mps-pipe\""
+      echo "mps_log_dir = \"$d/mps-log\""
+    fi
     echo "metrics_port = $port"
     if [ "$MODE" = emulated ]; then
       echo "gpu_backend = \"emulated\""
@@ -357,19 +367,45 @@ pack
 # Then the mix under aegis, again while another repeat fits in what is left: each repeat
 # gets what is left less a margin, and a further one starts only if what is left covers the
 # longest repeat so far by 15 % and 15 s (a repeat cut short by its deadline is no repeat).
+# After two repeats, the MPS phase comes before a third one.
 longest=0
-for rep in 1 2 3; do
+aegis_repeat() {  # aegis_repeat N: false when no time is left for it
+  local rep=$1 left m
   left=$(( BUDGET - $(elapsed) ))
   if [ "$rep" -gt 1 ] && [ $(( longest * 115 / 100 + $(scaled 15 | cut -d. -f1) )) -gt "$left" ]; then
     log "no time for aegis repeat $rep: ${left} s left, the longest repeat took ${longest} s"
-    break
+    return 1
   fi
-  [ "$left" -gt 20 ] || { log "no time left for aegis repeat $rep"; break; }
+  [ "$left" -gt 20 ] || { log "no time left for aegis repeat $rep"; return 1; }
   trace_phase "aegis-$rep" aegis "$(( left - 5 ))"
   m=$(makespan_of "aegis-$rep")
   [ "$m" -gt "$longest" ] && longest=$m
   pack
-done
+}
+# MPS (docs/sharing.md): the two light kinds under sharing = "mps" with a managed control
+# daemon per GPU: does each job get its anchor (NVML reports an MPS job's utilisation against
+# the MPS server), its own utilisation history, a limit from what is known of it, and do
+# both complete? Needs about twice a light job's expect_s.
+mps_phase() {
+  local ctl left need
+  if [ "$MODE" = emulated ]; then ctl=$BUNDLE/emulated-mps/nvidia-cuda-mps-control
+  else ctl=$(command -v nvidia-cuda-mps-control || true)
+    [ -n "$ctl" ] || { [ -x /usr/local/nvidia/bin/nvidia-cuda-mps-control ] && ctl=/usr/local/nvidia/bin/nvidia-cuda-mps-control; }
+  fi
+  [ -n "$ctl" ] && [ -x "$ctl" ] || { log "mps: no nvidia-cuda-mps-control here; phase skipped"; return 0; }
+  left=$(( BUDGET - $(elapsed) ))
+  need=$(( $(awk -F, -v s="$SCALE" '$2 ~ /_input$/ && !seen[$2]++ { t += $7 } END { printf "%d", t * s }' "$RES/mix.csv") + $(scaled 10 | cut -d. -f1) ))
+  [ "$left" -ge "$need" ] || { log "mps: ${left} s left, ${need} s needed; phase skipped"; return 0; }
+  mkdir -p "$WORK/mps-pipe"
+  PHASE_MPS_CONTROL=$ctl trace_phase mps aegis "$(( left - 5 ))" --solo --kinds cifar_input,dlrm_input --stagger 2
+  if [ "$MODE" = real ]; then
+    for p in "$WORK"/mps-pipe/*/; do echo quit | CUDA_MPS_PIPE_DIRECTORY=$p "$ctl" 2>/dev/null || true; done
+  fi
+  pack
+}
+aegis_repeat 1 && aegis_repeat 2 || true
+mps_phase
+aegis_repeat 3 || true
 "$PY" "$HERE/summarize.py" runs "$RES" > "$OUTDIR/summary.json" || log "summary failed"
 cp "$OUTDIR/summary.json" "$RES/summary.json" 2>/dev/null || true
 "$PY" "$HERE/summarize.py" headline "$OUTDIR/summary.json" || true

@@ -66,14 +66,15 @@ def job_command(row, a):
     return cmd
 
 
-def solo_rows(rows):
-    """The first row of each kind, all submitted at once (the exclusive policy runs them in turn)."""
+def solo_rows(rows, kinds=None, stagger=0.0):
+    """The first row of each kind (of `kinds` only, when given), submitted `stagger` seconds apart
+    (0: all at once; the exclusive policy then runs them in turn)."""
     seen, out = set(), []
     for r in rows:
         kind = r.get("kind") or r["name"]
-        if kind not in seen:
+        if kind not in seen and (not kinds or kind in kinds):
             seen.add(kind)
-            out.append(dict(r, submit_s="0"))
+            out.append(dict(r, submit_s=str(stagger * len(out))))
     return out
 
 
@@ -142,6 +143,8 @@ def main():
     p.add_argument("--deadline-s", type=float, required=True, help="cancel what is not final after this long")
     p.add_argument("--policy", required=True, help="recorded with the results")
     p.add_argument("--solo", action="store_true", help="one job of each kind, all submitted at once")
+    p.add_argument("--kinds", help="with --solo: only these kinds (comma-separated)")
+    p.add_argument("--stagger", type=float, default=0.0, help="with --solo: seconds between submissions")
     p.add_argument("--cap-factor", type=float, default=5.0, help="cancel an attempt running this many times its expect_s")
     p.add_argument("--cap-min-s", type=float, default=60.0, help="... but never before this many seconds (scaled)")
     p.add_argument("--stuck-s", type=float, default=20.0,
@@ -155,7 +158,10 @@ def main():
     if not rows:
         die(f"{a.trace}: no jobs")
     if a.solo:
-        rows = solo_rows(rows)
+        kinds = set(a.kinds.split(",")) if a.kinds else None
+        rows = solo_rows(rows, kinds, a.stagger)
+        if kinds and {r.get("kind") for r in rows} != kinds:
+            die(f"--kinds {a.kinds}: not all in {a.trace}")
     os.makedirs(a.out, exist_ok=True)
     cli = Cli(a.aegis, a.socket)
 
@@ -233,7 +239,7 @@ def main():
         out = cli.run("logs", str(s["id"]), check=False).stdout
         err = cli.run("logs", str(s["id"]), "--stderr", check=False).stdout
         jobs.append(dict(s, show=show, result=last_json_line(out), stdout_tail=out[-4000:], stderr_tail=err[-4000:]))
-    doc = {"policy": a.policy, "mode": a.mode, "scale": a.scale, "solo": a.solo, "started_at": t0,
+    doc = {"policy": a.policy, "mode": a.mode, "scale": a.scale, "solo": a.solo and not a.stagger, "started_at": t0,
            "ended_at": time.time(), "timed_out": timed_out, "jobs": jobs}
     with open(os.path.join(a.out, "jobs.json"), "w") as f:
         json.dump(doc, f, indent=1)

@@ -305,6 +305,8 @@ def run_summary_one(d, name):
             "samples_per_s": res.get("samples_per_s"), "steps": res.get("steps"),
             "peak_reserved_mib": res.get("peak_reserved_mib"), "batch_size": res.get("batch_size"),
             "startup_s": res.get("startup_s"),
+            # What the job's history recorded of its GPU utilisation (estimators read it).
+            "utilisation": sh.get("utilisation"),
         }
         # Alone on the GPU (the solo phase runs one job at a time): where its heavy phase began,
         # and how far the anchor landed from it (the target: within 2 s).
@@ -357,7 +359,7 @@ def derive_exclusive(solo, rows):
 
 def run_summary(d):
     out = {}
-    names = [n for n in ("solo", "aegis-1", "aegis-2", "aegis-3", "exclusive", "aegis")
+    names = [n for n in ("solo", "aegis-1", "aegis-2", "aegis-3", "mps", "exclusive", "aegis")
              if os.path.isdir(os.path.join(d, n))]
     for n in names:
         out[n] = run_summary_one(d, n)
@@ -384,7 +386,7 @@ def run_summary(d):
 
 def headline(path):
     s = load(path) or {}
-    for n in ("solo", "aegis-1", "aegis-2", "aegis-3", "exclusive", "aegis"):
+    for n in ("solo", "aegis-1", "aegis-2", "aegis-3", "mps", "exclusive", "aegis"):
         r = s.get(n)
         if not r or "error" in r:
             continue
@@ -392,6 +394,12 @@ def headline(path):
         print(f"  {n}: {r['completed']}/{r['jobs']} completed, makespan "
               f"{'-' if span is None else f'{span:.1f}'} s, {r['oom_attempts']} OOM attempts, anchors {r['anchors']}"
               + (f", {r['guard_cancels']} cancelled by the guards" if r.get("guard_cancels") else ""))
+        if n == "mps":
+            for j in r["per_job"]:
+                u = j.get("utilisation") or {}
+                print(f"    {j['kind']}: {j['state']}, anchor {j['anchor'] or '-'} at "
+                      f"{j['first_activity_s'] and round(j['first_activity_s'], 1)} s, history utilisation "
+                      f"{u.get('gpu_util')} ({u.get('gpu_util_source')})")
         if r.get("solo"):
             for j in r["per_job"]:
                 print(f"    {j['kind']}: run {j['run_s'] and round(j['run_s'], 1)} s, heavy phase from "

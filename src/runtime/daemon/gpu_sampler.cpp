@@ -1,6 +1,8 @@
 #include "runtime/daemon/gpu_sampler.h"
 
 #include <cerrno>
+#include <csignal>
+#include <pthread.h>
 #include <cstdint>
 #include <cstring>
 #include <stdexcept>
@@ -13,7 +15,14 @@ namespace aegis {
 GpuSampler::GpuSampler(Env& env) : env_(env) {
   ready_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (ready_fd_ < 0) throw std::runtime_error(std::string("eventfd: ") + std::strerror(errno));
+  // The thread takes no signal: aegisd reads SIGTERM, SIGHUP and SIGCHLD from a signalfd,
+  // which needs them blocked in every thread (a thread with them open would get SIGTERM's
+  // default action, ending aegisd without its shutdown).
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   thread_ = std::thread([this] { run(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
 GpuSampler::~GpuSampler() {

@@ -1,7 +1,10 @@
 // What one GPU sample costs in process (the NVML loader, on 8 emulated GPUs running a few
-// processes) against a subprocess per sample (fork+exec of aegis-gpu-query, which loads
+// processes, the emulated library charging each call what it costs on an H200:
+// src/runtime/gpu/emulated/call_cost.cpp) as aegisd used to ask it (every call on every
+// GPU), as it asks now (per-process utilisation only where a job awaits its anchor, never
+// energy), and against a subprocess per sample (fork+exec of aegis-gpu-query, which loads
 // NVML and asks once), as the published prototype paid with nvidia-smi. Prints figures.
-//   build/bench/bench_gpu_sample [in-process samples] [subprocess runs]
+//   build/bench/bench_gpu_sample [samples per mode] [subprocess runs]
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -31,12 +34,12 @@ constexpr int kProcesses = 6;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct Stats {
-  double mean = 0, p99 = 0;
+  double mean = 0, p50 = 0, p99 = 0;
 };
 
 Stats stats(std::vector<double> v) {
   std::sort(v.begin(), v.end());
-  return {std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()),
+  return {std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()), v[v.size() / 2],
           v[std::min(v.size() - 1, v.size() * 99 / 100)]};
 }
 
@@ -81,11 +84,28 @@ double run_query() {
   return seconds_since(t0);
 }
 
+// `n` samples asking `what`, after a few to warm up (buffers grown, caches hot).
+Stats time_samples(GpuSource& source, const SampleRequest& what, int n) {
+  for (int i = 0; i < 5; ++i) source.sample(what);
+  std::vector<double> t;
+  t.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const auto t0 = Clock::now();
+    source.sample(what);
+    t.push_back(seconds_since(t0));
+  }
+  return stats(std::move(t));
+}
+
+void print(const char* what, const Stats& s) {
+  std::printf("%-52s mean %8.1f us, p50 %8.1f us, p99 %8.1f us\n", what, s.mean * 1e6, s.p50 * 1e6, s.p99 * 1e6);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int samples = argc > 1 ? std::atoi(argv[1]) : 20000;
-  const int runs = argc > 2 ? std::atoi(argv[2]) : 50;
+  const int samples = argc > 1 ? std::atoi(argv[1]) : 200;
+  const int runs = argc > 2 ? std::atoi(argv[2]) : 20;
   const std::string path = "/tmp/aegis_bench_gpu_sample_" + std::to_string(getpid()) + ".state";
   setenv("AEGIS_EMULATED_STATE", path.c_str(), 1);
   setenv("AEGIS_EMULATED_GPUS", "8x81920", 1);
@@ -105,26 +125,37 @@ int main(int argc, char** argv) {
     }
     std::remove(path.c_str());
   };
-  auto source = open_nvml(AEGIS_EMULATED_NVML, &error);
-  if (!source || std::count(holders.begin(), holders.end(), -1) > 0) {
-    std::fprintf(stderr, "bench_gpu_sample: %s\n", source ? "a holder process failed" : error.c_str());
+  if (std::count(holders.begin(), holders.end(), -1) > 0) {
+    std::fprintf(stderr, "bench_gpu_sample: a holder process failed\n");
     cleanup();
     return 1;
   }
-  std::printf("%s\n", source->describe().c_str());
-
-  for (int i = 0; i < 200; ++i) source->sample();  // warm: buffers grown, caches hot
-  std::vector<double> in_process;
-  in_process.reserve(static_cast<std::size_t>(samples));
-  std::size_t seen = 0;
-  for (int i = 0; i < samples; ++i) {
-    const auto t0 = Clock::now();
-    const auto gpus = source->sample();
-    in_process.push_back(seconds_since(t0));
-    seen = 0;
-    for (const auto& g : gpus) seen += g.processes.size();
+  // Each mode opens the library anew: it reads AEGIS_EMULATED_CALL_COSTS at nvmlInit.
+  auto open = [&](bool costs) {
+    setenv("AEGIS_EMULATED_CALL_COSTS", costs ? "1" : "0", 1);
+    auto s = open_nvml(AEGIS_EMULATED_NVML, &error);
+    if (!s) std::fprintf(stderr, "bench_gpu_sample: %s\n", error.c_str());
+    return s;
+  };
+  std::printf("%d emulated GPUs, %d processes, %d samples per mode\n", kGpus, kProcesses * 2, samples);
+  Stats costly_all, cheap, one_anchor, free_cheap;
+  {
+    auto source = open(true);
+    if (!source) return cleanup(), 1;
+    std::printf("%s\n", source->describe().c_str());
+    SampleRequest one = SampleRequest::cheap();
+    one.process_util = {source->sample(SampleRequest::cheap())[0].uuid};
+    costly_all = time_samples(*source, SampleRequest{}, samples);
+    one_anchor = time_samples(*source, one, samples);
+    cheap = time_samples(*source, SampleRequest::cheap(), samples);
+  }
+  {
+    auto source = open(false);
+    if (!source) return cleanup(), 1;
+    free_cheap = time_samples(*source, SampleRequest::cheap(), samples * 10);
   }
   std::vector<double> subprocess;
+  setenv("AEGIS_EMULATED_CALL_COSTS", "1", 1);
   for (int i = 0; i < runs; ++i)
     if (const double s = run_query(); s >= 0) subprocess.push_back(s);
   cleanup();
@@ -132,12 +163,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_gpu_sample: aegis-gpu-query failed\n");
     return 1;
   }
-
-  const Stats a = stats(in_process), b = stats(subprocess);
-  std::printf("in-process sample():           mean %8.1f us, p99 %8.1f us  (%d calls; %d GPUs, %zu process entries)\n",
-              a.mean * 1e6, a.p99 * 1e6, samples, kGpus, seen);
-  std::printf("fork+exec aegis-gpu-query:     mean %8.1f us, p99 %8.1f us  (%zu runs)\n", b.mean * 1e6, b.p99 * 1e6,
-              subprocess.size());
-  std::printf("subprocess / in-process (mean): %.0fx\n", b.mean / a.mean);
+  std::printf("with the H200 call costs (AEGIS_EMULATED_CALL_COSTS=1):\n");
+  print("  every call on every GPU (aegisd before issue 30)", costly_all);
+  print("  per-process utilisation on 1 GPU, no energy", one_anchor);
+  print("  no per-process utilisation, no energy (aegisd now)", cheap);
+  print("  fork+exec aegis-gpu-query (cheap request)", stats(subprocess));
+  std::printf("without call costs (AEGIS_EMULATED_CALL_COSTS=0):\n");
+  print("  no per-process utilisation, no energy", free_cheap);
+  std::printf("before / now (mean): %.0fx\n", costly_all.mean / cheap.mean);
   return 0;
 }

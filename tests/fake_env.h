@@ -29,6 +29,7 @@ class FakeEnv : public Env {
   std::set<AttemptKey> stop_refused;                      // shims still starting up
   int prepare_failures = 0;                               // the next ones throw (transient)
   std::map<uid_t, std::string> users{{0, "root"}, {1001, "ann"}, {1002, "bob"}};
+  std::vector<SampleRequest> requests;                    // sample_gpus() calls, in order
 
   // The attempt the daemon started for `job` (the last one), if any.
   const Launched* last_launch(JobId job) const {
@@ -69,7 +70,18 @@ class FakeEnv : public Env {
   }
 
   Seconds now() override { return clock; }
-  std::vector<GpuStatus> sample_gpus() override { return gpus; }
+  // As a driver answers the request: per-process samples and energy only where asked.
+  std::vector<GpuStatus> sample_gpus(const SampleRequest& what) override {
+    requests.push_back(what);
+    auto out = gpus;
+    for (auto& g : out) {
+      if (!what.energy) g.energy_j.reset();
+      if (what.process_util_on(g.uuid)) continue;
+      g.process_samples = false;
+      for (auto& p : g.processes) p.sm_util.reset();
+    }
+    return out;
+  }
   std::string describe_gpus() const override { return "fake GPUs"; }
   bool is_infrastructure(pid_t) override { return false; }
   std::map<pid_t, AttemptKey> owners(const std::vector<pid_t>& pids, const std::vector<AttemptKey>& running) override {

@@ -102,10 +102,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   try {
-    auto gpus = source->sample();
+    // What it prints needs neither per-process utilisation nor energy (milliseconds each
+    // per GPU on a real driver: gpu_source.h SampleRequest).
+    auto gpus = source->sample(aegis::SampleRequest::cheap());
     if (gpm_ms > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(gpm_ms));
-      gpus = source->sample();
+      gpus = source->sample(aegis::SampleRequest::cheap());
     }
     if (describe) {
       std::printf("%s\n", source->describe().c_str());

@@ -1,9 +1,10 @@
 // nvml_probe: the validation's NVML self-check. Through aegisd's own loader (open_nvml), it
 // prints as JSON everything one sample of every GPU holds (memory, utilisation, processes,
 // power, energy, MIG, GPM activity) before and after a GPM interval, then what one in-process
-// sample costs against one run of each given command (nvidia-smi, aegis-gpu-query): the
-// published prototype paid a subprocess per sample; bench/bench_gpu_sample.cpp measures the
-// same on emulated GPUs. Built by `scripts/gpu-validate.sh --prepare` against the build's
+// sample costs (reading everything; neither per-process utilisation nor energy, as aegisd
+// mostly asks; per-process utilisation without energy) against one run of each given
+// command (nvidia-smi, aegis-gpu-query): the published prototype paid a subprocess per
+// sample; bench/bench_gpu_sample.cpp measures the same on emulated GPUs. Built by `scripts/gpu-validate.sh --prepare` against the build's
 // libaegis_gpu.a; not part of the CMake build on purpose (a validation tool, not a product).
 //   nvml_probe [--library PATH] [--gpm-interval-ms MS] [--samples N] [--runs M] [--max-seconds S]
 //              [--time 'CMD ARGS']...
@@ -137,16 +138,25 @@ int main(int argc, char** argv) {
     for (const auto& g : second) gpm = gpm && g.smact && g.smocc && g.drama;
     out["gpm_metrics_present"] = gpm;
 
-    std::vector<double> t;
-    t.reserve(static_cast<std::size_t>(samples));
-    const auto loop_start = Clock::now();
-    for (long i = 0; i < samples && secs(loop_start, Clock::now()) < static_cast<double>(max_seconds); ++i) {
-      const auto t0 = Clock::now();
-      const auto s = source->sample();
-      t.push_back(secs(t0, Clock::now()));
-      if (s.empty()) throw std::runtime_error("a sample came back with no GPUs");
-    }
-    out["in_process_sample_us"] = stats(t, 1e6);
+    // Every call on every GPU (aegisd before issue 30), then what aegisd asks now: neither
+    // costly call, or per-process utilisation on every GPU (a job awaits its anchor on each).
+    auto time_samples = [&](const aegis::SampleRequest& what) {
+      std::vector<double> t;
+      t.reserve(static_cast<std::size_t>(samples));
+      const auto loop_start = Clock::now();
+      for (long i = 0; i < samples && secs(loop_start, Clock::now()) < static_cast<double>(max_seconds); ++i) {
+        const auto t0 = Clock::now();
+        const auto s = source->sample(what);
+        t.push_back(secs(t0, Clock::now()));
+        if (s.empty()) throw std::runtime_error("a sample came back with no GPUs");
+      }
+      return stats(t, 1e6);
+    };
+    out["in_process_sample_us"] = time_samples(aegis::SampleRequest{});
+    out["in_process_cheap_sample_us"] = time_samples(aegis::SampleRequest::cheap());
+    aegis::SampleRequest anchoring = aegis::SampleRequest::cheap();
+    anchoring.process_util_everywhere = true;
+    out["in_process_anchoring_sample_us"] = time_samples(anchoring);
     out["gpus"] = second.size();
   } catch (const std::exception& e) {
     out["error"] = std::string("sample: ") + e.what();

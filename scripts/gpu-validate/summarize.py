@@ -150,6 +150,9 @@ def nvml_summary(d):
                      | {"processes": x.get("processes")} for x in g],
             "gpm_metrics_present": p.get("gpm_metrics_present"),
             "in_process_sample_us": p.get("in_process_sample_us"),
+            # what aegisd asks now: neither costly call / per-process utilisation (no energy)
+            "in_process_cheap_sample_us": p.get("in_process_cheap_sample_us"),
+            "in_process_anchoring_sample_us": p.get("in_process_anchoring_sample_us"),
             "subprocess_per_sample": p.get("subprocess_per_sample"),
         }
     # Does our process list (v3 layout) agree with nvidia-smi's, pid for pid and MiB for MiB?
@@ -189,6 +192,10 @@ def print_nvml(s):
         ip = x.get("in_process_sample_us") or {}
         if ip:
             print(f"    one in-process sample: mean {ip['mean']:.1f} us, p99 {ip['p99']:.1f} us")
+        for key, what in (("in_process_cheap_sample_us", "without per-process utilisation and energy"),
+                          ("in_process_anchoring_sample_us", "with per-process utilisation, without energy")):
+            if x.get(key):
+                print(f"    one in-process sample {what}: mean {x[key]['mean']:.1f} us, p99 {x[key]['p99']:.1f} us")
         for sp in x.get("subprocess_per_sample") or []:
             ms = sp.get("ms") or {}
             ratio = sp.get("ratio_to_in_process")

@@ -58,7 +58,11 @@ Daemon::Daemon(DaemonConfig config, Env& env)
   auto runs = store_.history_runs();
   run_peaks_ = std::move(runs.peaks);
   run_utils_ = std::move(runs.utils);
-  select_gpus(env_.sample_gpus());
+  // The first sample asks per-process utilisation everywhere, to learn where the driver
+  // has it (`aegis gpus`); later ones only where a job awaits its anchor.
+  SampleRequest first;
+  first.energy = false;
+  select_gpus(env_.sample_gpus(first));
   recover_jobs(env_.now(), true);
 }
 
@@ -101,7 +105,7 @@ void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
   auto add = [&](const GpuStatus& s) {
     for (const auto& g : gpus_)
       if (g.uuid == s.uuid) return;
-    gpus_.push_back(Gpu{s.uuid, s.index, s, RollingWindow(cap), {}, {}});
+    gpus_.push_back(Gpu{s.uuid, s.index, s, RollingWindow(cap), {}, {}, s.process_samples});
   };
   for (const auto& s : all)
     if (!usable(s))
@@ -406,23 +410,55 @@ void Daemon::sync(DaemonJob& rec) {
 // Events in: samples, first activity, ended attempts, gone clients.
 
 void Daemon::tick(Seconds now, bool sample) {
+  GpuReading r;
+  r.asked = sample_request();
   try {
-    const auto all = env_.sample_gpus();
-    for (auto& g : gpus_) {
-      auto it = std::find_if(all.begin(), all.end(), [&](const GpuStatus& s) { return s.uuid == g.uuid; });
-      if (it == all.end()) continue;
-      g.status = *it;
-      if (!sample) continue;
-      g.window.push(it->sample());
-      g.window.copy_to(g.window_copy);
-    }
-    gpu_error_.clear();
+    r.gpus = env_.sample_gpus(r.asked);
   } catch (const std::exception& e) {
-    gpu_error_ = e.what();  // keep the last good telemetry; try again next tick
+    r.error = e.what();
   }
+  use_sample(r, sample);
+  after_sample(now, true);
+}
+
+void Daemon::tick_with(Seconds now, const GpuReading* fresh) {
+  if (fresh) use_sample(*fresh, true);
+  after_sample(now, fresh != nullptr);
+}
+
+SampleRequest Daemon::sample_request() const {
+  SampleRequest r = SampleRequest::cheap();
+  for (JobId id : life_.holding_gpus()) {
+    const LifeJob* l = life_.find(id);
+    const auto rec = records_.find(id);
+    if (!l || !l->current() || l->current()->first_activity || rec == records_.end() || !rec->second.current()) continue;
+    for (const auto& u : rec->second.current()->gpu_uuids)
+      if (std::ranges::count(r.process_util, u) == 0) r.process_util.push_back(u);
+  }
+  return r;
+}
+
+void Daemon::use_sample(const GpuReading& r, bool to_windows) {
+  if (!r.error.empty()) {
+    gpu_error_ = r.error;  // keep the last good telemetry; try again next tick
+    return;
+  }
+  for (auto& g : gpus_) {
+    auto it = std::find_if(r.gpus.begin(), r.gpus.end(), [&](const GpuStatus& s) { return s.uuid == g.uuid; });
+    if (it == r.gpus.end()) continue;
+    g.status = *it;
+    if (r.asked.process_util_on(g.uuid)) g.process_samples = it->process_samples;
+    if (!to_windows) continue;
+    g.window.push(it->sample());
+    g.window.copy_to(g.window_copy);
+  }
+  gpu_error_.clear();
+}
+
+void Daemon::after_sample(Seconds now, bool observe) {
   {
     Tx tx(store_);
-    note_activity(now);
+    if (observe) note_activity(now);
     collect_ends(now);
     cancel_orphans(now);
     tx.commit();
@@ -483,7 +519,10 @@ void Daemon::note_activity(Seconds now) {
         totals = RunActivityTotals{};
         totals.attempt = attempt;
       }
-      totals.add(g.status, r.own_util, alone);
+      // Per-process samples are read only while some job here awaits its first activity
+      // (sample_request), so they would give a shared job's history its start-up alone:
+      // its figures come from whole-GPU samples while it is alone, else none.
+      totals.add(g.status, std::nullopt, alone);
     }
     for (const auto& [id, r] : here) {
       readings.jobs[id].push_back(r);

@@ -22,6 +22,7 @@
 #include "runtime/api/request.h"
 #include "runtime/daemon/config.h"
 #include "runtime/daemon/config_reload.h"
+#include "runtime/daemon/gpu_reading.h"
 #include "runtime/daemon/run_activity.h"
 #include "runtime/env/env.h"
 #include "runtime/job/job.h"
@@ -69,9 +70,18 @@ class Daemon {
   Reply respond(const api::Request& request, const Caller& caller);
 
   // Reads the GPUs (and, when `sample`, adds their activity to the telemetry windows),
-  // notices first GPU activity, ended attempts and gone clients, then schedules. The event
-  // loop calls it at the telemetry rate; a replay may call it between samples too.
+  // notices first GPU activity, ended attempts and gone clients, then schedules. Tests and
+  // replays call it; a replay may call it between samples too.
   void tick(Seconds now, bool sample = true);
+  // The same with a sample taken elsewhere (aegisd's sampling thread, gpu_sampler.h):
+  // `fresh` is the sample completed since the last tick, or null when none has (the last
+  // one is still being taken): then nothing new is observed, and ends, orphans and the
+  // queue are handled with what is known, so the tick never waits on the driver.
+  void tick_with(Seconds now, const GpuReading* fresh);
+  // What the next sample must read (gpu_source.h): per-process utilisation only on GPUs
+  // where a running job still awaits its first activity, which is all it is used for;
+  // never the energy counter, which aegisd does not report.
+  SampleRequest sample_request() const;
   // Schedules with what it knows (after submissions and cancellations).
   void schedule(Seconds now);
   // Stops the jobs cancelled since the last call: the event loop calls it after its group
@@ -96,6 +106,7 @@ class Daemon {
   std::size_t running_jobs() const;
   std::vector<std::string> gpu_uuids() const;  // the GPUs it schedules (one MPS control daemon each)
   std::string tracking() const { return env_.tracking(); }
+  Env& env() { return env_; }  // for the sampling thread (gpu_sampler.h)
   std::string describe_gpus() const { return env_.describe_gpus(); }
   // The estimates aegisd can give a job (for the policy check and `aegis config`).
   static JobInputs provided_inputs(const DaemonConfig& c);
@@ -110,11 +121,16 @@ class Daemon {
     RollingWindow window;
     std::vector<GpuSample> window_copy;
     std::vector<GpuProcess> foreign;  // processes of no job (nor MPS's server) at the last sample
+    // The driver gives per-process utilisation here, as the last sample that asked found
+    // (`aegis gpus`; asked at start, then only where a job awaits its anchor).
+    bool process_samples = false;
   };
 
   // Events in.
   void recover_jobs(Seconds now, bool restarted);
   void select_gpus(const std::vector<GpuStatus>& all);
+  void use_sample(const GpuReading& r, bool to_windows);
+  void after_sample(Seconds now, bool observe);
   void note_activity(Seconds now);
   void collect_ends(Seconds now);
   void cancel_orphans(Seconds now);

@@ -315,7 +315,7 @@ json Daemon::gpus_reply() const {
                    {"jobs", jobs_on[static_cast<int>(i)]},
                    {"processes", st.processes.size()},
                    {"foreign", foreign},
-                   {"process_samples", st.process_samples},
+                   {"process_samples", gpus_[i].process_samples},
                    {"job_tracking", tracking}});
   }
   return {{"ok", true},

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstring>
+#include <optional>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -72,7 +73,7 @@ std::size_t raise_fd_limit() {
 
 }  // namespace
 
-Server::Server(Daemon& d) : d_(d), socket_path_(d.config().daemon.socket) {
+Server::Server(Daemon& d) : d_(d), sampler_(d.env()), socket_path_(d.config().daemon.socket) {
   const auto& cfg = d.config().daemon;
   const std::size_t fd_limit = raise_fd_limit();
   if (fd_limit < kReservedFds + 16)
@@ -440,7 +441,10 @@ void Server::run() {
   while (!stop) {
     double now = wall_now();
     const bool accepting = now >= accept_paused_until_;
-    std::vector<pollfd> fds = {{accepting ? listen_fd_ : -1, POLLIN, 0}, {signal_fd_, POLLIN, 0}, {timer_fd_, POLLIN, 0}};
+    std::vector<pollfd> fds = {{accepting ? listen_fd_ : -1, POLLIN, 0},
+                               {signal_fd_, POLLIN, 0},
+                               {timer_fd_, POLLIN, 0},
+                               {sampler_.ready_fd(), POLLIN, 0}};
     if (metrics_fd_ >= 0) fds.push_back({metrics_fd_, POLLIN, 0});
     const std::size_t first_client = fds.size();
     bool work_waiting = false;
@@ -464,13 +468,20 @@ void Server::run() {
       while (waitpid(-1, nullptr, WNOHANG) > 0) {
       }  // shims end: their exit records are read at the next sample
     }
+    // A telemetry tick asks the sampling thread for a sample and ticks when it is there;
+    // while the last one is still being taken (a slow driver) it ticks without one.
     bool tick = false;
+    std::optional<GpuReading> sampled;
     if (fds[2].revents & POLLIN) {
       std::uint64_t expirations = 0;
       (void)!read(timer_fd_, &expirations, sizeof expirations);
-      tick = true;
+      tick = !sampler_.request(d_.sample_request());
     }
-    if (metrics_fd_ >= 0 && (fds[3].revents & POLLIN)) serve_metrics();
+    if (fds[3].revents & POLLIN) {
+      sampled = sampler_.take();
+      tick = tick || sampled.has_value();
+    }
+    if (metrics_fd_ >= 0 && (fds[4].revents & POLLIN)) serve_metrics();
     if (fds[0].revents & POLLIN) accept_clients(now);
 
     std::size_t i = first_client;
@@ -497,7 +508,7 @@ void Server::run() {
       }
     }
     if (tick) {
-      guarded([&] { d_.tick(now); });
+      guarded([&] { d_.tick_with(now, sampled ? &*sampled : nullptr); });
       if (on_tick_) guarded([&] { on_tick_(now); });
     } else if (changed) guarded([&] { d_.schedule(now); });
   }

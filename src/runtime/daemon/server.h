@@ -16,6 +16,7 @@
 #include <string>
 
 #include "runtime/daemon/daemon.h"
+#include "runtime/daemon/gpu_sampler.h"
 
 namespace aegis {
 
@@ -68,6 +69,7 @@ class Server {
   bool evict_for(uid_t newcomer);
 
   Daemon& d_;
+  GpuSampler sampler_;  // GPU samples off the loop: a telemetry tick asks, its completion ticks
   std::function<void()> on_hangup_;
   std::function<void(double)> on_tick_;
   int listen_fd_ = -1;

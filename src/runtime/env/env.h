@@ -52,9 +52,11 @@ class Env {
   virtual Seconds now() = 0;  // wall clock, seconds since the epoch
 
   // --- GPUs --------------------------------------------------------------------------
-  // One sample of every device (GpuSource::sample); throws std::runtime_error when the
-  // driver does not answer (the daemon keeps the last good one and tries again).
-  virtual std::vector<GpuStatus> sample_gpus() = 0;
+  // One sample of every device (GpuSource::sample), reading the costly per-process
+  // utilisation and energy only where `what` asks; throws std::runtime_error when the
+  // driver does not answer (the daemon keeps the last good one and tries again). aegisd
+  // calls it from its sampling thread (daemon/gpu_sampler.h), every other call from its loop.
+  virtual std::vector<GpuStatus> sample_gpus(const SampleRequest& what) = 0;
   virtual std::string describe_gpus() const = 0;
   // True for processes that hold GPU memory but are not jobs (NVIDIA's MPS server).
   virtual bool is_infrastructure(pid_t pid) = 0;

@@ -53,7 +53,7 @@ Seconds OsEnv::now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-std::vector<GpuStatus> OsEnv::sample_gpus() { return gpus_->sample(); }
+std::vector<GpuStatus> OsEnv::sample_gpus(const SampleRequest& what) { return gpus_->sample(what); }
 std::string OsEnv::describe_gpus() const { return gpus_->describe(); }
 // NVIDIA's MPS server processes hold GPU memory but are not jobs.
 bool OsEnv::is_infrastructure(pid_t pid) {

@@ -27,7 +27,7 @@ class OsEnv : public Env {
   ~OsEnv() override;  // removes its (empty) cgroup directory
 
   Seconds now() override;
-  std::vector<GpuStatus> sample_gpus() override;
+  std::vector<GpuStatus> sample_gpus(const SampleRequest& what) override;
   std::string describe_gpus() const override;
   bool is_infrastructure(pid_t pid) override;
   std::map<pid_t, AttemptKey> owners(const std::vector<pid_t>& pids, const std::vector<AttemptKey>& running) override;

@@ -64,13 +64,36 @@ struct GpuStatus {
   GpuSample sample() const { return {smact.value_or(0), smocc.value_or(0), drama.value_or(0), util.value_or(0)}; }
 };
 
+// What one sample reads besides the cheap calls (memory, utilisation, process lists, power,
+// GPM: 1-90 us each). Two NVML calls cost milliseconds per GPU on a real driver (H200:
+// per-process utilisation 1.4-2.6 ms, the energy counter 2.4-3.2 ms; docs/daemon.md, "What
+// a sample costs"), so a caller asks for them only where it needs them. The default reads all.
+struct SampleRequest {
+  bool process_util_everywhere = true;    // per-process utilisation on every device,
+  std::vector<std::string> process_util;  // else only on these devices (UUIDs)
+  bool energy = true;                     // the energy counter (GpuStatus::energy_j)
+
+  // Neither costly call (aegisd's request when no job awaits its first activity).
+  static SampleRequest cheap() { return {false, {}, false}; }
+  bool process_util_on(const std::string& uuid) const {
+    if (process_util_everywhere) return true;
+    for (const auto& u : process_util)
+      if (u == uuid) return true;
+    return false;
+  }
+};
+
 class GpuSource {
  public:
   virtual ~GpuSource() = default;
   // One sample of every schedulable device, in NVML index order: a whole GPU, or, for a
   // GPU in MIG mode, each of its MIG instances (with its own UUID, memory and processes).
-  // Throws std::runtime_error if the driver stops answering (the daemon retries).
-  virtual std::vector<GpuStatus> sample() = 0;
+  // Reads per-process utilisation and energy only where `what` asks (the other devices'
+  // `process_samples` is false and `energy_j` empty). Throws std::runtime_error if the
+  // driver stops answering (the daemon retries). May be called from a thread other than
+  // describe()'s (aegisd samples on its own thread), never from two at once.
+  virtual std::vector<GpuStatus> sample(const SampleRequest& what) = 0;
+  std::vector<GpuStatus> sample() { return sample(SampleRequest{}); }
   // Driver and library facts for logs and `aegis gpus`: "NVML 12.535.104 (libnvidia-ml.so.1), GPM: yes".
   virtual std::string describe() const = 0;
 };

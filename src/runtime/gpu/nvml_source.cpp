@@ -5,6 +5,7 @@
 // place, each through its own MIG device handle. MIG and compute modes are only read.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <stdexcept>
 #include <utility>
 
@@ -75,15 +76,18 @@ class NvmlSource final : public GpuSource {
   // Enumerates the GPUs and what each supports; false with `error` set on failure.
   bool start(std::string* error);
 
-  std::vector<GpuStatus> sample() override {
+  using GpuSource::sample;
+  std::vector<GpuStatus> sample(const SampleRequest& what) override {
+    std::lock_guard lock(mu_);
     std::vector<GpuStatus> out;
     out.reserve(devices_.size());
     for (auto& d : devices_) {
       GpuStatus s = d.fixed;
       read_memory(d, s);
-      read_optional(d, s);
+      read_optional(d, s, what.energy);
       read_processes(d, s);
-      d.process_util.read(lib_->getProcessUtilization, d.handle, s);
+      // The costly calls only where asked (gpu_source.h SampleRequest).
+      if (what.process_util_on(d.fixed.uuid)) d.process_util.read(lib_->getProcessUtilization, d.handle, s);
       read_gpm(d, s);
       out.push_back(std::move(s));
     }
@@ -109,12 +113,13 @@ class NvmlSource final : public GpuSource {
   bool add_instances(const Device& gpu);
   void start_gpm(Device& d);
   void read_memory(Device& d, GpuStatus& s);
-  void read_optional(Device& d, GpuStatus& s);
+  void read_optional(Device& d, GpuStatus& s, bool energy);
   void read_processes(Device& d, GpuStatus& s);
   void read_mps_processes(Device& d, GpuStatus& s);
   void read_gpm(Device& d, GpuStatus& s);
   nvmlReturn_t list_processes(nvmlDevice_t h, unsigned int* count);
 
+  mutable std::mutex mu_;  // sample() on aegisd's sampling thread, describe() on its loop
   std::unique_ptr<nvml::Library> lib_;
   std::vector<Device> devices_;
   int skipped_ = 0;  // GPUs (or MIG instances) NVML counts but would not open (permissions, lost)
@@ -239,7 +244,7 @@ void NvmlSource::read_memory(Device& d, GpuStatus& s) {
   s.used_mib = s.total_mib - s.free_mib;
 }
 
-void NvmlSource::read_optional(Device& d, GpuStatus& s) {
+void NvmlSource::read_optional(Device& d, GpuStatus& s, bool energy) {
   auto ok = [&](nvmlReturn_t rc, bool& supported) {
     if (rc == NVML_ERROR_GPU_IS_LOST) lost(d, "query", rc);
     if (unsupported(rc)) supported = false;
@@ -253,7 +258,7 @@ void NvmlSource::read_optional(Device& d, GpuStatus& s) {
     unsigned int mw = 0;
     if (ok(lib_->getPowerUsage(d.handle, &mw), d.power)) s.power_w = mw / 1000.0;
   }
-  if (d.energy && lib_->getTotalEnergyConsumption) {
+  if (energy && d.energy && lib_->getTotalEnergyConsumption) {
     unsigned long long mj = 0;
     if (ok(lib_->getTotalEnergyConsumption(d.handle, &mj), d.energy)) s.energy_j = static_cast<double>(mj) / 1000.0;
   }
@@ -354,6 +359,7 @@ void NvmlSource::read_gpm(Device& d, GpuStatus& s) {
 }
 
 std::string NvmlSource::describe() const {
+  std::lock_guard lock(mu_);
   const auto n = devices_.size();
   const auto gpm = std::count_if(devices_.begin(), devices_.end(), [](const Device& d) { return d.gpm; });
   std::string out = "NVML " + version_ + " via " + lib_->path() + ", " + std::to_string(gpus_);

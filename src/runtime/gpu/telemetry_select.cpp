@@ -14,8 +14,9 @@ class SelectedSource final : public GpuSource {
   SelectedSource(std::unique_ptr<GpuSource> nvml, std::unique_ptr<DcgmActivity> dcgm, std::string dcgm_note)
       : nvml_(std::move(nvml)), dcgm_(std::move(dcgm)), dcgm_note_(std::move(dcgm_note)) {}
 
-  std::vector<GpuStatus> sample() override {
-    auto gpus = nvml_->sample();
+  using GpuSource::sample;
+  std::vector<GpuStatus> sample(const SampleRequest& what) override {
+    auto gpus = nvml_->sample(what);
     if (dcgm_) dcgm_->fill(gpus);
     return gpus;
   }

@@ -76,7 +76,8 @@ void enumerate(const State& state, int count) {
 nvml::nvmlReturn_t first_init() {
   DriverOptions o;
   if (!read_gpm(&o.gpm) || !read_switch("AEGIS_EMULATED_PROCESS_MEMORY", &o.process_memory) ||
-      !read_switch("AEGIS_EMULATED_PROCESS_UTIL", &o.process_util))
+      !read_switch("AEGIS_EMULATED_PROCESS_UTIL", &o.process_util) ||
+      !read_switch("AEGIS_EMULATED_CALL_COSTS", &o.call_costs))
     return nvml::NVML_ERROR_DRIVER_NOT_LOADED;
   if (const char* v = std::getenv("AEGIS_EMULATED_PROCESS_API"); v && *v) {
     if (std::strlen(v) != 1 || v[0] < '1' || v[0] > '3')

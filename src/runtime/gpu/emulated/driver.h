@@ -26,6 +26,7 @@ struct DriverOptions {
   int process_api = 3;         // AEGIS_EMULATED_PROCESS_API: newest process-listing API
   bool process_memory = true;  // AEGIS_EMULATED_PROCESS_MEMORY=0: per-process memory "not available"
   bool process_util = true;    // AEGIS_EMULATED_PROCESS_UTIL=0: nvmlDeviceGetProcessUtilization NOT_SUPPORTED
+  bool call_costs = true;      // AEGIS_EMULATED_CALL_COSTS=0: calls cost nothing (call_cost.h; fast tests)
 };
 
 // Reads the environment and maps the state on the first call; counts later calls.

@@ -6,6 +6,7 @@
 #include <new>
 #include <type_traits>
 
+#include "runtime/gpu/emulated/call_cost.h"
 #include "runtime/gpu/emulated/driver.h"
 
 using namespace aegis::nvml;
@@ -85,6 +86,7 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t sample) {
 }
 
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample) {
+  aegis::emu::charge(aegis::emu::Call::GpmSampleGet);
   return guarded([&]() -> nvmlReturn_t {
     if (!driver_state()) return NVML_ERROR_UNINITIALIZED;
     const int id = device_index(device);
@@ -96,6 +98,7 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSamp
 
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId,
                                                    nvmlGpmSample_t sample) {
+  aegis::emu::charge(aegis::emu::Call::GpmSampleGet);
   return guarded([&]() -> nvmlReturn_t {
     using namespace aegis::emu;
     if (!driver_state()) return NVML_ERROR_UNINITIALIZED;

@@ -4,6 +4,7 @@
 // AEGIS_EMULATED_MIG at nvmlInit (mig_spec.h).
 #include <type_traits>
 
+#include "runtime/gpu/emulated/call_cost.h"
 #include "runtime/gpu/emulated/driver.h"
 
 using namespace aegis::nvml;
@@ -29,6 +30,7 @@ nvmlReturn_t on_parent(nvmlDevice_t device, F&& f) {
 
 // Every emulated GPU is MIG-capable (as an A100 or H100); AEGIS_EMULATED_MIG says which are on.
 AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending) {
+  aegis::emu::charge(aegis::emu::Call::MigMode);
   return on_parent(device, [&](int gpu) -> nvmlReturn_t {
     if (!current || !pending) return NVML_ERROR_INVALID_ARGUMENT;
     *current = *pending = aegis::emu::mig_mode(gpu) ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
+#include <string_view>
+#include <vector>
 
 #include "core/param_table.h"
 #include "runtime/daemon/secure_paths.h"
@@ -62,6 +64,27 @@ void mkdirs(const std::string& dir) {
 // `input` goes to its stdin.
 int run_control(const std::string& tool, const std::string& pipe_dir, const std::string& log_dir,
                 const std::string& gpu_uuid, const char* arg, const std::string& input) {
+  // The child's environment is built here, before fork: aegisd has a sampling thread, and
+  // after a fork only async-signal-safe calls are allowed (setenv may take a lock that the
+  // other thread held at the fork, or allocate).
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view v(*e);
+    if (v.rfind("CUDA_MPS_PIPE_DIRECTORY=", 0) != 0 && v.rfind("CUDA_MPS_LOG_DIRECTORY=", 0) != 0 &&
+        v.rfind("CUDA_VISIBLE_DEVICES=", 0) != 0)
+      env_text.emplace_back(v);
+  }
+  env_text.push_back("CUDA_MPS_PIPE_DIRECTORY=" + pipe_dir);
+  env_text.push_back("CUDA_MPS_LOG_DIRECTORY=" + log_dir);
+  // Its MPS servers see this GPU alone (NVIDIA's MPS docs, "Starting MPS control daemon").
+  env_text.push_back("CUDA_VISIBLE_DEVICES=" + gpu_uuid);
+  std::vector<char*> envp;
+  for (auto& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::string tool_arg0 = tool, arg_text = arg ? arg : "";
+  std::vector<char*> argv{tool_arg0.data()};
+  if (arg) argv.push_back(arg_text.data());
+  argv.push_back(nullptr);
   int in[2];
   if (pipe(in) != 0) return -1;
   const pid_t pid = fork();
@@ -70,12 +93,7 @@ int run_control(const std::string& tool, const std::string& pipe_dir, const std:
     dup2(in[0], 0);
     close(in[0]);
     close(in[1]);
-    setenv("CUDA_MPS_PIPE_DIRECTORY", pipe_dir.c_str(), 1);
-    setenv("CUDA_MPS_LOG_DIRECTORY", log_dir.c_str(), 1);
-    // Its MPS servers see this GPU alone (NVIDIA's MPS docs, "Starting MPS control daemon").
-    setenv("CUDA_VISIBLE_DEVICES", gpu_uuid.c_str(), 1);
-    if (arg) execl(tool.c_str(), tool.c_str(), arg, static_cast<char*>(nullptr));
-    else execl(tool.c_str(), tool.c_str(), static_cast<char*>(nullptr));
+    execve(tool.c_str(), argv.data(), envp.data());
     _exit(127);
   }
   close(in[0]);

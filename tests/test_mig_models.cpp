@@ -1,7 +1,12 @@
-// The MIG tables (core/mig_models.h): which layouts NVIDIA allows on each model, and the
-// simulator's cluster cut into instances of real memory and SMs.
+// The MIG tables (core/mig_models.h): which layouts NVIDIA allows on each model, the H200
+// table against a real driver's listing, and the simulator's cluster cut into instances of
+// real memory and SMs.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -29,6 +34,15 @@ TEST(MigModels, EveryModelIsFoundByItsMemoryAndIsConsistent) {
       EXPECT_LT(p.memory_mib, m.total_mib);
       EXPECT_LE(p.sms, m.sms);
       EXPECT_GT(p.sms, 0);
+      EXPECT_GE(p.instances, 1);
+      EXPECT_LE(p.instances, static_cast<int>(p.starts.size()));
+      if (p.name.ends_with("+me")) {  // its 1-slice profile with the media engines
+        const mig::Profile* base = mig::find_profile(m, p.name.substr(0, p.name.size() - 3));
+        ASSERT_NE(base, nullptr);
+        EXPECT_EQ(p.memory_mib, base->memory_mib);
+        EXPECT_EQ(p.sms, base->sms);
+        EXPECT_EQ(p.instances, 1);
+      }
       // A profile alone always fits.
       EXPECT_EQ(mig::check_layout(m, std::vector<std::string>{std::string(p.name)}), "");
     }
@@ -64,6 +78,90 @@ TEST(MigModels, LayoutsNvidiaRefusesAreRejectedWithOneLine) {
   EXPECT_NE(check("A100-40GB", {"1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb", "1g.5gb"}), "");
   EXPECT_EQ(check("A100-40GB", {"3g.40gb"}).rfind("'3g.40gb' is not a MIG profile of the A100-40GB (1g.5gb, ", 0), 0u);
   EXPECT_NE(check("H100-80GB", {"7g.80gb", "1g.10gb"}), "");
+}
+
+// One row of `nvidia-smi mig -lgip` joined with its `-lgipp` placements.
+struct DriverRow {
+  int id = -1, instances = 0, sms = 0, slots = 0;
+  double gib = 0;
+  std::vector<int> starts;
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The listing in tests/data/mig/<dir>/ (README.md there says where it comes from), by name.
+std::map<std::string, DriverRow> driver_listing(const std::string& dir) {
+  const std::string base = std::string(AEGIS_SOURCE_DIR) + "/tests/data/mig/" + dir + "/";
+  std::map<std::string, DriverRow> rows;
+  std::map<int, std::string> by_id;
+  // "|   0  MIG 3g.71gb          9     2/2        69.75      No     60     3     0   |"
+  const std::regex lgip(R"(\|\s+0\s+MIG\s+(\S+)\s+(\d+)\s+\d+/(\d+)\s+([\d.]+)\s+\S+\s+(\d+)\s)");
+  std::istringstream a(read_text(base + "mig-lgip.txt"));
+  for (std::string line; std::getline(a, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, lgip)) continue;
+    DriverRow& r = rows[m[1].str()];
+    r.id = std::stoi(m[2]);
+    r.instances = std::stoi(m[3]);
+    r.gib = std::stod(m[4]);
+    r.sms = std::stoi(m[5]);
+    by_id[r.id] = m[1].str();
+  }
+  // "GPU  0 Profile ID 15 Placements: {0,2,4,6}:2"
+  const std::regex lgipp(R"(Profile ID\s+(\d+)\s+Placements?\s*:\s*\{([\d,]+)\}:(\d+))");
+  std::istringstream b(read_text(base + "mig-lgipp.txt"));
+  for (std::string line; std::getline(b, line);) {
+    std::smatch m;
+    if (!std::regex_search(line, m, lgipp) || !by_id.contains(std::stoi(m[1]))) continue;
+    DriverRow& r = rows[by_id[std::stoi(m[1])]];
+    r.slots = std::stoi(m[3]);
+    std::istringstream starts(m[2].str());
+    for (std::string s; std::getline(starts, s, ',');) r.starts.push_back(std::stoi(s));
+  }
+  return rows;
+}
+
+TEST(MigModels, H200TableIsTheDriversListing) {
+  const auto driver = driver_listing("h200-580.159.04");
+  ASSERT_EQ(driver.size(), 7u) << "the recorded listing did not parse";
+  const mig::Model* m = mig::model_named("H200-141GB");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->profiles.size(), driver.size());  // no profile the driver does not list
+  for (const auto& [name, row] : driver) {
+    SCOPED_TRACE(name);
+    const mig::Profile* p = mig::find_profile(*m, name);
+    if (!p) {
+      ADD_FAILURE() << "the driver lists " << name << "; aegis's H200 table lacks it";
+      continue;
+    }
+    EXPECT_EQ(p->memory_mib, static_cast<MiB>(row.gib * 1024)) << "driver: " << row.gib << " GiB";
+    EXPECT_EQ(p->sms, row.sms);
+    EXPECT_EQ(p->instances, row.instances);
+    EXPECT_EQ(p->slots, row.slots);
+    EXPECT_EQ(std::vector<int>(p->starts.begin(), p->starts.end()), row.starts);
+  }
+}
+
+TEST(MigModels, OneMediaExtensionsInstancePerGpu) {
+  // The +me profile is its 1-slice profile with the GPU's media engines: one per GPU, next
+  // to plain 1-slice instances.
+  EXPECT_EQ(check("H200-141GB", {"1g.18gb+me", "1g.18gb", "1g.18gb", "1g.18gb", "1g.18gb", "1g.18gb", "1g.18gb"}), "");
+  EXPECT_EQ(check("H200-141GB", {"1g.18gb+me", "1g.18gb+me"}),
+            "'1g.18gb+me' may have at most 1 instance on an H200-141GB (nvidia-smi mig -lgip)");
+  EXPECT_EQ(check("A100-40GB", {"1g.5gb+me", "3g.20gb", "2g.10gb"}), "");
+  EXPECT_EQ(check("A100-80GB", {"1g.10gb+me", "1g.10gb+me"}).rfind("'1g.10gb+me' may have at most 1", 0), 0u);
+  EXPECT_EQ(check("H100-80GB", {"1g.10gb+me", "4g.40gb"}), "");
+  const auto c = ClusterSpec::uniform(1, 1, 143771).with_mig("3g.71gb,1g.18gb+me");
+  const auto& d = c.servers.front().devices;
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_EQ(d[0].memory_mib, 71424);  // 69.75 GiB, as driver 580.159.04 lists it
+  EXPECT_EQ(d[1].memory_mib, 16384);
+  EXPECT_DOUBLE_EQ(d[1].sm_fraction, 16.0 / 132);
 }
 
 TEST(MigModels, SimulatorInstancesHaveTheTablesMemoryAndSms) {

@@ -525,6 +525,23 @@ TEST_F(EmulatedGpus, MigWithoutGpmIsMemoryOnly) {
   EXPECT_EQ(devs[4].level(), TelemetryLevel::Coarse);  // GPU 1, whole
 }
 
+TEST_F(EmulatedGpus, MigMediaExtensionsAndH200InstancesHaveTheDriversMemory) {
+  // A +me instance beside plain ones; an H200's 3g.71gb at the 69.75 GiB its driver lists.
+  setenv("AEGIS_EMULATED_GPUS", "2x40960,1x143771", 1);
+  setenv("AEGIS_EMULATED_MIG", "0:1g.5gb+me,1g.5gb;2:3g.71gb,1g.18gb+me", 1);
+  auto src = open();
+  ASSERT_TRUE(src);
+  const auto devs = src->sample();
+  ASSERT_EQ(devs.size(), 5u);  // 2 instances of GPU 0, GPU 1 whole, 2 instances of GPU 2
+  EXPECT_EQ(devs[0].mig_profile, "1g.5gb+me");
+  EXPECT_EQ(devs[0].total_mib, 4864);
+  EXPECT_EQ(devs[1].mig_profile, "1g.5gb");
+  EXPECT_EQ(devs[3].mig_profile, "3g.71gb");
+  EXPECT_EQ(devs[3].total_mib, 71424);
+  EXPECT_EQ(devs[4].mig_profile, "1g.18gb+me");
+  EXPECT_EQ(devs[4].total_mib, 16384);
+}
+
 TEST_F(EmulatedGpus, MigModeWithoutInstancesListsNothing) {
   setenv("AEGIS_EMULATED_MIG", "1:", 1);
   auto src = open();
@@ -576,7 +593,10 @@ TEST_F(EmulatedGpus, BadMigLayoutsFailInit) {
       {"0:4g.20gb,4g.20gb", "GPU 0: its instances use 8 compute slices; an A100-40GB has 7"},
       // 7 compute slices, but two 4-slot instances and a third leave no memory for it
       {"0:3g.20gb,3g.20gb,1g.5gb", "GPU 0: no placement of its instances fits the 8 memory slices of an A100-40GB"},
-      {"0:7g.80gb", "GPU 0: '7g.80gb' is not a MIG profile of the A100-40GB (1g.5gb, 1g.10gb, 2g.10gb"},
+      {"0:7g.80gb", "GPU 0: '7g.80gb' is not a MIG profile of the A100-40GB (1g.5gb, 1g.5gb+me, 1g.10gb, 2g.10gb"},
+      // one media-extensions instance per GPU, as the driver lists it (Total 1)
+      {"0:1g.5gb+me,1g.5gb+me", "GPU 0: '1g.5gb+me' may have at most 1 instance on an A100-40GB"},
+      {"0:1g.5gb+mf", "has '1g.5gb+mf', not a MIG profile"},
       {"3:1g.5gb", "GPU 3 does not exist (there are 3 GPUs)"},
       {"0:3g.20", "'0:3g.20' has '3g.20', not a MIG profile like 3g.20gb"},
       {"0:8g.5gb", "has '8g.5gb', not a MIG profile"},

@@ -36,15 +36,15 @@ void print_optional(const std::optional<double>& v) {
 
 // One row per model and profile; memory also in GiB as nvidia-smi mig -lgip prints it.
 int print_mig_table() {
-  std::printf("model,gpu_total_mib,gpu_sms,profile,slices,memory_slots,memory_mib,memory_gib,sms,starts\n");
+  std::printf("model,gpu_total_mib,gpu_sms,profile,slices,memory_slots,memory_mib,memory_gib,sms,starts,instances\n");
   for (const auto& m : aegis::mig::models()) {
     for (const auto& p : m.profiles) {
       std::string starts;
       for (int s : p.starts) starts += (starts.empty() ? "" : " ") + std::to_string(s);
-      std::printf("%.*s,%lld,%d,%.*s,%d,%d,%lld,%.2f,%d,%s\n", static_cast<int>(m.name.size()), m.name.data(),
+      std::printf("%.*s,%lld,%d,%.*s,%d,%d,%lld,%.2f,%d,%s,%d\n", static_cast<int>(m.name.size()), m.name.data(),
                   static_cast<long long>(m.total_mib), m.sms, static_cast<int>(p.name.size()), p.name.data(), p.slices,
                   p.slots, static_cast<long long>(p.memory_mib), static_cast<double>(p.memory_mib) / 1024, p.sms,
-                  starts.c_str());
+                  starts.c_str(), p.instances);
     }
   }
   return 0;

@@ -39,16 +39,17 @@ def smi_apps(path):
 
 
 def lgip_rows(path):
-    """nvidia-smi mig -lgip -> {profile: (GiB, SMs)} of GPU 0 (empty when MIG mode is off)."""
+    """nvidia-smi mig -lgip -> {profile: (GiB, SMs, total instances)} of GPU 0, +me profiles
+    included (empty when MIG mode is off)."""
     out = {}
     try:
         with open(path) as f:
             for line in f:
                 cells = line.strip(" |\n").split()
                 # "0  MIG 3g.40gb  9  2/2  39.50  No  60  3  0"
-                if len(cells) >= 7 and cells[0] == "0" and cells[1] == "MIG" and "+" not in cells[2]:
+                if len(cells) >= 8 and cells[0] == "0" and cells[1] == "MIG":
                     try:
-                        out[cells[2]] = (float(cells[5]), int(cells[7]))
+                        out[cells[2]] = (float(cells[5]), int(cells[7]), int(cells[4].split("/")[1]))
                     except (ValueError, IndexError):
                         pass
     except OSError:
@@ -58,7 +59,8 @@ def lgip_rows(path):
 
 def mig_table_check(d):
     """aegis's MIG table (aegis-gpu-query --mig-table) against the driver's, for this GPU's
-    model (by memory.total): which rows agree, which differ, which the driver did not list."""
+    model (by memory.total): which rows agree (memory, SMs, instances), which differ, which
+    the driver did not list, and which the driver lists but aegis lacks."""
     try:
         with open(os.path.join(d, "mig-table-aegis.csv"), newline="") as f:
             ours = list(csv.DictReader(f))
@@ -77,15 +79,17 @@ def mig_table_check(d):
     rows = [r for r in ours if total is not None and int(r["gpu_total_mib"]) == total]
     theirs = lgip_rows(os.path.join(d, "mig-lgip.txt"))
     out = {"gpu_memory_total_mib": total, "model": rows[0]["model"] if rows else None,
-           "driver_lists_profiles": bool(theirs), "agree": [], "differ": [], "not_listed": []}
+           "driver_lists_profiles": bool(theirs), "agree": [], "differ": [], "not_listed": [],
+           "aegis_lacks": sorted(set(theirs) - {r["profile"] for r in rows}) if rows else []}
     for r in rows:
         name, gib, sms = r["profile"], float(r["memory_gib"]), int(r["sms"])
+        mine = [gib, sms] + ([int(r["instances"])] if r.get("instances") else [])
         if name not in theirs:
             out["not_listed"].append(name)
-        elif abs(theirs[name][0] - gib) < 0.01 and theirs[name][1] == sms:
+        elif abs(theirs[name][0] - gib) < 0.01 and list(theirs[name][1:len(mine)]) == mine[1:]:
             out["agree"].append(name)
         else:
-            out["differ"].append({"profile": name, "aegis": [gib, sms], "driver": list(theirs[name])})
+            out["differ"].append({"profile": name, "aegis": mine, "driver": list(theirs[name])})
     return out
 
 
@@ -205,7 +209,8 @@ def print_nvml(s):
     if "mig_table" in s:
         m = s["mig_table"]
         print(f"  MIG table: GPU of {m['gpu_memory_total_mib']} MiB is aegis's {m['model']}; driver lists profiles: "
-              f"{m['driver_lists_profiles']}; agree {m['agree']}, differ {m['differ']}")
+              f"{m['driver_lists_profiles']}; agree {m['agree']}, differ {m['differ']}, "
+              f"aegis lacks {m.get('aegis_lacks', [])}")
     for src, t in (s.get("telemetry") or {}).items():
         print(f"  telemetry --source {src}: {t.get('describe')}")
         for g in t.get("gpus") or []:

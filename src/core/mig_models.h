@@ -16,12 +16,14 @@ inline constexpr int kMemorySlots = 8;    // memory slices of a GPU: what placem
 // One GPU instance profile, as `nvidia-smi mig -lgip` lists it, and its placements as
 // `nvidia-smi mig -lgipp` lists them: memory slots [start, start + slots).
 struct Profile {
-  std::string_view name;  // "3g.20gb"
+  std::string_view name;  // "3g.20gb"; "1g.5gb+me" for the media-extensions profile
   int slices = 0;         // compute slices
   int slots = 0;          // memory slots it takes
   MiB memory_mib = 0;     // the instance's memory (NVML's memorySizeMB)
   int sms = 0;            // the instance's SMs
   std::span<const int> starts;  // allowed first slots
+  int instances = 0;      // most instances on one GPU (-lgip's "Total"): 1 for a +me profile,
+                          // which holds the GPU's only JPEG and OFA engines
 };
 
 struct Model {
@@ -44,8 +46,9 @@ const Profile* find_profile(const Model& model, std::string_view name);
 double sm_share(const Model& model, const Profile& profile);
 
 // "" when instances of these profiles can exist together on one GPU of `model` (every
-// profile is the model's, compute slices sum to at most 7 and some placement puts each on
-// its own memory slots); otherwise one line saying why.
+// profile is the model's, no profile has more instances than the driver allows, compute
+// slices sum to at most 7 and some placement puts each on its own memory slots); otherwise
+// one line saying why.
 std::string check_layout(const Model& model, std::span<const std::string> profile_names);
 
 // "A100-40GB (40960 MiB), A100-80GB (81920 MiB), ...": for error lines.

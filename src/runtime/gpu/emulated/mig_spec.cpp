@@ -12,14 +12,20 @@ namespace {
 constexpr std::string_view kHelp =
     " (write GPU:PROFILE,...;GPU:..., e.g. 0:3g.20gb,2g.10gb,1g.5gb,1g.5gb;2:7g.40gb)";
 
-// "<slices>g.<GiB>gb", written exactly as NVIDIA names profiles (no leading zeros).
-std::optional<MigProfile> parse_profile(std::string_view s) {
+// "<slices>g.<GiB>gb" or "<slices>g.<GiB>gb+me", written exactly as NVIDIA names profiles
+// (no leading zeros).
+std::optional<MigProfile> parse_profile(std::string_view text) {
+  MigProfile p;
+  std::string_view s = text;
+  if (s.ends_with("+me")) {
+    p.me = true;
+    s.remove_suffix(3);
+  }
   const auto g = s.find("g.");
   if (g == std::string_view::npos || !s.ends_with("gb")) return std::nullopt;
-  MigProfile p;
   if (!parse_whole_number(s.substr(0, g), &p.slices) || !parse_whole_number(s.substr(g + 2, s.size() - g - 4), &p.gib))
     return std::nullopt;
-  if (p.slices < 1 || p.slices > kMigSlices || p.gib < 1 || p.gib > (1 << 14) || p.name() != s) return std::nullopt;
+  if (p.slices < 1 || p.slices > kMigSlices || p.gib < 1 || p.gib > (1 << 14) || p.name() != text) return std::nullopt;
   return p;
 }
 

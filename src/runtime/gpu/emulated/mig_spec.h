@@ -1,5 +1,5 @@
 // The emulated MIG layout as AEGIS_EMULATED_MIG writes it: per GPU, NVIDIA profile names,
-// e.g. "0:3g.20gb,2g.10gb,1g.5gb,1g.5gb;2:7g.40gb". A GPU listed is in MIG mode (with no
+// e.g. "0:3g.20gb,2g.10gb,1g.5gb,1g.5gb;2:7g.40gb" ("1g.5gb+me" for a media-extensions one). A GPU listed is in MIG mode (with no
 // instances when its list is empty, as right after `nvidia-smi -mig 1`); the others are not.
 // The rules are the simulator's (`--sharing mig`): the GPU's memory names its model
 // (core/mig_models.h), whose profiles, real instance memory and placements are the rule.
@@ -17,7 +17,10 @@ namespace aegis::emu {
 struct MigProfile {
   int slices = 0;  // of kMigSlices
   int gib = 0;     // memory: gib x 1024 MiB
-  std::string name() const { return std::to_string(slices) + "g." + std::to_string(gib) + "gb"; }
+  bool me = false;  // "+me": the media-extensions variant (one per GPU, mig_models.h)
+  std::string name() const {
+    return std::to_string(slices) + "g." + std::to_string(gib) + "gb" + (me ? "+me" : "");
+  }
   MiB memory_mib() const { return MiB{gib} * 1024; }
   bool operator==(const MigProfile&) const = default;
 };

@@ -1,6 +1,7 @@
 // When a job's observation window starts (lifecycle/activity_anchor.h, Lifecycle::observe):
-// a job's CUDA context appears, its model loads, then its kernels run. Each rule must
-// start the window at the kernels, never at the context (the anchor before issue 15).
+// a job's CUDA context appears, its model loads, a few warm-up kernels run, then its
+// training loop. Each rule must start the window at the training, never at the context
+// (the anchor before issue 15) nor at the first small kernel (issue 30).
 #include <gtest/gtest.h>
 
 #include "lifecycle/lifecycle.h"
@@ -54,7 +55,10 @@ TEST(ActivityAnchor, ProcessSamplesStartTheWindowAtTheJobsFirstKernelNotItsConte
   f.read(12, 0.0, {{1, {4000, 0.0}}});  // the model loads
   f.read(14, 0.0, {{1, {8000, 0.0}}});
   EXPECT_FALSE(f.attempt(1).first_activity);
-  const auto fx = f.read(15, 0.6, {{1, {9000, 0.5}}});  // its kernels
+  f.read(15, 0.6, {{1, {9000, 0.5}}});  // its kernels, held for anchor_sustained_samples
+  f.read(16, 0.6, {{1, {9000, 0.5}}});
+  EXPECT_FALSE(f.attempt(1).first_activity);
+  const auto fx = f.read(17, 0.6, {{1, {9000, 0.5}}});
   ASSERT_TRUE(f.attempt(1).first_activity);
   EXPECT_EQ(*f.attempt(1).first_activity, 15);
   EXPECT_EQ(f.attempt(1).anchor, Anchor::ProcessUtil);
@@ -63,6 +67,26 @@ TEST(ActivityAnchor, ProcessSamplesStartTheWindowAtTheJobsFirstKernelNotItsConte
   EXPECT_EQ(fx.changes[0].event, "activity");
   EXPECT_EQ(fx.changes[0].detail, "anchor: process-util");  // aegis show's event line
   EXPECT_EQ(f.life.running_on(0).front().first_activity, 15);  // what the observation gate reads
+}
+
+// Issue 30: ResNet-50 on an H200 showed 0.00-0.12 from 8 s to 18 s after launch (cuDNN
+// autotuning), 0.86 from 19 s; its anchor came at the first small kernel.
+TEST(ActivityAnchor, WarmUpKernelsAreNotTheStartOfTraining) {
+  for (const bool own_samples : {true, false}) {
+    Fixture f(1);
+    const auto sample = [&](double v) { return own_samples ? std::optional<double>(v) : std::nullopt; };
+    f.read(11, 0.0, {{1, {300, sample(0.0)}}});
+    // Single samples of warm-up kernels, some high, between idle ones.
+    const double warm[] = {0.15, 0.0, 0.56, 0.0, 0.22, 0.12, 0.0, 0.3, 0.0};
+    Seconds t = 12;
+    for (double v : warm) f.read(t++, v, {{1, {static_cast<MiB>(2000 + 500 * t), sample(v)}}});
+    EXPECT_FALSE(f.attempt(1).first_activity) << (own_samples ? "own samples" : "GPU activity");
+    const Seconds training = t;
+    for (int i = 0; i < f.config.anchor_sustained_samples; ++i) f.read(t++, 0.86, {{1, {8000, sample(0.86)}}});
+    ASSERT_TRUE(f.attempt(1).first_activity);
+    EXPECT_EQ(*f.attempt(1).first_activity, training);  // from the first sample of the held level
+    EXPECT_EQ(f.attempt(1).anchor, own_samples ? Anchor::ProcessUtil : Anchor::GpuActivity);
+  }
 }
 
 TEST(ActivityAnchor, WithSamplesAMemoryPlateauIsNoEvidence) {
@@ -77,7 +101,7 @@ TEST(ActivityAnchor, WithoutSamplesTheGpusRiseCountsWhileTheJobIsTheOnlyNewOne) 
   f.read(11, 0.30, {{1, {300, std::nullopt}}});  // another, older job keeps the GPU at 30 %
   f.read(12, 0.33, {{1, {4000, std::nullopt}}});  // noise below the rise
   EXPECT_FALSE(f.attempt(1).first_activity);
-  f.read(13, 0.70, {{1, {9000, std::nullopt}}});
+  for (Seconds t = 13; t <= 15; t += 1) f.read(t, 0.70, {{1, {9000, std::nullopt}}});
   ASSERT_TRUE(f.attempt(1).first_activity);
   EXPECT_EQ(*f.attempt(1).first_activity, 13);
   EXPECT_EQ(f.attempt(1).anchor, Anchor::GpuActivity);
@@ -99,7 +123,7 @@ TEST(ActivityAnchor, TwoNewJobsOnOneGpuCannotTellWhoseRiseItIs) {
   // Job 2 is now the only new job there, but the GPU's 80 % is job 1's: no rise of its own.
   f.read(14 + plateau, 0.8, {{2, {300, std::nullopt}}});
   EXPECT_FALSE(f.attempt(2).first_activity);
-  f.read(15 + plateau, 0.95, {{2, {4000, std::nullopt}}});  // its own kernels
+  for (Seconds t = 15 + plateau; t <= 17 + plateau; t += 1) f.read(t, 0.95, {{2, {4000, std::nullopt}}});  // its own kernels
   ASSERT_TRUE(f.attempt(2).first_activity);
   EXPECT_EQ(f.attempt(2).anchor, Anchor::GpuActivity);
   EXPECT_EQ(*f.attempt(2).first_activity, 15 + plateau);

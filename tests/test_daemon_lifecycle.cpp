@@ -86,9 +86,11 @@ TEST(DaemonLifecycle, ObservationWindowRunsFromFirstActivity) {
   EXPECT_EQ(rig.show(b)["state"], "queued") << "no activity yet: the GPU stays closed";
   rig.env.activity(a, 1, 0, 8000, 4242);
   rig.tick();
+  const Seconds training = rig.env.clock;
+  for (int i = 1; i < rig.cfg.engine.anchor_sustained_samples; ++i) rig.tick();  // held: training, not warm-up
   const double first = rig.show(a)["attempt_log"][0]["first_activity"].get<double>();
-  EXPECT_EQ(first, rig.env.clock);
-  for (int i = 0; i < 4; ++i) rig.tick();
+  EXPECT_EQ(first, training);
+  while (rig.env.clock < training + 4) rig.tick();
   EXPECT_EQ(rig.show(b)["state"], "queued") << "inside the 5 s window";
   rig.tick(2);
   EXPECT_EQ(rig.show(b)["state"], "running") << "after it";
@@ -112,8 +114,10 @@ TEST(DaemonLifecycle, TheContextAloneDoesNotStartTheWindowItsFirstKernelDoes) {
   rig.env.gpus[0].processes.clear();
   rig.env.process(a, 1, 0, 8000, 4242, 0.7);  // training
   rig.tick();
+  const Seconds training = rig.env.clock;
+  for (int i = 1; i < rig.cfg.engine.anchor_sustained_samples; ++i) rig.tick();
   att = rig.show(a)["attempt_log"][0];
-  EXPECT_EQ(att["first_activity"].get<double>(), rig.env.clock);
+  EXPECT_EQ(att["first_activity"].get<double>(), training);
   EXPECT_EQ(att["anchor"], "process-util");
   rig.restart();  // kept in the store
   att = rig.show(a)["attempt_log"][0];

@@ -218,9 +218,9 @@ TEST_F(EmulatedGpus, CoarseOnlyWithoutGpm) {
   EXPECT_EQ(g.level(), TelemetryLevel::Coarse);
 }
 
-// An MPS client is in NVML's MPS process list, not the compute list (nvtop reads both): the
-// loader reads both where the driver has the v3 calls; with only the compute list (an
-// older driver, process API v2) the client goes unseen.
+// An MPS client is in NVML's MPS process list and, as on the H200's driver (nvml-calls/), in
+// the compute list too: the loader sees it either way, and marks it a client where the
+// driver has the v3 MPS call.
 TEST_F(EmulatedGpus, MpsClientsAreSeenThroughTheMpsProcessList) {
   for (const char* api : {"3", "2"}) {
     SCOPED_TRACE(std::string("process API v") + api);
@@ -236,7 +236,11 @@ TEST_F(EmulatedGpus, MpsClientsAreSeenThroughTheMpsProcessList) {
     const auto devs = src->sample();
     for (const auto& p : devs[0].processes) pids.insert(p.pid);
     EXPECT_TRUE(pids.count(static_cast<std::uint32_t>(plain)));
-    EXPECT_EQ(pids.count(static_cast<std::uint32_t>(mps)), std::string(api) == "3" ? 1u : 0u);
+    EXPECT_EQ(pids.count(static_cast<std::uint32_t>(mps)), 1u);
+    for (const auto& p : devs[0].processes)
+      if (p.pid == static_cast<std::uint32_t>(mps)) {
+        EXPECT_EQ(p.mps_client, std::string(api) == "3");
+      }
     kill_and_reap(plain);
     kill_and_reap(mps);
   }

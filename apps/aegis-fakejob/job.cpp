@@ -4,12 +4,20 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <string>
 
 
 namespace aegis::fakejob {
 
 namespace {
+
+// The pid the emulated control daemon in `pipe_dir` wrote (emu::kNoServer: none readable).
+std::uint32_t mps_server_pid(const std::string& pipe_dir) {
+  std::ifstream f(pipe_dir + "/nvidia-cuda-mps-control.pid");
+  long pid = 0;
+  return f >> pid && pid > 0 ? static_cast<std::uint32_t>(pid) : emu::kNoServer;
+}
 
 using Clock = std::chrono::steady_clock;
 using Dur = std::chrono::duration<double>;
@@ -97,7 +105,10 @@ int run_job(emu::State& state, const Options& o, const std::vector<JobDevice>& d
       }
     }
     held = target;
-    if (!mps.pipe_dir.empty()) state.mark_mps_client(pid);  // NVML lists it among the MPS processes
+    // NVML lists it among the MPS processes, and its work against its server: the emulated
+    // control daemon, which stands for the server (its pid file; its name starts with
+    // nvidia-cuda-mps, as aegisd tells a server by).
+    if (!mps.pipe_dir.empty()) state.mark_mps_client(pid, mps_server_pid(mps.pipe_dir));
     return true;
   };
   // A real job's start (docs/emulated-gpu.md): the CUDA context, then the model loading

@@ -39,18 +39,32 @@ std::optional<AnchorWatch::Found> AnchorWatch::observe(Seconds t, const JobGpuRe
     g.level = r.mib;
     g.level_since = t;
   }
+  // Activity counts once held for sustained_samples samples in a row, and then from the
+  // first of them: PyTorch's warm-up (cuDNN autotuning, first compilations) shows single
+  // samples of a few percent for seconds before the training loop (docs/daemon.md).
+  const auto held = [&](bool active, Anchor kind) -> std::optional<Found> {
+    if (!active) {
+      g.run = 0;
+      return std::nullopt;
+    }
+    if (g.run++ == 0) g.run_since = t;
+    if (g.run >= s.sustained_samples) return Found{g.run_since, kind};
+    return std::nullopt;
+  };
   // 1. Its own samples, where the driver keeps them: nothing else is as direct, so the
   // weaker rules below are not consulted (they could fire during a pause in loading).
-  if (r.own_util) {
-    if (*r.own_util >= s.process_util) return Found{t, Anchor::ProcessUtil};
-    return std::nullopt;
-  }
-  // 2. The GPU's activity rising above what it was when the job's context appeared, while
+  if (r.own_util) return held(*r.own_util >= s.process_util, Anchor::ProcessUtil);
+  // 2. The GPU's activity risen above what it was when the job's context appeared, while
   // no other new job could be the cause. While another new job waits there, its start
   // moves the GPU too: the level to rise above follows the GPU until the job is alone.
-  if (!alone) g.baseline = gpu_activity;
-  else if (gpu_activity && g.baseline && *gpu_activity >= *g.baseline + s.activity_rise)
-    return Found{t, Anchor::GpuActivity};
+  if (!alone) {
+    g.baseline = gpu_activity;
+    g.run = 0;
+  } else if (gpu_activity && g.baseline) {
+    if (auto f = held(*gpu_activity >= *g.baseline + s.activity_rise, Anchor::GpuActivity)) return f;
+  } else {
+    g.run = 0;
+  }
   // 3. A memory plateau: the job grew past its context (weights loaded, activations
   // allocated) and then held within the tolerance for plateau_s. It starts where the
   // memory settled, when the job reached its working set. A GPU saturated by others

@@ -1,8 +1,9 @@
-// When a running job's observation window starts: at its first GPU activity, told from
-// what a driver reads of its GPUs, most trusted first: the job's own per-process
-// utilisation samples; else its GPU's activity rising while it is the only job there not
-// yet active; else its memory settling after it grew past its CUDA context. Pure: the
-// daemon turns NVML readings into these, the lifecycle decides (docs/daemon.md, "Anchor").
+// When a running job's observation window starts: at the start of its sustained GPU
+// activity (a level held for some samples: real jobs run small warm-up kernels for seconds
+// first), told from what a driver reads of its GPUs, most trusted first: the job's own
+// utilisation samples; else its GPU's activity risen while it is the only job there not yet
+// active; else its memory settling after it grew past its CUDA context. Pure: the daemon
+// turns NVML readings into these, the lifecycle decides (docs/daemon.md, "The anchor").
 #pragma once
 #include <map>
 #include <optional>
@@ -27,13 +28,14 @@ std::optional<Anchor> parse_anchor(std::string_view s);
 struct JobGpuReading {
   int gpu = 0;                     // engine index
   MiB mib = 0;                     // its processes' memory there (0 when the driver does not say)
-  std::optional<double> own_util;  // its processes' utilisation samples, [0,1]; empty: the driver has none
+  std::optional<double> own_util;  // its processes' utilisation samples, [0,1]; empty: none that are surely its own
 };
 
 // The thresholds: EngineConfig's anchor_* parameters (their defaults live there only).
 struct AnchorSettings {
   double process_util;
   double activity_rise;
+  int sustained_samples;  // consecutive samples at the level before it counts
   Seconds plateau_s;
   MiB plateau_tolerance_mib;
 };
@@ -58,6 +60,8 @@ class AnchorWatch {
     std::optional<double> baseline;    // the GPU's activity then (or last, while another new job waits there)
     MiB level = 0;                     // memory of the current plateau candidate
     Seconds level_since = 0;
+    int run = 0;                       // consecutive samples at the activity level so far
+    Seconds run_since = 0;             // the first of them
   };
   std::map<int, PerGpu> gpus_;
   std::optional<Seconds> context_at_;

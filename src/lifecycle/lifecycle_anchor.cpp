@@ -15,8 +15,8 @@ Effects Lifecycle::observe(const ActivityReadings& readings, Seconds t) {
       for (const auto& part : j.current()->placement.parts)
         for (int g : part.launch.gpus) ++waiting_on[g];
   });
-  const AnchorSettings s{config_.anchor_process_util, config_.anchor_activity_rise, config_.anchor_plateau_s,
-                         config_.anchor_plateau_tolerance_mib};
+  const AnchorSettings s{config_.anchor_process_util, config_.anchor_activity_rise, config_.anchor_sustained_samples,
+                         config_.anchor_plateau_s, config_.anchor_plateau_tolerance_mib};
   for (const auto& [id, seen] : readings.jobs) {
     LifeJob* j = jobs_.find(id);
     if (!j || !j->holds_gpus()) continue;

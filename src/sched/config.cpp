@@ -45,10 +45,13 @@ std::span<const ParamEntry<EngineConfig>> entries() {
     P("observation_max_wait_s", observation_max_wait_s, 0, kInf, "",
                 "Reopen a GPU if its new job shows no GPU activity this long (0 = wait forever)"),
     P("anchor_process_util", anchor_process_util, 0, 1, "",
-                "aegisd: a job's first activity is its own per-process utilisation sample reaching this"),
+                "aegisd: a job's first activity is its own per-process utilisation samples reaching this"),
     P("anchor_activity_rise", anchor_activity_rise, 0, 1, "",
                 "aegisd, without per-process samples: its GPU's activity rising this much above its "
                 "level at the job's context creation, while no other new job waits there"),
+    P("anchor_sustained_samples", anchor_sustained_samples, 1, 1000, "",
+                "aegisd: the activity levels above count once held this many samples in a row (the "
+                "window starts at the first): a job's warm-up kernels are not its training"),
     P("anchor_plateau_s", anchor_plateau_s, 0.001, kInf, "",
                 "aegisd, last resort: the job's memory, grown past its context, steady this long"),
     P("anchor_plateau_tolerance_mib", anchor_plateau_tolerance_mib, 0, kInf, "",

@@ -23,9 +23,11 @@ struct EngineConfig {
   bool observation = true;
   Seconds observation_window_s = 30;     // after the new job's first GPU activity
   Seconds observation_max_wait_s = 300;  // reopen anyway if no activity shows this long (0 = never)
-  // How aegisd tells a job's first activity (lifecycle/activity_anchor.h):
-  double anchor_process_util = 0.01;     // its own per-process utilisation sample at least this
-  double anchor_activity_rise = 0.05;    // else its GPU's activity this much above it at context creation
+  // How aegisd tells a job's first activity (lifecycle/activity_anchor.h; defaults from the
+  // H200 run's timelines, docs/daemon.md "The anchor"):
+  double anchor_process_util = 0.10;     // its own per-process utilisation sample at least this
+  double anchor_activity_rise = 0.10;    // else its GPU's activity this much above it at context creation
+  int anchor_sustained_samples = 3;      // ... in this many samples in a row (warm-up kernels are not training)
   Seconds anchor_plateau_s = 10;         // else its memory, grown past its context, steady this long
   MiB anchor_plateau_tolerance_mib = 64; // "steady": within this much
 

@@ -7,7 +7,9 @@
   memory-plateau  without either (here the GPU is saturated by a foreign process, so no
                   rise can show), from its memory settling after it grew past the context.
 The old anchor (the first process seen) is 3 s early and fails every scenario. The foreign
-process is also shown by `aegis gpus` and its memory is never handed out.
+process is also shown by `aegis gpus` and its memory is never handed out. Under MPS (issue
+30) the driver reports the job's work against its MPS server's pid (here the emulated control
+daemon's), and the only client's job is anchored from the server's samples.
 Usage: test_anchor.py BUILD_DIR
 """
 import os
@@ -100,6 +102,9 @@ def main(build):
     scenario(build, "gpu-rise", {"emulated_process_util": False}, "gpu-activity")
     scenario(build, "plateau", {"emulated_process_util": False, "memory_accounting": "booked"}, "memory-plateau",
              foreign=True)
+    control = os.path.join(os.path.abspath(build), "apps/aegis-fakejob/mps-bin/nvidia-cuda-mps-control")
+    scenario(build, "mps-client", {"sharing": "mps", "mps_control": "managed", "mps_control_binary": control},
+             "process-util")
 
 
 if __name__ == "__main__":

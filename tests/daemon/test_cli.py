@@ -30,6 +30,9 @@ def check_job_metrics(d, port):
     wait_for("both jobs running", lambda: all(d.show(j)["state"] == "running" for j in (first, second)))
     body = wait_for("the second job counted as dropped",
                     lambda: (lambda b: "aegis_job_series_dropped 1\n" in b and b)(metrics()))
+    # Active once its activity has been held for anchor_sustained_samples samples.
+    active = re.compile(rf'^aegis_job_state{{job="{first}",user="[^"]+",state="active"}} 1$', re.M)
+    body = wait_for("the first job active", lambda: (lambda b: active.search(b) and b)(metrics()))
     for pattern in (rf'^aegis_job_state{{job="{first}",user="[^"]+",state="active"}} 1$',
                     rf'^aegis_job_attempts{{job="{first}",user="[^"]+"}} 1$',
                     rf'^aegis_job_oom_recoveries{{job="{first}",user="[^"]+"}} 0$',

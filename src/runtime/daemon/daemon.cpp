@@ -9,6 +9,7 @@
 #include <csignal>
 #include <fmt/format.h>
 #include <fstream>
+#include <set>
 #include <sys/wait.h>
 
 #include "estimate/analytical.h"
@@ -496,6 +497,21 @@ void Daemon::note_activity(Seconds now) {
     const int index = static_cast<int>(gi);
     readings.gpu_activity[index] = g.status.smact ? g.status.smact : g.status.util;
     std::map<JobId, JobGpuReading> here;
+    // Under MPS the driver reports every client's work against its server's pid: a job's
+    // client processes have no sample of their own, and the server's is the job's only
+    // while the job's processes are the only clients there (docs/daemon.md, "MPS").
+    std::set<JobId> client_jobs;
+    bool foreign_client = false;
+    std::optional<double> server_util;
+    for (const auto& p : g.status.processes) {
+      const auto it = owners.find(static_cast<pid_t>(p.pid));
+      if (p.mps_client) {
+        if (it == owners.end()) foreign_client = true;
+        else client_jobs.insert(it->second.first);
+      } else if (it == owners.end() && p.sm_util && env_.is_infrastructure(static_cast<pid_t>(p.pid))) {
+        server_util = std::max(server_util.value_or(0), *p.sm_util);
+      }
+    }
     for (const auto& p : g.status.processes) {
       auto it = owners.find(static_cast<pid_t>(p.pid));
       if (it == owners.end()) continue;
@@ -507,7 +523,14 @@ void Daemon::note_activity(Seconds now) {
       JobGpuReading& r = here[id];
       r.gpu = index;
       r.mib += p.used_mib.value_or(0);
-      if (g.status.process_samples) r.own_util = std::max(r.own_util.value_or(0), p.sm_util.value_or(0));
+      if (g.status.process_samples && p.sm_util) r.own_util = std::max(r.own_util.value_or(0), *p.sm_util);
+    }
+    for (auto& [id, r] : here) {
+      if (!client_jobs.contains(id) || !g.status.process_samples) continue;
+      const bool sole_client = client_jobs.size() == 1 && !foreign_client;
+      // The server ran no kernel since the last read: none of its clients did either.
+      if (sole_client) r.own_util = std::max(r.own_util.value_or(0), server_util.value_or(0));
+      else r.own_util.reset();  // its work is mixed with another client's: unknown, not 0
     }
     // The job's activity for its history (run_activity.h): whole-GPU figures only while
     // nothing else runs here.

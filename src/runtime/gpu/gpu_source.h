@@ -17,7 +17,9 @@ namespace aegis {
 struct GpuProcess {
   std::uint32_t pid = 0;
   std::optional<MiB> used_mib;  // empty when the driver does not say
-  std::optional<double> sm_util;  // its utilisation sample since the last read, [0,1] (GpuStatus::process_samples)
+  std::optional<double> sm_util;  // its utilisation sample since the last read, [0,1] (GpuStatus::process_samples);
+                                  // empty for an MPS client: the driver reports its work against its server
+  bool mps_client = false;        // listed by nvmlDeviceGetMPSComputeRunningProcesses
 };
 
 // Where a device's SM activity, occupancy and DRAM activity came from (docs/daemon.md).

@@ -29,6 +29,7 @@ void ProcessUtilReader::read(nvmlDeviceGetProcessUtilization_fn fn, nvmlDevice_t
   }
   s.process_samples = true;
   for (auto& p : s.processes) {
+    if (p.mps_client) continue;  // its work is reported against its MPS server's pid
     const auto it = busiest.find(p.pid);
     p.sm_util = it == busiest.end() ? 0.0 : std::min(1.0, it->second / 100.0);
   }

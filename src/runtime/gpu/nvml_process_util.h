@@ -12,7 +12,8 @@ namespace aegis::nvml {
 class ProcessUtilReader {
  public:
   // Sets `s.process_samples` when the driver gives samples on this device, and then each
-  // listed process's `sm_util` (0 for one without a sample: it ran no kernel). A driver
+  // listed process's `sm_util` (0 for one without a sample: it ran no kernel), except an MPS
+  // client's: the driver reports its work against its server (aegisd attributes it). A driver
   // without the call (null `fn`) or answering NOT_SUPPORTED is not asked again.
   void read(nvmlDeviceGetProcessUtilization_fn fn, nvmlDevice_t device, GpuStatus& s);
 

@@ -322,8 +322,11 @@ void NvmlSource::read_mps_processes(Device& d, GpuStatus& s) {
     if (rc != NVML_SUCCESS) return;  // an older driver or no MPS: the compute list is all
     for (unsigned int i = 0; i < count && i < buf.size(); ++i) {
       const auto same = [&](const GpuProcess& p) { return p.pid == buf[i].pid; };
-      if (std::any_of(s.processes.begin(), s.processes.end(), same)) continue;
-      GpuProcess gp{buf[i].pid, std::nullopt, std::nullopt};
+      if (auto it = std::find_if(s.processes.begin(), s.processes.end(), same); it != s.processes.end()) {
+        it->mps_client = true;  // a real driver lists a client in both lists
+        continue;
+      }
+      GpuProcess gp{buf[i].pid, std::nullopt, std::nullopt, true};
       if (buf[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE) gp.used_mib = to_mib(buf[i].usedGpuMemory);
       s.processes.push_back(gp);
     }

@@ -4,6 +4,7 @@
 // A handle is a whole GPU or a MIG instance; each call answers for either as a driver
 // does (what only a whole GPU has, such as power, is NOT_SUPPORTED on an instance).
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -66,11 +67,19 @@ nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int* count, Info* info
   return on_device(device, [&](int id) -> nvmlReturn_t {
     if (!count) return NVML_ERROR_INVALID_ARGUMENT;
     aegis::emu::ProcessEntry all[aegis::emu::kMaxProcesses], entries[aegis::emu::kMaxProcesses];
-    // MPS clients are in the MPS list only, as a real driver keeps them (nvtop reads both).
+    // As the H200's driver (nvml-calls/): the compute list holds every process, MPS clients
+    // included, and each MPS server serving this device (its own 66 MiB, which the device's
+    // memory does not count here); the MPS list holds the clients alone.
     const std::size_t listed = std::min(driver_state()->processes(id, all), std::size(all));
     std::size_t n = 0;
     for (std::size_t i = 0; i < listed; ++i)
-      if (all[i].mps_client == mps) entries[n++] = all[i];
+      if (!mps || all[i].mps_client) entries[n++] = all[i];
+    for (std::size_t i = 0; i < listed && !mps; ++i) {
+      const std::uint32_t server = all[i].mps_server;
+      if (!all[i].mps_client || server == aegis::emu::kNoServer) continue;
+      if (std::none_of(entries, entries + n, [&](const auto& e) { return e.pid == server; }))
+        entries[n++] = {server, aegis::emu::kMpsServerMib, all[i].device, false, 0, 0.0};
+    }
     if (*count < n) {
       *count = static_cast<unsigned int>(n);
       return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -232,12 +241,21 @@ AEGIS_NVML_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t devi
         static_cast<unsigned long long>(ts.tv_sec) * 1000000ULL + static_cast<unsigned long long>(ts.tv_nsec) / 1000ULL;
     aegis::emu::ProcessEntry all[aegis::emu::kMaxProcesses];
     const std::size_t listed = std::min(driver_state()->processes(id, all), std::size(all));
+    // Under MPS the driver reports every client's work against its server's pid, never the
+    // client's (nvml-calls/ of the H200 run): a server's sample is the union of its clients'
+    // busy time, as a device's utilisation is (1 - prod(1 - u)).
+    std::map<std::uint32_t, double> idle;  // pid -> share of time none of its work ran
+    for (std::size_t i = 0; i < listed; ++i) {
+      if (all[i].mps_client && all[i].mps_server == aegis::emu::kNoServer) continue;
+      const std::uint32_t pid = all[i].mps_client ? all[i].mps_server : all[i].pid;
+      idle.try_emplace(pid, 1.0).first->second *= 1 - all[i].util;
+    }
     nvmlProcessUtilizationSample_t samples[aegis::emu::kMaxProcesses];
     unsigned int n = 0;
-    for (std::size_t i = 0; i < listed; ++i) {
-      const unsigned int percent = static_cast<unsigned int>(std::lround(100 * all[i].util));
+    for (const auto& [pid, none] : idle) {
+      const unsigned int percent = static_cast<unsigned int>(std::lround(100 * (1 - none)));
       if (percent == 0 || now_us <= last_seen) continue;
-      samples[n++] = {all[i].pid, now_us, percent, 0, 0, 0};
+      samples[n++] = {pid, now_us, percent, 0, 0, 0};
     }
     if (!utilization || *count < n) {
       *count = n;

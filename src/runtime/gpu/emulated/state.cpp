@@ -235,11 +235,11 @@ GpuReading State::read(int device) {
   return r;
 }
 
-void State::mark_mps_client(std::uint32_t pid) {
+void State::mark_mps_client(std::uint32_t pid, std::uint32_t server) {
   Guard guard(file_);
   File& f = *file_;
   for (int i = 0; i < f.process_count; ++i)
-    if (f.processes[i].pid == pid) f.processes[i].mps_client = 1;
+    if (f.processes[i].pid == pid) f.processes[i].mps_client = server == 0 ? kNoServer : server;
 }
 
 std::size_t State::processes(int device, std::span<ProcessEntry> out) {
@@ -253,7 +253,7 @@ std::size_t State::processes(int device, std::span<ProcessEntry> out) {
     const auto& p = f.processes[i];
     if (!on(p.device, device)) continue;
     const double util = p.active ? std::min(1.0, p.solo.util * p.speed) : 0.0;
-    if (n < out.size()) out[n] = {p.pid, p.used_mib, p.device, p.mps_client != 0, util};
+    if (n < out.size()) out[n] = {p.pid, p.used_mib, p.device, p.mps_client != 0, p.mps_client, util};
     ++n;
   }
   return n;

@@ -19,6 +19,10 @@
 namespace aegis::emu {
 
 inline constexpr int kMaxProcesses = 1024;
+// An MPS client whose server's pid is not known (no control daemon pid file).
+inline constexpr std::uint32_t kNoServer = 0xffffffffu;
+// What a real MPS server holds on each GPU it serves (nvml-calls/ of the H200 run: 66 MiB).
+inline constexpr MiB kMpsServerMib = 66;
 
 // Power model, the simulator's defaults (src/sim/sim_config.h; the tests check they agree):
 // idle + (max - idle) * SM activity.
@@ -47,6 +51,7 @@ struct ProcessEntry {
   MiB used_mib;
   std::int32_t device;  // where it runs: on a GPU in MIG mode, which instance
   bool mps_client;      // connected through MPS: NVML lists it among the MPS processes
+  std::uint32_t mps_server;  // then its MPS server's pid (kNoServer: unknown)
   double util;          // its share of the device's time running kernels now ([0,1]; 0 before its first kernel)
 };
 
@@ -103,9 +108,10 @@ class State {
   // instance with a fraction f of the SMs that sum / f, capped at 1. False for a device
   // CUDA cannot use or a full table.
   bool set_activity(int device, std::uint32_t pid, const Activity& solo, double speed = 1.0);
-  // Marks every entry of `pid` as an MPS client's (NVML then lists it with
-  // nvmlDeviceGetMPSComputeRunningProcesses, not the plain compute list).
-  void mark_mps_client(std::uint32_t pid);
+  // Marks every entry of `pid` as a client of the MPS server `server` (a pid, or kNoServer):
+  // NVML then lists it in both process lists and the server in the compute list, and
+  // reports its utilisation against the server, as a real driver does.
+  void mark_mps_client(std::uint32_t pid, std::uint32_t server = kNoServer);
   // Drops every entry of `pid`.
   void release(std::uint32_t pid);
   CoRunners co_runners(int device, std::uint32_t pid);

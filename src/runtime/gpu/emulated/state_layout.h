@@ -11,7 +11,7 @@
 namespace aegis::emu::layout {
 
 inline constexpr std::uint64_t kMagic = 0x554d456967656100ULL;  // "\0aegiEMU", written last at creation
-inline constexpr std::uint32_t kVersion = 3;                    // 2: MIG instances; 3: MPS clients
+inline constexpr std::uint32_t kVersion = 4;                    // 2: MIG instances; 3: MPS clients; 4: their server
 inline constexpr int kNameBytes = 64;
 inline constexpr int kProfileBytes = 16;
 
@@ -38,7 +38,7 @@ struct Process {
   Activity solo;       // activity alone on a whole GPU; meaningful once `active`
   double speed;        // weight of `solo` in the device's totals
   std::uint32_t active;
-  std::uint32_t mps_client;  // 1: an MPS client (NVML lists it with the MPS processes only)
+  std::uint32_t mps_client;  // an MPS client: its MPS server's pid (kNoServer: unknown); 0: no client
   std::int64_t start_ns;  // CLOCK_REALTIME when the entry was made
 };
 

@@ -32,10 +32,13 @@ class ReplayEnv : public FakeEnv {
   // A GPM metric is the mean since the previous read: read once to close the last
   // interval, then again 2 ms later, so that the metrics are those of the state just
   // written (the recorded second), whatever the daemon did in between.
-  std::vector<GpuStatus> sample_gpus() override {
-    nvml->sample();
+  // The daemon's request (which GPUs' per-process samples it needs) goes to the library as
+  // it would from aegisd's sampling thread; recorded like FakeEnv's.
+  std::vector<GpuStatus> sample_gpus(const SampleRequest& what) override {
+    requests.push_back(what);
+    nvml->sample(what);
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    return nvml->sample();
+    return nvml->sample(what);
   }
   bool is_infrastructure(pid_t pid) override { return infrastructure.contains(pid); }
 };

@@ -32,7 +32,7 @@ TEST(MpsAttribution, TheEmulatedDriverReportsClientsWorkAgainstTheirServer) {
   MpsRig rig;
   test::Sleeper c;
   rig.client(c.pid(), 4000, kTrainB);
-  const auto g = rig.env.sample_gpus()[0];
+  const auto g = rig.env.sample_gpus(SampleRequest{})[0];
   bool server_listed = false, client_listed = false;
   for (const auto& p : g.processes) {
     if (p.pid == static_cast<std::uint32_t>(rig.server.pid())) {

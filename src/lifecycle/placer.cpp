@@ -16,13 +16,15 @@ bool Placement::exclusive() const {
 MiB Placement::admitted_mib() const { return parts.empty() ? 0 : parts.back().launch.admitted_mib; }
 
 Feasibility::Feasibility(const Engine& engine, std::span<const DeviceInfo> devices) : engine_(engine) {
-  std::vector<MiB> all, whole;
   for (const auto& d : devices) {
-    all.push_back(d.total_mib);
-    if (!d.mig_instance) whole.push_back(d.total_mib);
+    const Offer o{engine.usable_alone(d.total_mib, d.held_mib), d.total_mib, std::max<MiB>(0, d.held_mib)};
+    all_offers_.push_back(o);
+    if (!d.mig_instance) whole_offers_.push_back(o);
   }
-  all_ = engine.usable_alone(all);
-  whole_ = engine.usable_alone(whole);
+  for (auto* offers : {&all_offers_, &whole_offers_})
+    std::stable_sort(offers->begin(), offers->end(), [](const Offer& a, const Offer& b) { return a.usable > b.usable; });
+  for (const auto& o : all_offers_) all_.push_back(o.usable);
+  for (const auto& o : whole_offers_) whole_.push_back(o.usable);
 }
 
 std::optional<std::string> Feasibility::why_never_runs(const QueuedJob& job) const {
@@ -35,9 +37,24 @@ std::optional<std::string> Feasibility::why_never_runs(const QueuedJob& job) con
                        "can be scheduled here", n, whole_.size());
   const auto& usable = n == 1 ? all_ : whole_;
   if (engine_.could_ever_run(job, usable)) return std::nullopt;
-  const MiB best = usable.empty() ? 0 : usable.front();
-  return fmt::format("job.mem: {} MiB per GPU needed; the largest GPU here offers {} MiB after the guard",
-                     engine_.request_shape(job).need_alone, best);
+  // What the best n GPUs offer: the n-th largest (the one that refuses), with its parts.
+  const auto& offers = n == 1 ? all_offers_ : whole_offers_;
+  const Offer best = offers.empty() ? Offer{} : offers[static_cast<std::size_t>(std::max(n, 1) - 1)];
+  // (Without memory held outside aegis, the words of earlier releases: scripts read them.)
+  const std::string offered =
+      best.held > 0 ? fmt::format("{} MiB of its {} MiB, after the guard and {} MiB held outside aegis jobs (the "
+                                  "driver's own, other processes)", best.usable, best.total, best.held)
+                    : fmt::format("{} MiB after the guard", best.usable);
+  const MiB need = engine_.need_alone(job);
+  const std::string gpus = n == 1 ? "the largest GPU here" : fmt::format("the {} largest GPUs here", n);
+  // Out of memory already: the recovery rule's floor is more than it had, and nothing here
+  // offers that much (after an OOM alone on the largest GPU: "a larger GPU", none here).
+  if (job.recovery.oom_count > 0 && need == job.recovery.floor_mib)
+    return fmt::format("job.mem: after {} out-of-memory failure{} it needs {} MiB per GPU (its recovery floor, more "
+                       "than it had); {} offer{} {}",
+                       job.recovery.oom_count, job.recovery.oom_count == 1 ? "" : "s", need, gpus, n == 1 ? "s" : "",
+                       offered);
+  return fmt::format("job.mem: {} MiB per GPU needed; {} offer{} {}", need, gpus, n == 1 ? "s" : "", offered);
 }
 
 std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, bool explain) {

@@ -39,6 +39,10 @@ struct Placement {
 struct DeviceInfo {
   MiB total_mib = 0;
   bool mig_instance = false;
+  // Memory in use on it while no job of aegis runs there: the driver's own (about 616 MiB
+  // of an idle H200), processes outside aegis. Placement never gets it (an idle GPU offers
+  // its reported free memory less the guard), so neither does "can ever run".
+  MiB held_mib = 0;
 };
 
 class Placer {
@@ -59,18 +63,23 @@ class Placer {
 };
 
 // "Can this job ever run on these devices": the engine's rule (GPU count, memory alone
-// after the guard, whole GPUs for a job on several) with the reason in the words of the
-// API. The one feasibility check of aegis: the daemon's submit, its queue and the
-// simulator's dispatcher all use it. Built once per set of devices (drivers ask it for
-// every job they try to place).
+// after the guard and what is held outside aegis, whole GPUs for a job on several) with
+// the reason in the words of the API. The one feasibility check of aegis: the daemon's
+// submit, its queue and the simulator's dispatcher all use it, and a job the recovery
+// ladder sends to "a larger GPU" where none is larger fails by it at once. Built once per
+// set of devices (drivers ask it for every job they try to place).
 class Feasibility {
  public:
   Feasibility(const Engine& engine, std::span<const DeviceInfo> devices);
   std::optional<std::string> why_never_runs(const QueuedJob& job) const;
 
  private:
+  struct Offer {
+    MiB usable = 0, total = 0, held = 0;  // usable = total - guard - held (Engine::usable_alone)
+  };
   const Engine& engine_;
   std::vector<MiB> all_, whole_;  // what every device, and every whole GPU, offers alone, largest first
+  std::vector<Offer> all_offers_, whole_offers_;  // the same with their parts, for the reason
 };
 
 // One server's GPUs as the engine sees them: asks the engine about one job at a time with

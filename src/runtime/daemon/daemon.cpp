@@ -95,7 +95,7 @@ void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
   auto add = [&](const GpuStatus& s) {
     for (const auto& g : gpus_)
       if (g.uuid == s.uuid) return;
-    gpus_.push_back(Gpu{s.uuid, s.index, s, RollingWindow(cap), {}, {}});
+    gpus_.push_back(Gpu{s.uuid, s.index, s, RollingWindow(cap), {}, {}, std::nullopt, ""});
   };
   for (const auto& s : all)
     if (!usable(s))
@@ -404,6 +404,14 @@ void Daemon::tick(Seconds now, bool sample) {
     const auto all = env_.sample_gpus();
     for (auto& g : gpus_) {
       auto it = std::find_if(all.begin(), all.end(), [&](const GpuStatus& s) { return s.uuid == g.uuid; });
+      // A GPU the driver no longer lists (fallen off the bus) or that was cut into MIG
+      // instances since aegisd started can take no job (docs/daemon.md, "Jobs that can never start").
+      const std::string unusable = it == all.end() ? "no longer listed by the driver"
+                                   : it->mig_enabled ? "switched to MIG mode" : "";
+      if (unusable != g.unusable)
+        fmt::print(stderr, "aegisd: GPU {} ({}) {}\n", g.nvml_index, g.uuid,
+                   unusable.empty() ? "is usable again" : unusable + "; not scheduled");
+      g.unusable = unusable;
       if (it == all.end()) continue;
       g.status = *it;
       if (!sample) continue;
@@ -441,8 +449,15 @@ void Daemon::note_activity(Seconds now) {
     for (const auto& p : g.status.processes) pids.push_back(static_cast<pid_t>(p.pid));
   const auto owners = running.empty() ? std::map<pid_t, Env::AttemptKey>{} : env_.owners(pids, running);
   ActivityReadings readings;
+  std::vector<char> held_by_job(gpus_.size(), 0);
+  for (const auto& r : life_.running_on(0))
+    for (int gi : r.gpus)
+      if (gi >= 0 && gi < static_cast<int>(gpus_.size())) held_by_job[static_cast<std::size_t>(gi)] = 1;
   for (std::size_t gi = 0; gi < gpus_.size(); ++gi) {
     auto& g = gpus_[gi];
+    // What an idle GPU keeps: the most any job of aegis can ever get there (DeviceInfo::held_mib).
+    if (!held_by_job[gi] && g.unusable.empty())
+      g.held_idle_mib = std::max<MiB>(0, g.status.total_mib - g.status.free_mib);
     g.foreign.clear();
     for (const auto& p : g.status.processes) {
       const auto it = owners.find(static_cast<pid_t>(p.pid));
@@ -602,14 +617,26 @@ std::vector<GpuView> Daemon::views() const {
     v.level = g.status.level();
     v.mig_instance = !g.status.parent_uuid.empty();
     v.window = g.window_copy;
+    if (!g.unusable.empty()) {  // offers nothing, to sharing or alone
+      v.free_mib = 0;
+      v.foreign_mib = v.total_mib;
+      v.process_count = std::max(v.process_count, 1);
+    }
     out.push_back(v);
   }
   return out;
 }
 
 std::vector<DeviceInfo> Daemon::devices() const {
+  // What each usable GPU can ever offer (lifecycle/placer.h): less what it held when no job
+  // of aegis ran there, or what processes outside aegis hold now if more.
   std::vector<DeviceInfo> out;
-  for (const auto& g : gpus_) out.push_back({g.status.total_mib, !g.status.parent_uuid.empty()});
+  for (const auto& g : gpus_) {
+    if (!g.unusable.empty()) continue;
+    MiB foreign = 0;
+    for (const auto& p : g.foreign) foreign += p.used_mib.value_or(0);
+    out.push_back({g.status.total_mib, !g.status.parent_uuid.empty(), std::max(g.held_idle_mib.value_or(0), foreign)});
+  }
   return out;
 }
 

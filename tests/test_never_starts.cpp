@@ -35,7 +35,7 @@ TEST(NeverStarts, MemoryHeldOutsideAegisIsNotOfferedByTheRule) {
   QueuedJob j;
   j.spec.id = 1;
   j.recovery = {placeable + 1, true, 1};  // out of memory alone with `placeable`: needs_larger_gpu's floor
-  const std::vector<DeviceInfo> h200{{kH200, false, kH200Held}};
+  const std::vector<DeviceInfo> h200{{kH200, false, kH200Held, 0}};
   const auto why = Feasibility(engine, h200).why_never_runs(j);
   ASSERT_TRUE(why) << "a floor above what the idle GPU offers can never be placed";
   EXPECT_NE(why->find(std::to_string(placeable + 1) + " MiB per GPU"), std::string::npos) << *why;
@@ -63,7 +63,7 @@ struct OneH200 {
       p.server.views[0].free_mib -= 1000;
       p.server.views[0].process_count = 1;
     }
-    const std::vector<DeviceInfo> d{{kH200, false, held}};
+    const std::vector<DeviceInfo> d{{kH200, false, held, 0}};
     p.feasibility.emplace(engine, d);
     return life.schedule(t, p);
   }
@@ -191,6 +191,32 @@ TEST(NeverStarts, AJobNeedingMoreThanAnIdleGpuKeepsIsRefusedAtSubmit) {
   const auto r = rig.submit(142000);
   EXPECT_FALSE(r["ok"].get<bool>()) << r.dump();
   EXPECT_NE(r["error"].get<std::string>().find("job.mem"), std::string::npos) << r.dump();
+}
+
+// A process outside aegis holds memory: a job that fits only once it ends keeps its place
+// but does not hold the head; the jobs behind it that fit run, and the queue says why it
+// waits. Once the process ends it runs. (Before: it held the head, and everything waited.)
+TEST(NeverStarts, AJobWaitingForAForeignProcessDoesNotHoldTheHead) {
+  Rig rig(1, 40960, "aegis-auto");
+  rig.env.gpus[0].processes.push_back({777, MiB{30000}, std::nullopt});  // no owner: foreign
+  rig.env.gpus[0].free_mib = 40960 - 30000;
+  rig.tick();
+  // 40960 - 512 (guard) - 30000 = 10448 beside it: 12000 only once it ends, 8000 now.
+  const JobId big = rig.submit_ok(12000);
+  const JobId small = rig.submit_ok(8000);
+  rig.tick();
+  rig.tick();
+  EXPECT_EQ(rig.show(big)["state"], "queued");
+  EXPECT_EQ(rig.show(small)["state"], "running") << "not held back by a job waiting on a stranger";
+  const auto q = rig.queue();
+  EXPECT_EQ(q["waiting_job"], big) << q.dump();
+  EXPECT_FALSE(q["waiting_never_starts"].get<bool>());
+  EXPECT_NE(q["waiting_because"].get<std::string>().find("processes outside aegis"), std::string::npos) << q.dump();
+  rig.env.gpus[0].processes.clear();  // the stranger ends
+  rig.env.gpus[0].free_mib = 40960;
+  rig.env.end(small, 1, 0);
+  for (int i = 0; i < 3; ++i) rig.tick();
+  EXPECT_EQ(rig.show(big)["state"], "running");
 }
 
 // A GPU lost (gone from the driver's list) or cut into MIG instances under aegisd: a job

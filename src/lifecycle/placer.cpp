@@ -15,35 +15,52 @@ bool Placement::exclusive() const {
 
 MiB Placement::admitted_mib() const { return parts.empty() ? 0 : parts.back().launch.admitted_mib; }
 
-Feasibility::Feasibility(const Engine& engine, std::span<const DeviceInfo> devices) : engine_(engine) {
+Feasibility::Offers Feasibility::offers(const Engine& engine, std::span<const DeviceInfo> devices, bool less_foreign) {
+  Offers out;
   for (const auto& d : devices) {
-    const Offer o{engine.usable_alone(d.total_mib, d.held_mib), d.total_mib, std::max<MiB>(0, d.held_mib)};
-    all_offers_.push_back(o);
-    if (!d.mig_instance) whole_offers_.push_back(o);
+    const MiB held = std::max<MiB>(0, d.held_mib) + (less_foreign ? std::max<MiB>(0, d.foreign_mib) : 0);
+    const Offer o{engine.usable_alone(d.total_mib, held), d.total_mib, held};
+    out.all_parts.push_back(o);
+    if (!d.mig_instance) out.whole_parts.push_back(o);
   }
-  for (auto* offers : {&all_offers_, &whole_offers_})
-    std::stable_sort(offers->begin(), offers->end(), [](const Offer& a, const Offer& b) { return a.usable > b.usable; });
-  for (const auto& o : all_offers_) all_.push_back(o.usable);
-  for (const auto& o : whole_offers_) whole_.push_back(o.usable);
+  for (auto* parts : {&out.all_parts, &out.whole_parts})
+    std::stable_sort(parts->begin(), parts->end(), [](const Offer& a, const Offer& b) { return a.usable > b.usable; });
+  for (const auto& o : out.all_parts) out.all.push_back(o.usable);
+  for (const auto& o : out.whole_parts) out.whole.push_back(o.usable);
+  return out;
 }
 
-std::optional<std::string> Feasibility::why_never_runs(const QueuedJob& job) const {
+Feasibility::Feasibility(const Engine& engine, std::span<const DeviceInfo> devices)
+    : engine_(engine), ever_(offers(engine, devices, false)), now_(offers(engine, devices, true)) {
+  for (const auto& d : devices) any_foreign_ = any_foreign_ || d.foreign_mib > 0;
+}
+
+std::optional<std::string> Feasibility::why_never_runs(const QueuedJob& job) const { return why_not(ever_, job, false); }
+
+std::optional<std::string> Feasibility::why_waits_outside(const QueuedJob& job) const {
+  if (!any_foreign_ || why_not(ever_, job, false)) return std::nullopt;
+  return why_not(now_, job, true);
+}
+
+std::optional<std::string> Feasibility::why_not(const Offers& o, const QueuedJob& job, bool outside) const {
   const int n = job.spec.num_gpus;
-  if (n > static_cast<int>(all_.size()))
-    return fmt::format("job.gpus: {} GPUs requested; {} can be scheduled here", n, all_.size());
+  if (n > static_cast<int>(o.all.size()))
+    return fmt::format("job.gpus: {} GPUs requested; {} can be scheduled here", n, o.all.size());
   // A process sees one MIG instance only: a job on several GPUs needs whole ones.
-  if (n > 1 && n > static_cast<int>(whole_.size()))
+  if (n > 1 && n > static_cast<int>(o.whole.size()))
     return fmt::format("job.gpus: {} GPUs requested; a process can use only one MIG instance and {} whole GPU(s) "
-                       "can be scheduled here", n, whole_.size());
-  const auto& usable = n == 1 ? all_ : whole_;
+                       "can be scheduled here", n, o.whole.size());
+  const auto& usable = n == 1 ? o.all : o.whole;
   if (engine_.could_ever_run(job, usable)) return std::nullopt;
   // What the best n GPUs offer: the n-th largest (the one that refuses), with its parts.
-  const auto& offers = n == 1 ? all_offers_ : whole_offers_;
-  const Offer best = offers.empty() ? Offer{} : offers[static_cast<std::size_t>(std::max(n, 1) - 1)];
-  // (Without memory held outside aegis, the words of earlier releases: scripts read them.)
+  const auto& parts = n == 1 ? o.all_parts : o.whole_parts;
+  const Offer best = parts.empty() ? Offer{} : parts[static_cast<std::size_t>(std::max(n, 1) - 1)];
+  // (Without memory held, the words of earlier releases: scripts read them.)
   const std::string offered =
-      best.held > 0 ? fmt::format("{} MiB of its {} MiB, after the guard and {} MiB held outside aegis jobs (the "
-                                  "driver's own, other processes)", best.usable, best.total, best.held)
+      best.held > 0 ? fmt::format("{} MiB of its {} MiB, after the guard and {} MiB held {}", best.usable, best.total,
+                                  best.held,
+                                  outside ? "by the driver and by processes outside aegis, which must end first"
+                                          : "outside aegis jobs (the driver's own, NVIDIA's MPS server)")
                     : fmt::format("{} MiB after the guard", best.usable);
   const MiB need = engine_.need_alone(job);
   const std::string gpus = n == 1 ? "the largest GPU here" : fmt::format("the {} largest GPUs here", n);
@@ -204,6 +221,10 @@ void OneServerPlacer::started(const QueuedJob& job, const Placement& p, Seconds 
 
 std::optional<std::string> OneServerPlacer::never_runs(const QueuedJob& job) const {
   return feasibility ? feasibility->why_never_runs(job) : std::nullopt;
+}
+
+std::optional<std::string> OneServerPlacer::waits_outside(const QueuedJob& job) const {
+  return feasibility ? feasibility->why_waits_outside(job) : std::nullopt;
 }
 
 std::variant<Requeue, Stop> OneServerPlacer::recover(const Failure& f) const { return engine_.recover(f); }

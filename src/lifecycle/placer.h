@@ -39,10 +39,14 @@ struct Placement {
 struct DeviceInfo {
   MiB total_mib = 0;
   bool mig_instance = false;
-  // Memory in use on it while no job of aegis runs there: the driver's own (about 616 MiB
-  // of an idle H200), processes outside aegis. Placement never gets it (an idle GPU offers
-  // its reported free memory less the guard), so neither does "can ever run".
+  // Memory in use on it while no job of aegis runs there and no process shows: the
+  // driver's own (616 MiB of an idle H200), NVIDIA's MPS server. Placement never gets it
+  // (an idle GPU offers its reported free memory less the guard), so neither does "can
+  // ever run".
   MiB held_mib = 0;
+  // Memory processes outside aegis hold there now: placement gets it once they end, which
+  // aegis does not control ("can run only after they end", Feasibility::why_waits_outside).
+  MiB foreign_mib = 0;
 };
 
 class Placer {
@@ -55,6 +59,9 @@ class Placer {
   virtual void started(const QueuedJob& job, const Placement& p, Seconds now) = 0;
   // Why `job` can never run here (one line naming the field), or nothing.
   virtual std::optional<std::string> never_runs(const QueuedJob& job) const = 0;
+  // Why `job` can run only once processes outside aegis free memory, or nothing: such a
+  // job waits without holding the head of the queue (the simulator has no such process).
+  virtual std::optional<std::string> waits_outside(const QueuedJob&) const { return std::nullopt; }
   // The recovery rule: what becomes of a job that failed.
   virtual std::variant<Requeue, Stop> recover(const Failure& f) const = 0;
   // Why the last place() came back empty, and the earliest time a time gate opens.
@@ -72,14 +79,23 @@ class Feasibility {
  public:
   Feasibility(const Engine& engine, std::span<const DeviceInfo> devices);
   std::optional<std::string> why_never_runs(const QueuedJob& job) const;
+  // For a job why_never_runs admits: why it cannot run until processes outside aegis free
+  // memory (what the devices offer with their foreign memory taken off too), or nothing.
+  std::optional<std::string> why_waits_outside(const QueuedJob& job) const;
 
  private:
   struct Offer {
     MiB usable = 0, total = 0, held = 0;  // usable = total - guard - held (Engine::usable_alone)
   };
+  struct Offers {
+    std::vector<MiB> all, whole;  // what every device, and every whole GPU, offers alone, largest first
+    std::vector<Offer> all_parts, whole_parts;  // the same with their parts, for the reason
+  };
+  static Offers offers(const Engine& engine, std::span<const DeviceInfo> devices, bool less_foreign);
+  std::optional<std::string> why_not(const Offers& o, const QueuedJob& job, bool outside) const;
   const Engine& engine_;
-  std::vector<MiB> all_, whole_;  // what every device, and every whole GPU, offers alone, largest first
-  std::vector<Offer> all_offers_, whole_offers_;  // the same with their parts, for the reason
+  Offers ever_, now_;  // held memory off; held and foreign memory off
+  bool any_foreign_ = false;
 };
 
 // One server's GPUs as the engine sees them: asks the engine about one job at a time with
@@ -141,6 +157,7 @@ class OneServerPlacer : public Placer {
   std::optional<Placement> place(const QueuedJob& job, Seconds now) override;
   void started(const QueuedJob& job, const Placement& p, Seconds now) override;
   std::optional<std::string> never_runs(const QueuedJob& job) const override;
+  std::optional<std::string> waits_outside(const QueuedJob& job) const override;
   std::variant<Requeue, Stop> recover(const Failure& f) const override;
   std::optional<Blocked> blocked() const override;
   std::optional<Seconds> wake_at() const override;

@@ -455,9 +455,6 @@ void Daemon::note_activity(Seconds now) {
       if (gi >= 0 && gi < static_cast<int>(gpus_.size())) held_by_job[static_cast<std::size_t>(gi)] = 1;
   for (std::size_t gi = 0; gi < gpus_.size(); ++gi) {
     auto& g = gpus_[gi];
-    // What an idle GPU keeps: the most any job of aegis can ever get there (DeviceInfo::held_mib).
-    if (!held_by_job[gi] && g.unusable.empty())
-      g.held_idle_mib = std::max<MiB>(0, g.status.total_mib - g.status.free_mib);
     g.foreign.clear();
     for (const auto& p : g.status.processes) {
       const auto it = owners.find(static_cast<pid_t>(p.pid));
@@ -465,6 +462,13 @@ void Daemon::note_activity(Seconds now) {
       const bool its_gpu = rec != records_.end() && rec->second.current() &&
                            std::ranges::count(rec->second.current()->gpu_uuids, g.uuid) > 0;
       if (!its_gpu && !env_.is_infrastructure(static_cast<pid_t>(p.pid))) g.foreign.push_back(p);
+    }
+    // What the GPU keeps with no job of aegis and no foreign process counted: the driver's
+    // own, MPS's server (DeviceInfo::held_mib). Measured while no job of aegis is there.
+    if (!held_by_job[gi] && g.unusable.empty()) {
+      MiB foreign = 0;
+      for (const auto& p : g.foreign) foreign += p.used_mib.value_or(0);
+      g.held_idle_mib = std::max<MiB>(0, g.status.total_mib - g.status.free_mib - foreign);
     }
     const int index = static_cast<int>(gi);
     readings.gpu_activity[index] = g.status.smact ? g.status.smact : g.status.util;
@@ -629,13 +633,13 @@ std::vector<GpuView> Daemon::views() const {
 
 std::vector<DeviceInfo> Daemon::devices() const {
   // What each usable GPU can ever offer (lifecycle/placer.h): less what it held when no job
-  // of aegis ran there, or what processes outside aegis hold now if more.
+  // of aegis ran there; and what processes outside aegis hold now, which they may free.
   std::vector<DeviceInfo> out;
   for (const auto& g : gpus_) {
     if (!g.unusable.empty()) continue;
     MiB foreign = 0;
     for (const auto& p : g.foreign) foreign += p.used_mib.value_or(0);
-    out.push_back({g.status.total_mib, !g.status.parent_uuid.empty(), std::max(g.held_idle_mib.value_or(0), foreign)});
+    out.push_back({g.status.total_mib, !g.status.parent_uuid.empty(), g.held_idle_mib.value_or(0), foreign});
   }
   return out;
 }

@@ -109,8 +109,8 @@ class Daemon {
     RollingWindow window;
     std::vector<GpuSample> window_copy;
     std::vector<GpuProcess> foreign;  // processes of no job (nor MPS's server) at the last sample
-    // Memory in use (total - free) at the last sample that found no job of aegis on it:
-    // the driver's own and what processes outside aegis hold (DeviceInfo::held_mib).
+    // Memory in use (total - free) less foreign processes' at the last sample that found
+    // no job of aegis on it: the driver's own, MPS's server (DeviceInfo::held_mib).
     std::optional<MiB> held_idle_mib;
     // Gone from the driver's list, or switched to MIG mode under aegisd: nothing is placed
     // on it and no job is thought able to run on it (until it comes back as it was).

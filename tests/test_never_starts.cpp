@@ -35,7 +35,7 @@ TEST(NeverStarts, MemoryHeldOutsideAegisIsNotOfferedByTheRule) {
   QueuedJob j;
   j.spec.id = 1;
   j.recovery = {placeable + 1, true, 1};  // out of memory alone with `placeable`: needs_larger_gpu's floor
-  const std::vector<DeviceInfo> h200{{kH200, false, kH200Held, 0}};
+  const std::vector<DeviceInfo> h200{{kH200, false, kH200Held, 0, 0}};
   const auto why = Feasibility(engine, h200).why_never_runs(j);
   ASSERT_TRUE(why) << "a floor above what the idle GPU offers can never be placed";
   EXPECT_NE(why->find(std::to_string(placeable + 1) + " MiB per GPU"), std::string::npos) << *why;
@@ -63,7 +63,7 @@ struct OneH200 {
       p.server.views[0].free_mib -= 1000;
       p.server.views[0].process_count = 1;
     }
-    const std::vector<DeviceInfo> d{{kH200, false, held, 0}};
+    const std::vector<DeviceInfo> d{{kH200, false, held, 0, 0}};
     p.feasibility.emplace(engine, d);
     return life.schedule(t, p);
   }
@@ -217,6 +217,29 @@ TEST(NeverStarts, AJobWaitingForAForeignProcessDoesNotHoldTheHead) {
   rig.env.end(small, 1, 0);
   for (int i = 0; i < 3; ++i) rig.tick();
   EXPECT_EQ(rig.show(big)["state"], "running");
+}
+
+// A job that must run alone needs an idle GPU, and a GPU carrying a process outside aegis
+// is never idle: it waits for that process without holding the head.
+TEST(NeverStarts, AnExclusiveJobWaitingForAForeignProcessDoesNotHoldTheHead) {
+  Rig rig(1, 40960, "aegis-auto");
+  rig.env.gpus[0].processes.push_back({777, MiB{1000}, std::nullopt});  // foreign
+  rig.env.gpus[0].free_mib = 40960 - 1000;
+  rig.tick();
+  api::SubmitRequest r;
+  r.job.command = {"python3", "train.py"};
+  r.job.workdir = "/tmp";
+  r.job.mem_mib = 8000;
+  r.job.exclusive = true;
+  const JobId alone = rig.d->respond(r, Caller{1001, 1001, 1}).object["id"].get<JobId>();
+  const JobId shared = rig.submit_ok(8000);
+  rig.tick();
+  rig.tick();
+  EXPECT_EQ(rig.show(alone)["state"], "queued");
+  EXPECT_EQ(rig.show(shared)["state"], "running") << "not held back by a job waiting on a stranger";
+  const auto q = rig.queue();
+  EXPECT_EQ(q["waiting_job"], alone) << q.dump();
+  EXPECT_NE(q["waiting_because"].get<std::string>().find("must run alone"), std::string::npos) << q.dump();
 }
 
 // A GPU lost (gone from the driver's list) or cut into MIG instances under aegisd: a job

@@ -15,9 +15,11 @@ bool Placement::exclusive() const {
 
 MiB Placement::admitted_mib() const { return parts.empty() ? 0 : parts.back().launch.admitted_mib; }
 
-Feasibility::Offers Feasibility::offers(const Engine& engine, std::span<const DeviceInfo> devices, bool less_foreign) {
+Feasibility::Offers Feasibility::offers(const Engine& engine, std::span<const DeviceInfo> devices, bool less_foreign,
+                                        bool alone) {
   Offers out;
   for (const auto& d : devices) {
+    if (alone && d.foreign_processes > 0) continue;
     const MiB held = std::max<MiB>(0, d.held_mib) + (less_foreign ? std::max<MiB>(0, d.foreign_mib) : 0);
     const Offer o{engine.usable_alone(d.total_mib, held), d.total_mib, held};
     out.all_parts.push_back(o);
@@ -31,15 +33,24 @@ Feasibility::Offers Feasibility::offers(const Engine& engine, std::span<const De
 }
 
 Feasibility::Feasibility(const Engine& engine, std::span<const DeviceInfo> devices)
-    : engine_(engine), ever_(offers(engine, devices, false)), now_(offers(engine, devices, true)) {
-  for (const auto& d : devices) any_foreign_ = any_foreign_ || d.foreign_mib > 0;
+    : engine_(engine),
+      ever_(offers(engine, devices, false, false)),
+      now_(offers(engine, devices, true, false)),
+      now_alone_(offers(engine, devices, true, true)) {
+  for (const auto& d : devices) any_foreign_ = any_foreign_ || d.foreign_mib > 0 || d.foreign_processes > 0;
 }
 
 std::optional<std::string> Feasibility::why_never_runs(const QueuedJob& job) const { return why_not(ever_, job, false); }
 
 std::optional<std::string> Feasibility::why_waits_outside(const QueuedJob& job) const {
   if (!any_foreign_ || why_not(ever_, job, false)) return std::nullopt;
-  return why_not(now_, job, true);
+  // A job that may only run alone (exclusive, after the ladder's "retry alone", or a policy
+  // that never collocates) needs idle GPUs: those with foreign processes are not.
+  const bool alone = job.recovery.exclusive_only || !engine_.config().collocate;
+  if (alone && static_cast<int>(now_alone_.all.size()) < std::max(job.spec.num_gpus, 1))
+    return fmt::format("job.gpus: it must run alone and {} of {} GPU(s) carry processes outside aegis (never idle "
+                       "while they run)", now_.all.size() - now_alone_.all.size(), now_.all.size());
+  return why_not(alone ? now_alone_ : now_, job, true);
 }
 
 std::optional<std::string> Feasibility::why_not(const Offers& o, const QueuedJob& job, bool outside) const {

@@ -47,6 +47,9 @@ struct DeviceInfo {
   // Memory processes outside aegis hold there now: placement gets it once they end, which
   // aegis does not control ("can run only after they end", Feasibility::why_waits_outside).
   MiB foreign_mib = 0;
+  // Processes outside aegis on it now: it is never idle while they run, so a job that must
+  // run alone cannot have it until they end.
+  int foreign_processes = 0;
 };
 
 class Placer {
@@ -91,10 +94,12 @@ class Feasibility {
     std::vector<MiB> all, whole;  // what every device, and every whole GPU, offers alone, largest first
     std::vector<Offer> all_parts, whole_parts;  // the same with their parts, for the reason
   };
-  static Offers offers(const Engine& engine, std::span<const DeviceInfo> devices, bool less_foreign);
+  static Offers offers(const Engine& engine, std::span<const DeviceInfo> devices, bool less_foreign, bool alone);
   std::optional<std::string> why_not(const Offers& o, const QueuedJob& job, bool outside) const;
   const Engine& engine_;
-  Offers ever_, now_;  // held memory off; held and foreign memory off
+  // Held memory off; held and foreign memory off; the same without GPUs that carry
+  // processes outside aegis (for a job that must run alone: they are never idle).
+  Offers ever_, now_, now_alone_;
   bool any_foreign_ = false;
 };
 

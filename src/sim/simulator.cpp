@@ -305,7 +305,7 @@ class Run {
       }
     if (o.record_timeline) timeline_.resize(total);
     std::vector<DeviceInfo> devices;
-    for (const auto& gpu : gpus_) devices.push_back({gpu.total, false, o.sim.gpu_driver_reserved_mib, 0});
+    for (const auto& gpu : gpus_) devices.push_back({gpu.total, false, o.sim.gpu_driver_reserved_mib, 0, 0});
     feasibility_.emplace(engine_, devices);
   }
 

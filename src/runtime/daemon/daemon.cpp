@@ -639,7 +639,8 @@ std::vector<DeviceInfo> Daemon::devices() const {
     if (!g.unusable.empty()) continue;
     MiB foreign = 0;
     for (const auto& p : g.foreign) foreign += p.used_mib.value_or(0);
-    out.push_back({g.status.total_mib, !g.status.parent_uuid.empty(), g.held_idle_mib.value_or(0), foreign});
+    out.push_back({g.status.total_mib, !g.status.parent_uuid.empty(), g.held_idle_mib.value_or(0), foreign,
+                   static_cast<int>(g.foreign.size())});
   }
   return out;
 }

@@ -402,16 +402,9 @@ void Daemon::sync(DaemonJob& rec) {
 void Daemon::tick(Seconds now, bool sample) {
   try {
     const auto all = env_.sample_gpus();
+    note_usable(all);
     for (auto& g : gpus_) {
       auto it = std::find_if(all.begin(), all.end(), [&](const GpuStatus& s) { return s.uuid == g.uuid; });
-      // A GPU the driver no longer lists (fallen off the bus) or that was cut into MIG
-      // instances since aegisd started can take no job (docs/daemon.md, "Jobs that can never start").
-      const std::string unusable = it == all.end() ? "no longer listed by the driver"
-                                   : it->mig_enabled ? "switched to MIG mode" : "";
-      if (unusable != g.unusable)
-        fmt::print(stderr, "aegisd: GPU {} ({}) {}\n", g.nvml_index, g.uuid,
-                   unusable.empty() ? "is usable again" : unusable + "; not scheduled");
-      g.unusable = unusable;
       if (it == all.end()) continue;
       g.status = *it;
       if (!sample) continue;
@@ -431,6 +424,20 @@ void Daemon::tick(Seconds now, bool sample) {
   }
   send_stop_signals();
   schedule(now);
+}
+
+void Daemon::note_usable(const std::vector<GpuStatus>& all) {
+  // A GPU a sample no longer lists (fallen off the bus) or shows cut into MIG instances
+  // since aegisd started can take no job (docs/daemon.md, "Jobs that can never start").
+  for (auto& g : gpus_) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const GpuStatus& s) { return s.uuid == g.uuid; });
+    const std::string unusable = it == all.end() ? "no longer listed by the driver"
+                                 : it->mig_enabled ? "switched to MIG mode" : "";
+    if (unusable != g.unusable)
+      fmt::print(stderr, "aegisd: GPU {} ({}) {}\n", g.nvml_index, g.uuid,
+                 unusable.empty() ? "is usable again" : unusable + "; not scheduled");
+    g.unusable = unusable;
+  }
 }
 
 void Daemon::note_activity(Seconds now) {

@@ -120,6 +120,7 @@ class Daemon {
   // Events in.
   void recover_jobs(Seconds now, bool restarted);
   void select_gpus(const std::vector<GpuStatus>& all);
+  void note_usable(const std::vector<GpuStatus>& all);  // marks GPUs a sample lost (Gpu::unusable)
   void note_activity(Seconds now);
   void collect_ends(Seconds now);
   void cancel_orphans(Seconds now);

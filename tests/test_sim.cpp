@@ -255,7 +255,8 @@ TEST(Sim, JobThatNeverFitsStopsInsteadOfHanging) {
   EXPECT_EQ(r.jobs[0].attempts.back().outcome, SimOutcome::Oom);
   // The one feasibility rule of aegis (lifecycle/placer.h), in the words of the API.
   EXPECT_EQ(r.jobs[0].stop_reason,
-            "job.mem: 40449 MiB per GPU needed; the largest GPU here offers 40448 MiB after the guard");
+            "job.mem: after 2 out-of-memory failures it needs 40449 MiB per GPU (its recovery floor, more than it "
+            "had); the largest GPU here offers 40448 MiB after the guard");
   EXPECT_EQ(summarize(r).stopped, 1);
 }
 

@@ -109,7 +109,8 @@ void print_jobs(const json& jobs) {
   if (!jobs.is_array()) return;
   for (const auto& j : jobs) {
     const std::string state = text(j, "state");
-    const std::string where = state == "running" ? uuid_list(items(j, "gpu_uuids")) : str(j, "reason");
+    std::string where = state == "running" ? uuid_list(items(j, "gpu_uuids")) : str(j, "reason");
+    if (const auto never = str(j, "never_starts"); !never.empty()) where = "can never start: " + never;
     const char* since = state == "running" ? "started_at" : state == "queued" ? "submitted_at" : "ended_at";
     fmt::print("{:>6}  {:<20} {:<10} {:<9} {:>4} {:>3}  {:<8} {}\n", text(j, "id"), text(j, "name").substr(0, 20),
                text(j, "user").substr(0, 10), state, text(j, "gpus"), text(j, "attempts"), ago(field(j, since)), where);
@@ -404,8 +405,10 @@ void add_job_listings(CLI::App& app) {
       return;
     }
     print_jobs(field(reply, "jobs"));
+    const json& never = field(reply, "waiting_never_starts");
     if (const auto why = str(reply, "waiting_because"); !why.empty())
-      fmt::print("\nhead of the queue waits: {}\n", why);
+      fmt::print("\nhead of the queue {}: {}\n",
+                 never.is_boolean() && never.get<bool>() ? "can never start (it fails at the next pass)" : "waits", why);
   });
 
   static std::string show_id;

@@ -293,6 +293,9 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
   failures_.clear();
   // Then the queues, head first: the recovery queue before the main queue.
   const bool strict = config_.strict_head_of_line;
+  // The first job passed over because only processes outside aegis keep it from running:
+  // reported as the one that waits when it came first.
+  std::optional<Blocked> outside;
   for (auto* q : {&recovery_, &main_}) {
     // By index: a job leaving the queue below moves no entry (seq_queue.h).
     for (std::size_t i = q->first(); i < q->end(); ++i) {
@@ -305,9 +308,20 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         finish(j, JobState::Failed, *why, now, fx, "failed");
         continue;
       }
+      if (auto why = placer.waits_outside(qj)) {
+        // It can start only once processes outside aegis free memory, which nothing here
+        // controls: it keeps its place but lets the jobs behind it be tried (docs/daemon.md).
+        if (!outside) {
+          outside.emplace();
+          outside->job = j.id();
+          outside->reason = "can start only when processes outside aegis end: " + *why;
+        }
+        continue;
+      }
       auto p = placer.place(qj, now);
       if (!p) {
-        if (auto b = placer.blocked()) fx.blocked = std::move(b);
+        if (outside) fx.blocked = outside;
+        else if (auto b = placer.blocked()) fx.blocked = std::move(b);
         if (auto w = placer.wake_at()) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *w) : *w;
         if (strict) return;
         continue;
@@ -335,7 +349,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       change(fx, j.id(), "launch", "");
     }
   }
-  fx.blocked.reset();  // nothing waits at the head
+  fx.blocked = std::move(outside);  // nothing else waits at the head
 }
 
 std::vector<RunningJob> Lifecycle::running_on(int server) const {

@@ -15,29 +15,74 @@ bool Placement::exclusive() const {
 
 MiB Placement::admitted_mib() const { return parts.empty() ? 0 : parts.back().launch.admitted_mib; }
 
-Feasibility::Feasibility(const Engine& engine, std::span<const DeviceInfo> devices) : engine_(engine) {
-  std::vector<MiB> all, whole;
+Feasibility::Offers Feasibility::offers(const Engine& engine, std::span<const DeviceInfo> devices, bool less_foreign,
+                                        bool alone) {
+  Offers out;
   for (const auto& d : devices) {
-    all.push_back(d.total_mib);
-    if (!d.mig_instance) whole.push_back(d.total_mib);
+    if (alone && d.foreign_processes > 0) continue;
+    const MiB held = std::max<MiB>(0, d.held_mib) + (less_foreign ? std::max<MiB>(0, d.foreign_mib) : 0);
+    const Offer o{engine.usable_alone(d.total_mib, held), d.total_mib, held};
+    out.all_parts.push_back(o);
+    if (!d.mig_instance) out.whole_parts.push_back(o);
   }
-  all_ = engine.usable_alone(all);
-  whole_ = engine.usable_alone(whole);
+  for (auto* parts : {&out.all_parts, &out.whole_parts})
+    std::stable_sort(parts->begin(), parts->end(), [](const Offer& a, const Offer& b) { return a.usable > b.usable; });
+  for (const auto& o : out.all_parts) out.all.push_back(o.usable);
+  for (const auto& o : out.whole_parts) out.whole.push_back(o.usable);
+  return out;
 }
 
-std::optional<std::string> Feasibility::why_never_runs(const QueuedJob& job) const {
+Feasibility::Feasibility(const Engine& engine, std::span<const DeviceInfo> devices)
+    : engine_(engine),
+      ever_(offers(engine, devices, false, false)),
+      now_(offers(engine, devices, true, false)),
+      now_alone_(offers(engine, devices, true, true)) {
+  for (const auto& d : devices) any_foreign_ = any_foreign_ || d.foreign_mib > 0 || d.foreign_processes > 0;
+}
+
+std::optional<std::string> Feasibility::why_never_runs(const QueuedJob& job) const { return why_not(ever_, job, false); }
+
+std::optional<std::string> Feasibility::why_waits_outside(const QueuedJob& job) const {
+  if (!any_foreign_ || why_not(ever_, job, false)) return std::nullopt;
+  // A job that may only run alone (exclusive, after the ladder's "retry alone", or a policy
+  // that never collocates) needs idle GPUs: those with foreign processes are not.
+  const bool alone = job.recovery.exclusive_only || !engine_.config().collocate;
+  if (alone && static_cast<int>(now_alone_.all.size()) < std::max(job.spec.num_gpus, 1))
+    return fmt::format("job.gpus: it must run alone and {} of {} GPU(s) carry processes outside aegis (never idle "
+                       "while they run)", now_.all.size() - now_alone_.all.size(), now_.all.size());
+  return why_not(alone ? now_alone_ : now_, job, true);
+}
+
+std::optional<std::string> Feasibility::why_not(const Offers& o, const QueuedJob& job, bool outside) const {
   const int n = job.spec.num_gpus;
-  if (n > static_cast<int>(all_.size()))
-    return fmt::format("job.gpus: {} GPUs requested; {} can be scheduled here", n, all_.size());
+  if (n > static_cast<int>(o.all.size()))
+    return fmt::format("job.gpus: {} GPUs requested; {} can be scheduled here", n, o.all.size());
   // A process sees one MIG instance only: a job on several GPUs needs whole ones.
-  if (n > 1 && n > static_cast<int>(whole_.size()))
+  if (n > 1 && n > static_cast<int>(o.whole.size()))
     return fmt::format("job.gpus: {} GPUs requested; a process can use only one MIG instance and {} whole GPU(s) "
-                       "can be scheduled here", n, whole_.size());
-  const auto& usable = n == 1 ? all_ : whole_;
+                       "can be scheduled here", n, o.whole.size());
+  const auto& usable = n == 1 ? o.all : o.whole;
   if (engine_.could_ever_run(job, usable)) return std::nullopt;
-  const MiB best = usable.empty() ? 0 : usable.front();
-  return fmt::format("job.mem: {} MiB per GPU needed; the largest GPU here offers {} MiB after the guard",
-                     engine_.request_shape(job).need_alone, best);
+  // What the best n GPUs offer: the n-th largest (the one that refuses), with its parts.
+  const auto& parts = n == 1 ? o.all_parts : o.whole_parts;
+  const Offer best = parts.empty() ? Offer{} : parts[static_cast<std::size_t>(std::max(n, 1) - 1)];
+  // (Without memory held, the words of earlier releases: scripts read them.)
+  const std::string offered =
+      best.held > 0 ? fmt::format("{} MiB of its {} MiB, after the guard and {} MiB held {}", best.usable, best.total,
+                                  best.held,
+                                  outside ? "by the driver and by processes outside aegis, which must end first"
+                                          : "outside aegis jobs (the driver's own, NVIDIA's MPS server)")
+                    : fmt::format("{} MiB after the guard", best.usable);
+  const MiB need = engine_.need_alone(job);
+  const std::string gpus = n == 1 ? "the largest GPU here" : fmt::format("the {} largest GPUs here", n);
+  // Out of memory already: the recovery rule's floor is more than it had, and nothing here
+  // offers that much (after an OOM alone on the largest GPU: "a larger GPU", none here).
+  if (job.recovery.oom_count > 0 && need == job.recovery.floor_mib)
+    return fmt::format("job.mem: after {} out-of-memory failure{} it needs {} MiB per GPU (its recovery floor, more "
+                       "than it had); {} offer{} {}",
+                       job.recovery.oom_count, job.recovery.oom_count == 1 ? "" : "s", need, gpus, n == 1 ? "s" : "",
+                       offered);
+  return fmt::format("job.mem: {} MiB per GPU needed; {} offer{} {}", need, gpus, n == 1 ? "s" : "", offered);
 }
 
 std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, bool explain) {
@@ -187,6 +232,10 @@ void OneServerPlacer::started(const QueuedJob& job, const Placement& p, Seconds 
 
 std::optional<std::string> OneServerPlacer::never_runs(const QueuedJob& job) const {
   return feasibility ? feasibility->why_never_runs(job) : std::nullopt;
+}
+
+std::optional<std::string> OneServerPlacer::waits_outside(const QueuedJob& job) const {
+  return feasibility ? feasibility->why_waits_outside(job) : std::nullopt;
 }
 
 std::variant<Requeue, Stop> OneServerPlacer::recover(const Failure& f) const { return engine_.recover(f); }

@@ -39,6 +39,17 @@ struct Placement {
 struct DeviceInfo {
   MiB total_mib = 0;
   bool mig_instance = false;
+  // Memory in use on it while no job of aegis runs there and no process shows: the
+  // driver's own (616 MiB of an idle H200), NVIDIA's MPS server. Placement never gets it
+  // (an idle GPU offers its reported free memory less the guard), so neither does "can
+  // ever run".
+  MiB held_mib = 0;
+  // Memory processes outside aegis hold there now: placement gets it once they end, which
+  // aegis does not control ("can run only after they end", Feasibility::why_waits_outside).
+  MiB foreign_mib = 0;
+  // Processes outside aegis on it now: it is never idle while they run, so a job that must
+  // run alone cannot have it until they end.
+  int foreign_processes = 0;
 };
 
 class Placer {
@@ -51,6 +62,9 @@ class Placer {
   virtual void started(const QueuedJob& job, const Placement& p, Seconds now) = 0;
   // Why `job` can never run here (one line naming the field), or nothing.
   virtual std::optional<std::string> never_runs(const QueuedJob& job) const = 0;
+  // Why `job` can run only once processes outside aegis free memory, or nothing: such a
+  // job waits without holding the head of the queue (the simulator has no such process).
+  virtual std::optional<std::string> waits_outside(const QueuedJob&) const { return std::nullopt; }
   // The recovery rule: what becomes of a job that failed.
   virtual std::variant<Requeue, Stop> recover(const Failure& f) const = 0;
   // Why the last place() came back empty, and the earliest time a time gate opens.
@@ -59,18 +73,34 @@ class Placer {
 };
 
 // "Can this job ever run on these devices": the engine's rule (GPU count, memory alone
-// after the guard, whole GPUs for a job on several) with the reason in the words of the
-// API. The one feasibility check of aegis: the daemon's submit, its queue and the
-// simulator's dispatcher all use it. Built once per set of devices (drivers ask it for
-// every job they try to place).
+// after the guard and what is held outside aegis, whole GPUs for a job on several) with
+// the reason in the words of the API. The one feasibility check of aegis: the daemon's
+// submit, its queue and the simulator's dispatcher all use it, and a job the recovery
+// ladder sends to "a larger GPU" where none is larger fails by it at once. Built once per
+// set of devices (drivers ask it for every job they try to place).
 class Feasibility {
  public:
   Feasibility(const Engine& engine, std::span<const DeviceInfo> devices);
   std::optional<std::string> why_never_runs(const QueuedJob& job) const;
+  // For a job why_never_runs admits: why it cannot run until processes outside aegis free
+  // memory (what the devices offer with their foreign memory taken off too), or nothing.
+  std::optional<std::string> why_waits_outside(const QueuedJob& job) const;
 
  private:
+  struct Offer {
+    MiB usable = 0, total = 0, held = 0;  // usable = total - guard - held (Engine::usable_alone)
+  };
+  struct Offers {
+    std::vector<MiB> all, whole;  // what every device, and every whole GPU, offers alone, largest first
+    std::vector<Offer> all_parts, whole_parts;  // the same with their parts, for the reason
+  };
+  static Offers offers(const Engine& engine, std::span<const DeviceInfo> devices, bool less_foreign, bool alone);
+  std::optional<std::string> why_not(const Offers& o, const QueuedJob& job, bool outside) const;
   const Engine& engine_;
-  std::vector<MiB> all_, whole_;  // what every device, and every whole GPU, offers alone, largest first
+  // Held memory off; held and foreign memory off; the same without GPUs that carry
+  // processes outside aegis (for a job that must run alone: they are never idle).
+  Offers ever_, now_, now_alone_;
+  bool any_foreign_ = false;
 };
 
 // One server's GPUs as the engine sees them: asks the engine about one job at a time with
@@ -132,6 +162,7 @@ class OneServerPlacer : public Placer {
   std::optional<Placement> place(const QueuedJob& job, Seconds now) override;
   void started(const QueuedJob& job, const Placement& p, Seconds now) override;
   std::optional<std::string> never_runs(const QueuedJob& job) const override;
+  std::optional<std::string> waits_outside(const QueuedJob& job) const override;
   std::variant<Requeue, Stop> recover(const Failure& f) const override;
   std::optional<Blocked> blocked() const override;
   std::optional<Seconds> wake_at() const override;

@@ -245,11 +245,8 @@ MiB Engine::need_alone(const QueuedJob& job) const {
   return std::max(estimate.value_or(0), job.recovery.floor_mib);
 }
 
-std::vector<MiB> Engine::usable_alone(std::span<const MiB> gpu_totals) const {
-  std::vector<MiB> out;
-  for (MiB total : gpu_totals) out.push_back(total - config_.memory_guard(total));
-  std::sort(out.begin(), out.end(), std::greater<>());
-  return out;
+MiB Engine::usable_alone(MiB total_mib, MiB held_mib) const {
+  return total_mib - config_.memory_guard(total_mib) - std::max<MiB>(0, held_mib);
 }
 
 bool Engine::could_ever_run(const QueuedJob& job, std::span<const MiB> usable) const {

@@ -38,10 +38,12 @@ class Engine {
   // the latest of into GpuLoad::gate_opens_at (a first activity changes only this).
   Seconds gate_opens_at(const RunningJob& r) const;
 
-  // What GPUs of these sizes offer a job alone (after the guard), largest first: computed
-  // once per set of devices, for could_ever_run.
-  std::vector<MiB> usable_alone(std::span<const MiB> gpu_totals) const;
-  // False when no `num_gpus` of these GPUs (usable_alone) could ever take `job`: it needs
+  // What a GPU of `total_mib` can ever offer a job alone: its total less the guard, less
+  // `held_mib`, the memory in use there when no job of the scheduler runs on it (the
+  // driver's reserve, processes outside it). Placement on an idle GPU offers exactly this
+  // (reported free less the guard), so a job needing more can never be placed there.
+  MiB usable_alone(MiB total_mib, MiB held_mib = 0) const;
+  // False when no `num_gpus` of GPUs offering these (usable_alone, largest first) could ever take `job`: it needs
   // more GPUs than there are, or more memory alone than they hold. Drivers stop such jobs
   // instead of letting them wait forever. O(1): drivers ask it for every job they try.
   bool could_ever_run(const QueuedJob& job, std::span<const MiB> usable_largest_first) const;

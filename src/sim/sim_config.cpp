@@ -32,6 +32,8 @@ const ParamEntry<SimConfig> kEntries[] = {
       "process: time slicing (fitted interference); mps: side by side until SMs are full"),
     P("mps_memory_limits", mps_memory_limits, 0, 0, "",
       "Under MPS, each job not placed exclusive is capped by what is known of it (estimate, declared or recorded peak, else its free memory at placement)"),
+    P("gpu_driver_reserved_mib", gpu_driver_reserved_mib, 0, kParamInf, "",
+      "MiB the driver keeps of every idle device, never free to a job (an H200 measured 616)"),
     P("refusal_cache", refusal_cache, 0, 0, "",
       "Remember servers' refusals while the policy's stages declare them monotone (false = ask every time)"),
 };

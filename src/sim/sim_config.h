@@ -50,6 +50,12 @@ struct SimConfig {
   // rule, lifecycle/mps_limit.h; CUDA_MPS_PINNED_DEVICE_MEM_LIMIT): a job that outgrows it dies alone.
   bool mps_memory_limits = true;
 
+  // Memory the driver keeps of every device while no job runs on it (an idle H200 showed
+  // 616 MiB used of 143,771, docs/gpu-validation.md): never free to a job, and what the
+  // scheduler's "can it ever run" rule takes off (lifecycle/placer.h). 0: the published
+  // testbed's figures, which count a GPU's memory as all free.
+  MiB gpu_driver_reserved_mib = 0;
+
   // The dispatcher remembers which requests each server refused and asks it again only
   // when something that can turn a refusal into a placement changed (docs/dispatcher.md).
   // Used only when every stage of the policy declares its refusals monotone; results are

@@ -278,14 +278,19 @@ class Run {
         gpu.local = g;
         gpu.total = spec.devices.empty() ? spec.gpu_memory_mib : spec.devices[g].memory_mib;
         gpu.sm_fraction = spec.devices.empty() ? 1.0 : spec.devices[g].sm_fraction;
+        // The driver's own share, in use from the start and never freed (sim.gpu_driver_reserved_mib).
+        gpu.used = o.sim.gpu_driver_reserved_mib;
+        if (gpu.used >= gpu.total)
+          throw InputError(fmt::format("sim.gpu_driver_reserved_mib: {} MiB leaves nothing of server {}'s {} MiB device",
+                                       gpu.used, s, gpu.total));
         gpu.last_t = start_;
         gpu.history.push_back({start_, GpuSample{}});
         GpuView& v = srv.placer.views[g];
         v.index = g;
         v.uuid = fmt::format("SIM-{}-{}", s, g);
         v.total_mib = gpu.total;
-        v.free_mib = gpu.total;
-        srv.free_mib += gpu.total;
+        v.free_mib = gpu.total - gpu.used;
+        srv.free_mib += v.free_mib;
         v.level = TelemetryLevel::Full;
       }
       // The dispatcher's order packs a server's index and free memory into one key.
@@ -300,7 +305,7 @@ class Run {
       }
     if (o.record_timeline) timeline_.resize(total);
     std::vector<DeviceInfo> devices;
-    for (const auto& gpu : gpus_) devices.push_back({gpu.total, false});
+    for (const auto& gpu : gpus_) devices.push_back({gpu.total, false, o.sim.gpu_driver_reserved_mib, 0, 0});
     feasibility_.emplace(engine_, devices);
   }
 

@@ -106,7 +106,7 @@ void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
   auto add = [&](const GpuStatus& s) {
     for (const auto& g : gpus_)
       if (g.uuid == s.uuid) return;
-    gpus_.push_back(Gpu{s.uuid, s.index, s, RollingWindow(cap), {}, {}, s.process_samples});
+    gpus_.push_back(Gpu{s.uuid, s.index, s, RollingWindow(cap), {}, {}, s.process_samples, std::nullopt, ""});
   };
   for (const auto& s : all)
     if (!usable(s))
@@ -444,6 +444,7 @@ void Daemon::use_sample(const GpuReading& r, bool to_windows) {
     gpu_error_ = r.error;  // keep the last good telemetry; try again next tick
     return;
   }
+  note_usable(r.gpus);
   for (auto& g : gpus_) {
     auto it = std::find_if(r.gpus.begin(), r.gpus.end(), [&](const GpuStatus& s) { return s.uuid == g.uuid; });
     if (it == r.gpus.end()) continue;
@@ -468,6 +469,20 @@ void Daemon::after_sample(Seconds now, bool observe) {
   schedule(now);
 }
 
+void Daemon::note_usable(const std::vector<GpuStatus>& all) {
+  // A GPU a sample no longer lists (fallen off the bus) or shows cut into MIG instances
+  // since aegisd started can take no job (docs/daemon.md, "Jobs that can never start").
+  for (auto& g : gpus_) {
+    auto it = std::find_if(all.begin(), all.end(), [&](const GpuStatus& s) { return s.uuid == g.uuid; });
+    const std::string unusable = it == all.end() ? "no longer listed by the driver"
+                                 : it->mig_enabled ? "switched to MIG mode" : "";
+    if (unusable != g.unusable)
+      fmt::print(stderr, "aegisd: GPU {} ({}) {}\n", g.nvml_index, g.uuid,
+                 unusable.empty() ? "is usable again" : unusable + "; not scheduled");
+    g.unusable = unusable;
+  }
+}
+
 void Daemon::note_activity(Seconds now) {
   // GPU processes belong to the attempt whose cgroup (else ancestry, else session) they
   // are in, however they got there. What they show on the job's GPUs (memory, their
@@ -484,6 +499,10 @@ void Daemon::note_activity(Seconds now) {
     for (const auto& p : g.status.processes) pids.push_back(static_cast<pid_t>(p.pid));
   const auto owners = running.empty() ? std::map<pid_t, Env::AttemptKey>{} : env_.owners(pids, running);
   ActivityReadings readings;
+  std::vector<char> held_by_job(gpus_.size(), 0);
+  for (const auto& r : life_.running_on(0))
+    for (int gi : r.gpus)
+      if (gi >= 0 && gi < static_cast<int>(gpus_.size())) held_by_job[static_cast<std::size_t>(gi)] = 1;
   for (std::size_t gi = 0; gi < gpus_.size(); ++gi) {
     auto& g = gpus_[gi];
     g.foreign.clear();
@@ -493,6 +512,13 @@ void Daemon::note_activity(Seconds now) {
       const bool its_gpu = rec != records_.end() && rec->second.current() &&
                            std::ranges::count(rec->second.current()->gpu_uuids, g.uuid) > 0;
       if (!its_gpu && !env_.is_infrastructure(static_cast<pid_t>(p.pid))) g.foreign.push_back(p);
+    }
+    // What the GPU keeps with no job of aegis and no foreign process counted: the driver's
+    // own, MPS's server (DeviceInfo::held_mib). Measured while no job of aegis is there.
+    if (!held_by_job[gi] && g.unusable.empty()) {
+      MiB foreign = 0;
+      for (const auto& p : g.foreign) foreign += p.used_mib.value_or(0);
+      g.held_idle_mib = std::max<MiB>(0, g.status.total_mib - g.status.free_mib - foreign);
     }
     const int index = static_cast<int>(gi);
     readings.gpu_activity[index] = g.status.smact ? g.status.smact : g.status.util;
@@ -670,14 +696,27 @@ std::vector<GpuView> Daemon::views() const {
     v.level = g.status.level();
     v.mig_instance = !g.status.parent_uuid.empty();
     v.window = g.window_copy;
+    if (!g.unusable.empty()) {  // offers nothing, to sharing or alone
+      v.free_mib = 0;
+      v.foreign_mib = v.total_mib;
+      v.process_count = std::max(v.process_count, 1);
+    }
     out.push_back(v);
   }
   return out;
 }
 
 std::vector<DeviceInfo> Daemon::devices() const {
+  // What each usable GPU can ever offer (lifecycle/placer.h): less what it held when no job
+  // of aegis ran there; and what processes outside aegis hold now, which they may free.
   std::vector<DeviceInfo> out;
-  for (const auto& g : gpus_) out.push_back({g.status.total_mib, !g.status.parent_uuid.empty()});
+  for (const auto& g : gpus_) {
+    if (!g.unusable.empty()) continue;
+    MiB foreign = 0;
+    for (const auto& p : g.foreign) foreign += p.used_mib.value_or(0);
+    out.push_back({g.status.total_mib, !g.status.parent_uuid.empty(), g.held_idle_mib.value_or(0), foreign,
+                   static_cast<int>(g.foreign.size())});
+  }
   return out;
 }
 

@@ -124,6 +124,12 @@ class Daemon {
     // The driver gives per-process utilisation here, as the last sample that asked found
     // (`aegis gpus`; asked at start, then only where a job awaits its anchor).
     bool process_samples = false;
+    // Memory in use (total - free) less foreign processes' at the last sample that found
+    // no job of aegis on it: the driver's own, MPS's server (DeviceInfo::held_mib).
+    std::optional<MiB> held_idle_mib;
+    // Gone from the driver's list, or switched to MIG mode under aegisd: nothing is placed
+    // on it and no job is thought able to run on it (until it comes back as it was).
+    std::string unusable;
   };
 
   // Events in.
@@ -131,6 +137,7 @@ class Daemon {
   void select_gpus(const std::vector<GpuStatus>& all);
   void use_sample(const GpuReading& r, bool to_windows);
   void after_sample(Seconds now, bool observe);
+  void note_usable(const std::vector<GpuStatus>& all);  // marks GPUs a sample lost (Gpu::unusable)
   void note_activity(Seconds now);
   void collect_ends(Seconds now);
   void cancel_orphans(Seconds now);

@@ -170,18 +170,30 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
   auto ids = std::make_shared<std::vector<JobId>>();
   for (const auto& o : order) ids->push_back(o.second);
   auto pos = std::make_shared<std::size_t>(0);
+  // A queued job that can never start here (the lifecycle's rule) fails at the next pass;
+  // until then (a GPU lost while launches back off, say) the queue says so, with why.
+  auto never = std::make_shared<std::map<JobId, std::string>>();
+  const Feasibility feasible(engine_, devices());
+  for (JobId id : life_.queue_order())
+    if (auto why = feasible.why_never_runs(life_.find(id)->queued)) (*never)[id] = std::move(*why);
+  json tail{{"waiting_because", blocked_reason_}, {"waiting_job", blocked_job_}, {"waiting_never_starts", false}};
+  if (const auto served = life_.queue_order(); !served.empty() && never->count(served.front()))
+    tail = {{"waiting_because", never->at(served.front())}, {"waiting_job", served.front()}, {"waiting_never_starts", true}};
   // Built as the client reads: a job that ended meanwhile is shown as it is by then.
   return stream_jobs(
-      [this, ids, pos] {
+      [this, ids, pos, never] {
         std::vector<json> page;
         for (; *pos < ids->size() && page.size() < kListPage; ++*pos) {
           const JobId id = (*ids)[*pos];
           if (auto it = records_.find(id); it != records_.end()) page.push_back(public_view(it->second, false));
           else if (auto j = store_.get(id)) page.push_back(public_view(*j, false));
+          else continue;
+          if (auto n = never->find(id); n != never->end() && page.back()["state"] == "queued")
+            page.back()["never_starts"] = n->second;
         }
         return page;
       },
-      json{{"waiting_because", blocked_reason_}, {"waiting_job", blocked_job_}});
+      std::move(tail));
 }
 
 Reply Daemon::history(const api::HistoryRequest& r) { return jobs_from_store(r.limit, std::nullopt, json::object()); }

@@ -97,7 +97,7 @@ TEST(GpuSampling, PerProcessUtilisationOnlyWhereAJobAwaitsItsAnchorAndNeverEnerg
   EXPECT_FALSE(r.energy);
 
   env.activity(a, 1, 0, 8000, 4242);
-  tick();  // its first kernel: anchored
+  for (int i = 0; i < 3; ++i) tick();  // its activity held anchor_sustained_samples (3) samples: anchored
   EXPECT_EQ(d.respond(api::ShowRequest{a}, Caller{0, 0, 1}).object["job"]["attempt_log"][0]["anchor"], "process-util");
   for (int i = 0; i < 3; ++i) {
     r = tick();

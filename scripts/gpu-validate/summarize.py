@@ -11,6 +11,7 @@ Standard library only. The full analysis (the simulator replay) is compare.py, r
 import csv
 import json
 import os
+import statistics
 import sys
 
 
@@ -222,6 +223,16 @@ def print_nvml(s):
               f"largest memory difference {pc['max_mib_difference']} MiB")
 
 
+def json_lines(path):
+    """The JSON objects of a JSON-lines file, skipping a line cut short when a run was stopped."""
+    with open(path) as f:
+        for line in f:
+            try:
+                yield json.loads(line)
+            except ValueError:
+                continue
+
+
 def attribution(path):
     """What the samples say of per-process attribution: whether NVML gave per-process
     utilisation samples, how aegisd tracks job processes, the foreign processes it saw (none
@@ -229,12 +240,7 @@ def attribution(path):
     job cgroup."""
     samples, tracking, foreign, apps, in_job_cgroup = set(), None, set(), 0, 0
     try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    s = json.loads(line)
-                except ValueError:
-                    continue
+        for s in json_lines(path):
                 for gpu in s.get("gpus") or []:
                     tracking = tracking or gpu.get("job_tracking")
                     samples.add(bool(gpu.get("process_samples")))
@@ -249,27 +255,15 @@ def attribution(path):
 
 
 def median(xs):
-    xs = sorted(x for x in xs if x is not None)
-    if not xs:
-        return None
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
 
 
 def read_telemetry(path):
-    out = []
     try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    s = json.loads(line)
-                except ValueError:
-                    continue
-                if s.get("gpus"):
-                    out.append(s)
+        return [s for s in json_lines(path) if s.get("gpus")]
     except OSError:
-        pass
-    return out
+        return []
 
 
 # The heavy phase of a job that ran alone: its steady level is the 80th percentile of the GPU's

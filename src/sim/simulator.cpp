@@ -43,8 +43,6 @@ struct Event {
 };
 static_assert(sizeof(Event) == 24);
 
-enum class Phase { Pending, Queued, Running, Failed, Done, Stopped };
-
 // The part of a running attempt that lives on one server (a gang job has several).
 struct Part {
   int server = 0;
@@ -81,11 +79,14 @@ struct Live {
 struct Job {
   const WorkloadProfile* w = nullptr;
   // (Its spec and recovery state live in the lifecycle, from its arrival on.)
-  std::unique_ptr<Live> live;      // from its arrival to its end
-  Phase phase = Phase::Pending;
+  std::unique_ptr<Live> live;      // from its arrival to its end (completed or stopped)
   std::uint32_t attempt = 0;       // launches so far; identifies activity events
   std::uint32_t version = 0;       // identifies the valid completion event
   std::uint32_t slot = 0;          // its result: Run::records_[slot], in trace-index order
+
+  // Its current attempt holds GPUs: launched, and not ended by completion or OOM. (Its
+  // state otherwise is the lifecycle's JobState; events of an ended attempt are stale.)
+  bool on_gpus() const { return live && !live->parts.empty(); }
 };
 
 struct Gpu {
@@ -361,7 +362,7 @@ class Run {
         opt_.progress(static_cast<double>(n_finished_) / static_cast<double>(std::max<std::size_t>(1, jobs_.size())));
     }
     for (const auto& j : jobs_) {
-      if (j.phase != Phase::Done && j.phase != Phase::Stopped)
+      if (j.live)  // every job has arrived: one still alive never completed nor stopped
         throw SimError(fmt::format("simulation stalled: job {} ({}) can never be placed{}", rec(j).trace_index,
                                    rec(j).workload,
                                    last_gang_blocked_ == 0 ? std::string()
@@ -427,7 +428,6 @@ class Run {
     switch (e.kind()) {
       case EvKind::Arrival: {
         Job& j = jobs_[e.id];
-        j.phase = Phase::Queued;
         j.live = std::make_unique<Live>();
         j.live->work = work_of(trace_jobs_[static_cast<std::size_t>(e.id)], *j.w);
         // (spec.name stays empty: no stage reads it, and the record keeps the workload.)
@@ -446,7 +446,7 @@ class Run {
       }
       case EvKind::FirstActivity: {
         Job& j = jobs_[e.id];
-        if (j.phase != Phase::Running || j.attempt != e.version) break;
+        if (!j.on_gpus() || j.attempt != e.version) break;
         for (const auto& p : j.live->parts) {
           Server& srv = servers_[p.server];
           srv.placer.set_first_activity(static_cast<std::size_t>(p.running_pos), e.t);
@@ -485,7 +485,7 @@ class Run {
       }
       case EvKind::RampDone: {
         Job& j = jobs_[e.id];
-        if (j.phase != Phase::Running || j.attempt != e.version) break;
+        if (!j.on_gpus() || j.attempt != e.version) break;
         // Less free memory never turns a refusal into a placement (the stages declare it:
         // Engine::refusals_monotone), so the servers' earlier refusals stand: no touch_servers here.
         allocate(j, j.w->peak_mib - j.live->held_mib, e.t);
@@ -493,7 +493,7 @@ class Run {
       }
       case EvKind::Complete: {
         Job& j = jobs_[e.id];
-        if (j.phase != Phase::Running || j.version != e.version) break;
+        if (!j.on_gpus() || j.version != e.version) break;
         // A job slowed down after this event was set keeps it (fewer heap entries) and
         // is rescheduled here for the work it still has.
         // (Work left that the clock cannot resolve any more counts as done.)
@@ -508,7 +508,6 @@ class Run {
         life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, e.t, fx_);
         life_.forget(e.id);  // its record is the simulator's; the lifecycle keeps live jobs only
         j.live.reset();
-        j.phase = Phase::Done;
         rec(j).completed = true;
         rec(j).end = e.t;
         ++n_finished_;
@@ -547,7 +546,6 @@ class Run {
         a.mps_limit = over_limit;
         a.neighbour_oom = !over_limit && gpus_[g].last_launched != id;
         finish_attempt(id, t, SimOutcome::Oom);
-        j.phase = Phase::Failed;
         // No log line: the record says which limit it met (above), and nothing of the
         // simulator reads an attempt's detail (formatting one cost ~900 instructions an OOM).
         life_.ended(id, {aegis::AttemptOutcome::Oom, ""}, t, fx_);
@@ -625,7 +623,6 @@ class Run {
   void launch(const QueuedJob& job, const Placement& placement, Seconds t) {
     const int id = static_cast<int>(job.spec.id);
     Job& j = jobs_[id];
-    j.phase = Phase::Running;
     j.attempt += 1;
     j.version += 1;
     j.live->work_done = 0;
@@ -1423,12 +1420,12 @@ class Run {
       life_.schedule(t, placer_, fx);
       started_last_ = false;  // the pass is over: events come next
       for (const auto& st : fx.starts) jobs_[st.job].live->mps_limit = st.mps_limit_mib;
-      // A job requeued after an OOM keeps its phase until launch() sets it running again.
+      // A job requeued after an OOM is queued again in the lifecycle (its attempt's parts
+      // are gone: on_gpus() is false) until launch() starts the next.
       for (JobId id : fx.finished) {
         const LifeJob* lj = life_.find(id);
         if (lj->state != JobState::Failed) continue;  // completions are recorded as they happen
         Job& j = jobs_[id];
-        j.phase = Phase::Stopped;
         rec(j).end = t;
         rec(j).stop_reason = lj->reason;
         life_.forget(id);

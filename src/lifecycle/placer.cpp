@@ -101,6 +101,20 @@ std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, boo
   return std::move(last_.launches.front());
 }
 
+bool ServerPlacer::refuses_with(const QueuedJob& job, Seconds now, WindowStatsSource& windows, Decisions& out) {
+  Snapshot snap;
+  snap.now = now;
+  snap.only_job = &job;
+  snap.gpus = views;
+  snap.running = running;
+  snap.loads = loads();
+  snap.state = state;
+  snap.explain = false;
+  snap.window_stats = window_stats ? &windows : nullptr;
+  engine_.tick(snap, out);
+  return out.launches.empty();
+}
+
 void ServerPlacer::add(const QueuedJob& job, const Launch& l, Seconds now) {
   // Made in its place at the end of `running` (a RunningJob moved is its spec's strings
   // and its GPU list moved once more).

@@ -118,6 +118,10 @@ class ServerPlacer {
 
   // The engine's answer for `job` now. `explain`: fill Blocked's reason (costs a little).
   std::optional<Launch> probe(const QueuedJob& job, Seconds now, bool explain = true);
+  // A what-if: whether the engine would refuse `job` now were the GPUs' windows those of
+  // `windows` (when the engine reads telemetry); nothing of the server changes. The
+  // answer is written into `out` (its storage reused). The simulator's pressure what-ifs.
+  bool refuses_with(const QueuedJob& job, Seconds now, WindowStatsSource& windows, Decisions& out);
   // Adds the job to `running`, as launched now.
   void add(const QueuedJob& job, const Launch& l, Seconds now);
 

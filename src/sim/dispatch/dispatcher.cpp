@@ -18,7 +18,7 @@ ClusterDispatcher::ClusterDispatcher(ClusterState& st, const Engine& engine, con
       opt_(opt),
       windows_(windows),
       physics_(physics),
-      what_if_(st, engine, windows, opt.engine.telemetry_window_samples),
+      what_if_(st, windows, opt.engine.telemetry_window_samples),
       feasibility_(engine, devices),
       // The refusal caches (refused lists, the changed shortcut, refused_at_floor) hold
       // only if every stage says a refusal stands for more load, less memory and more

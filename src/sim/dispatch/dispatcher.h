@@ -2,7 +2,8 @@
 // Picks a server for each job (whole idle servers for a gang job), asking each server's
 // engine through its ServerPlacer; remembers refusals (per server, void when it changes),
 // tells refusals from a server's room without an ask, and schedules the wake-ups after
-// which a refusal may turn. The only part of the simulator that asks the engine to decide.
+// which a refusal may turn. The only part of the simulator that asks an engine to decide,
+// always through the server's ServerPlacer (an ask, or a what-if: dispatch/what_if.h).
 #pragma once
 #include <cstdint>
 #include <optional>

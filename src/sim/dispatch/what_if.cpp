@@ -51,22 +51,12 @@ class PressureWhatIf::OverriddenWindows final : public WindowStatsSource {
   std::vector<Entry> entries_;
 };
 
-// The engine asked directly whether it would start `job` on server `srv` at t with these
-// windows: a what-if, not a placement (the server's state stays).
+// The server's engine asked whether it would start `job` at t with these windows: a
+// what-if through the server's placer, not a placement (the server's state stays).
 inline bool PressureWhatIf::refused_with(Server& srv, const QueuedJob& job, Seconds t, OverriddenWindows& windows) {
-  Snapshot snap;
-  snap.now = t;
-  snap.only_job = &job;
-  snap.gpus = srv.placer.views;
-  snap.running = srv.placer.running;
-  snap.loads = srv.placer.loads();
-  snap.state = srv.placer.state;
-  snap.explain = false;
-  snap.window_stats = srv.placer.window_stats ? &windows : nullptr;
   ++st_.n_ticks;
   st_.n_visits += static_cast<std::uint64_t>(srv.ngpus);
-  engine_.tick(snap, answer_);
-  return answer_.launches.empty();
+  return srv.placer.refuses_with(job, t, windows, answer_);
 }
 
 // Until the next event, every window of these GPUs is made of samples already in it and

@@ -1,6 +1,6 @@
-// What-ifs for a job held back by the pressure filter: the server's engine asked whether
-// it would start the job were some GPUs' windows other than they are (their floor, or
-// the windows some samples on), to tell when to ask again. The server's state stays.
+// What-ifs for a job held back by the pressure filter: the server's engine asked, through
+// its ServerPlacer, whether it would start the job were some GPUs' windows other than
+// they are (their floor, or some samples on), to tell when to ask again. State stays.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -16,8 +16,8 @@ namespace aegis::simrun {
 
 class PressureWhatIf {
  public:
-  PressureWhatIf(ClusterState& st, const Engine& engine, TelemetryWindows& windows, int window_samples)
-      : st_(st), engine_(engine), windows_(windows), n_(window_samples) {}
+  PressureWhatIf(ClusterState& st, TelemetryWindows& windows, int window_samples)
+      : st_(st), windows_(windows), n_(window_samples) {}
 
   // True if the engine refuses `job` on `srv` at t even with these GPUs' windows at the
   // component-wise minimum of their samples and current value: then no later window of
@@ -33,7 +33,6 @@ class PressureWhatIf {
   bool refused_with(Server& srv, const QueuedJob& job, Seconds t, OverriddenWindows& windows);
 
   ClusterState& st_;
-  const Engine& engine_;
   TelemetryWindows& windows_;
   int n_;              // samples in a window
   Decisions answer_;   // refused_with's answer, kept for its storage

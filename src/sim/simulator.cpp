@@ -202,7 +202,8 @@ class Run {
         engine_(engine_config(o)),
         life_(engine_config(o), lifecycle_options(o)),
         placer_(*this),
-        model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff},
+        model_{o.sim.interference_util_coeff, o.sim.interference_dram_coeff,
+               o.sim.interference_saturation_coeff},  // issue 31 hook: the saturation term
         first_activity_delay_(o.sim),
         union_util_(o.sim.util_combination == "union"),
         history_span_((o.engine.telemetry_window_samples + 2) / o.engine.telemetry_sample_hz) {

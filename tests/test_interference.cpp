@@ -24,8 +24,11 @@ TEST(Interference, SaturationTermActsOnlyPastTheWholeGpu) {
   const InterferenceModel m{0.22, 0.20, 0.34};
   EXPECT_NEAR(m.speed({0.5, 0.2}, 0.5, 0.2), 1.0 / (1 + 0.22 * 0.25 + 0.20 * 0.04), 1e-12);
   EXPECT_NEAR(m.speed({1.0, 0.8}, 1.0, 0.8), 1.0 / (1 + 0.22 + 0.20 * 0.64 + 0.34), 1e-12);
-  // Three heavy jobs lose more per job than two: the excess demand grows.
-  EXPECT_LT(m.speed({1.0, 0.8}, 2.0, 1.6) * 3, m.speed({1.0, 0.8}, 1.0, 0.8) * 2);
+  // Up to the whole GPU (u + U = 1) the term is zero: the two-term form's speed.
+  const InterferenceModel two{0.22, 0.20, 0};
+  EXPECT_DOUBLE_EQ(m.speed({0.6, 0.3}, 0.4, 0.2), two.speed({0.6, 0.3}, 0.4, 0.2));
+  // Past it, the cost grows with the excess: with two heavy co-runners it counts twice.
+  EXPECT_NEAR(m.speed({1.0, 0.8}, 2.0, 1.6), 1.0 / (1 + 0.22 * 2 + 0.20 * 0.8 * 1.6 + 0.34 * 2), 1e-12);
 }
 
 TEST(Interference, FitRecoversKnownCoefficients) {

@@ -1,5 +1,5 @@
 // `aegis calibrate`: fits the simulator's interference model on measured co-location
-// pairs and prints the coefficients and the error, so the shipped defaults can be
+// pairs (Lucid's and Gavel's) and prints the coefficients and the error, so the shipped defaults can be
 // reproduced (docs/interference.md). `aegis calibrate --emulated` fits the emulated GPU's
 // own contention model on Gavel's pairs instead (docs/emulated-gpu.md, "Contention").
 #include <cmath>
@@ -61,7 +61,7 @@ void add_calibrate(CLI::App& app) {
   cmd->add_option("--solo", single, "Solo profiles of the paired jobs (Lucid's single CSV)")->capture_default_str();
   cmd->add_option("--workloads", workloads, "Catalog to apply the fitted model to, as a cross-check")
       ->capture_default_str();
-  cmd->add_option("--gavel", gavel, "Gavel's measured pair throughputs, for the cross-check")->capture_default_str();
+  cmd->add_option("--gavel", gavel, "Gavel's measured pair throughputs (V100 pairs of networks Lucid profiled are fitted on too)")->capture_default_str();
   static bool emulated = false;
   static std::string gpu_type = "v100";
   cmd->add_flag("--emulated", emulated,

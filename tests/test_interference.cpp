@@ -18,9 +18,22 @@ TEST(Interference, SpeedFormula) {
   EXPECT_LT(m.speed({1.0, 0.8}, 1.0, 0.8), 0.65);
 }
 
+TEST(Interference, SaturationTermActsOnlyPastTheWholeGpu) {
+  // Time slicing cannot give a GPU's jobs more than the whole GPU: the c term adds
+  // c * u * (u + U - 1) once together they ask for more, and nothing before.
+  const InterferenceModel m{0.22, 0.20, 0.34};
+  EXPECT_NEAR(m.speed({0.5, 0.2}, 0.5, 0.2), 1.0 / (1 + 0.22 * 0.25 + 0.20 * 0.04), 1e-12);
+  EXPECT_NEAR(m.speed({1.0, 0.8}, 1.0, 0.8), 1.0 / (1 + 0.22 + 0.20 * 0.64 + 0.34), 1e-12);
+  // Up to the whole GPU (u + U = 1) the term is zero: the two-term form's speed.
+  const InterferenceModel two{0.22, 0.20, 0};
+  EXPECT_DOUBLE_EQ(m.speed({0.6, 0.3}, 0.4, 0.2), two.speed({0.6, 0.3}, 0.4, 0.2));
+  // Past it, the cost grows with the excess: with two heavy co-runners it counts twice.
+  EXPECT_NEAR(m.speed({1.0, 0.8}, 2.0, 1.6), 1.0 / (1 + 0.22 * 2 + 0.20 * 0.8 * 1.6 + 0.34 * 2), 1e-12);
+}
+
 TEST(Interference, FitRecoversKnownCoefficients) {
   // Pairs generated from a known model are fitted back exactly.
-  const InterferenceModel truth{0.6, 0.2};
+  const InterferenceModel truth{0.6, 0.2, 0.5};
   std::vector<MeasuredPair> pairs;
   for (int i = 0; i <= 10; ++i)
     for (int k = 0; k <= 10; ++k) {
@@ -30,19 +43,27 @@ TEST(Interference, FitRecoversKnownCoefficients) {
   const auto fit = fit_interference(pairs);
   EXPECT_NEAR(fit.model.util_coeff, 0.6, 1e-9);
   EXPECT_NEAR(fit.model.dram_coeff, 0.2, 1e-9);
+  EXPECT_NEAR(fit.model.saturation_coeff, 0.5, 1e-9);
   EXPECT_NEAR(fit.rmse, 0, 1e-9);
 }
 
-TEST(Interference, ShippedDefaultsAreTheFitOnLucidPairs) {
+TEST(Interference, ShippedDefaultsAreTheFitOnLucidAndGavelPairs) {
   const std::string dir = std::string(AEGIS_SOURCE_DIR) + "/data/interference/";
-  const auto pairs = load_lucid_pairs(dir + "lucid_colocate_info.csv", dir + "lucid_single_data.csv");
-  ASSERT_EQ(pairs.size(), 1388u);
+  const auto lucid = load_lucid_pairs(dir + "lucid_colocate_info.csv", dir + "lucid_single_data.csv");
+  ASSERT_EQ(lucid.size(), 1388u);
+  const auto gavel = load_gavel_pairs(dir + "gavel_simulation_throughputs.json", "v100", dir + "lucid_single_data.csv");
+  ASSERT_EQ(gavel.size(), 175u);  // V100 pairs of the four networks Lucid profiled
+  std::vector<MeasuredPair> pairs = lucid;
+  pairs.insert(pairs.end(), gavel.begin(), gavel.end());
   const auto fit = fit_interference(pairs);
   const SimConfig shipped;
   EXPECT_NEAR(fit.model.util_coeff, shipped.interference_util_coeff, 1e-9);
   EXPECT_NEAR(fit.model.dram_coeff, shipped.interference_dram_coeff, 1e-9);
-  // The model must explain the measurements better than "no interference".
+  EXPECT_NEAR(fit.model.saturation_coeff, shipped.interference_saturation_coeff, 1e-9);
+  // The model must explain the measurements better than "no interference", and the
+  // saturation term must earn its place against the two-term form on the same pairs.
   EXPECT_LT(fit.rmse, 0.75 * fit.rmse_no_model);
+  EXPECT_LT(fit.rmse, fit_interference(pairs, false).rmse);
 }
 
 TEST(Startup, FirstActivityDelayMatchesPublishedQuantiles) {

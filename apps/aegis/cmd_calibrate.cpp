@@ -1,5 +1,5 @@
 // `aegis calibrate`: fits the simulator's interference model on measured co-location
-// pairs and prints the coefficients and the error, so the shipped defaults can be
+// pairs (Lucid's and Gavel's) and prints the coefficients and the error, so the shipped defaults can be
 // reproduced (docs/interference.md). `aegis calibrate --emulated` fits the emulated GPU's
 // own contention model on Gavel's pairs instead (docs/emulated-gpu.md, "Contention").
 #include <cmath>
@@ -61,7 +61,7 @@ void add_calibrate(CLI::App& app) {
   cmd->add_option("--solo", single, "Solo profiles of the paired jobs (Lucid's single CSV)")->capture_default_str();
   cmd->add_option("--workloads", workloads, "Catalog to apply the fitted model to, as a cross-check")
       ->capture_default_str();
-  cmd->add_option("--gavel", gavel, "Gavel's measured pair throughputs, for the cross-check")->capture_default_str();
+  cmd->add_option("--gavel", gavel, "Gavel's measured pair throughputs (V100 pairs of networks Lucid profiled are fitted on too)")->capture_default_str();
   static bool emulated = false;
   static std::string gpu_type = "v100";
   cmd->add_flag("--emulated", emulated,
@@ -74,17 +74,30 @@ void add_calibrate(CLI::App& app) {
       calibrate_emulated(gavel, gpu_type);
       return;
     }
-    const auto pairs = load_lucid_pairs(colocate, single);
+    // Both sources of measured pairs (docs/interference.md, "Calibration"): Lucid's RTX 3090
+    // pairs and Gavel's V100 pairs whose job types Lucid profiled.
+    const auto lucid = load_lucid_pairs(colocate, single);
+    const auto gavel_pairs = load_gavel_pairs(gavel, "v100", single);
+    std::vector<MeasuredPair> pairs = lucid;
+    pairs.insert(pairs.end(), gavel_pairs.begin(), gavel_pairs.end());
     const auto fit = fit_interference(pairs);
+    const auto no_saturation = fit_interference(pairs, false);
     const SimConfig shipped;
-    fmt::print("pairs                      {}\n", fit.pairs);
-    fmt::print("interference_util_coeff    {:.2f}   (shipped default {:.2f})\n", fit.model.util_coeff,
+    fmt::print("pairs                          {} (Lucid {}, Gavel v100 {})\n", fit.pairs, lucid.size(),
+               gavel_pairs.size());
+    fmt::print("interference_util_coeff        {:.2f}   (shipped default {:.2f})\n", fit.model.util_coeff,
                shipped.interference_util_coeff);
-    fmt::print("interference_dram_coeff    {:.2f}   (shipped default {:.2f})\n", fit.model.dram_coeff,
+    fmt::print("interference_dram_coeff        {:.2f}   (shipped default {:.2f})\n", fit.model.dram_coeff,
                shipped.interference_dram_coeff);
-    fmt::print("rmse of per-job speed      {:.4f}\n", fit.rmse);
-    fmt::print("mae of per-job speed       {:.4f}\n", fit.mae);
-    fmt::print("rmse with no interference  {:.4f}\n", fit.rmse_no_model);
+    fmt::print("interference_saturation_coeff  {:.2f}   (shipped default {:.2f})\n", fit.model.saturation_coeff,
+               shipped.interference_saturation_coeff);
+    fmt::print("rmse of per-job speed          {:.4f}  (Lucid {:.4f}, Gavel {:.4f})\n", fit.rmse,
+               interference_rmse(fit.model, lucid), interference_rmse(fit.model, gavel_pairs));
+    fmt::print("mae of per-job speed           {:.4f}\n", fit.mae);
+    fmt::print("rmse without saturation term   {:.4f}  (a {:.2f}, b {:.2f})\n", no_saturation.rmse,
+               no_saturation.model.util_coeff, no_saturation.model.dram_coeff);
+    fmt::print("rmse with no interference      {:.4f}\n", fit.rmse_no_model);
+    fmt::print("held-out errors (leave one network out): scripts/interference/forms.py\n");
 
     // Cross-check: combined throughput of every pair of catalog workloads under the fit
     // (published measurements put pairs between about 1.05x and 1.9x).
@@ -125,13 +138,13 @@ void add_calibrate(CLI::App& app) {
     double lo = 1, hi = 1000;
     for (int it = 0; it < 60; ++it) {
       const double k = std::sqrt(lo * hi);
-      const InterferenceModel m{fit.model.util_coeff * k, fit.model.dram_coeff * k};
+      const InterferenceModel m{fit.model.util_coeff * k, fit.model.dram_coeff * k, fit.model.saturation_coeff * k};
       (percentile(pair_sums(m, nullptr), 0.5) > target ? lo : hi) = k;
     }
     const double k = std::sqrt(lo * hi);
     fmt::print("scale matching its median: k = {:.2f} -> --set sim.interference_util_coeff={:.2f} "
-               "--set sim.interference_dram_coeff={:.2f}\n",
-               k, fit.model.util_coeff * k, fit.model.dram_coeff * k);
+               "--set sim.interference_dram_coeff={:.2f} --set sim.interference_saturation_coeff={:.2f}\n",
+               k, fit.model.util_coeff * k, fit.model.dram_coeff * k, fit.model.saturation_coeff * k);
   });
 }
 

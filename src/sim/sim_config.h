@@ -23,10 +23,12 @@ struct SimConfig {
   Seconds memory_ramp_s = 10;
 
   // Interference (process time-slicing): a job's speed on a shared GPU is
-  // 1 / (1 + util_coeff * u_i * sum(u_j) + dram_coeff * d_i * sum(d_j)) over the other
-  // active jobs j; fitted on measured pairs (`aegis calibrate`, docs/interference.md).
-  double interference_util_coeff = 0.28;
-  double interference_dram_coeff = 0.44;
+  // 1 / (1 + util_coeff * u_i * U + dram_coeff * d_i * D + saturation_coeff * u_i *
+  // max(0, u_i + U - 1)) with U, D the sums over the other active jobs; fitted on measured
+  // pairs, Lucid's and Gavel's (`aegis calibrate`, docs/interference.md).
+  double interference_util_coeff = 0.22;
+  double interference_dram_coeff = 0.20;
+  double interference_saturation_coeff = 0.34;
 
   // Power per GPU: idle + (max - idle) * SM activity (A100 SXM4 40 GB: 400 W TDP).
   double power_idle_w = 50;

@@ -19,6 +19,7 @@ struct Errors {
 };
 
 Errors errors(const InterferenceModel& m, std::span<const MeasuredPair> pairs) {
+  if (pairs.empty()) return {};
   double sq = 0, ab = 0;
   for (const auto& p : pairs) {
     const double ea = m.speed(p.a, p.b.util, p.b.drama) - p.speed_a;
@@ -32,31 +33,42 @@ Errors errors(const InterferenceModel& m, std::span<const MeasuredPair> pairs) {
 
 }  // namespace
 
-InterferenceFit fit_interference(std::span<const MeasuredPair> pairs) {
+InterferenceFit fit_interference(std::span<const MeasuredPair> pairs, bool with_saturation) {
   InterferenceFit best;
   best.pairs = pairs.size();
+  best.model.saturation_coeff = 0;
   if (pairs.empty()) return best;
-  // Coarse grid over [0,3] x [0,3], then a fine grid around the coarse optimum.
+  // Coarse grid over [0,3]^3 (c fixed at 0 without saturation), then a fine grid within
+  // one coarse step of the coarse optimum. Coefficients are kept on the 0.01 lattice so
+  // that the fit prints and pins exactly.
   double best_rmse = 1e300;
-  auto search = [&](double a0, double a1, double b0, double b1, double step) {
-    for (double a = a0; a <= a1 + 1e-9; a += step) {
-      for (double b = b0; b <= b1 + 1e-9; b += step) {
-        InterferenceModel m{std::round(std::max(a, 0.0) * 100) / 100, std::round(std::max(b, 0.0) * 100) / 100};
-        const auto e = errors(m, pairs);
-        if (e.rmse < best_rmse - 1e-12) {
-          best_rmse = e.rmse;
-          best.model = m;
-          best.rmse = e.rmse;
-          best.mae = e.mae;
+  auto lattice = [](double x) { return std::round(std::max(x, 0.0) * 100) / 100; };
+  auto search = [&](const InterferenceModel& lo, const InterferenceModel& hi, double step) {
+    for (double a = lo.util_coeff; a <= hi.util_coeff + 1e-9; a += step)
+      for (double b = lo.dram_coeff; b <= hi.dram_coeff + 1e-9; b += step)
+        for (double c = lo.saturation_coeff; c <= hi.saturation_coeff + 1e-9; c += step) {
+          const InterferenceModel m{lattice(a), lattice(b), lattice(c)};
+          const auto e = errors(m, pairs);
+          if (e.rmse < best_rmse - 1e-12) {
+            best_rmse = e.rmse;
+            best.model = m;
+            best.rmse = e.rmse;
+            best.mae = e.mae;
+          }
         }
-      }
-    }
   };
-  search(0, 3, 0, 3, 0.05);
-  const InterferenceModel c = best.model;
-  search(c.util_coeff - 0.05, c.util_coeff + 0.05, c.dram_coeff - 0.05, c.dram_coeff + 0.05, 0.01);
-  best.rmse_no_model = errors(InterferenceModel{0, 0}, pairs).rmse;
+  const double cmax = with_saturation ? 3.0 : 0.0;
+  search({0, 0, 0}, {3, 3, cmax}, 0.1);
+  const InterferenceModel o = best.model;
+  const double cw = with_saturation ? 0.1 : 0.0;
+  search({o.util_coeff - 0.1, o.dram_coeff - 0.1, o.saturation_coeff - cw},
+         {o.util_coeff + 0.1, o.dram_coeff + 0.1, o.saturation_coeff + cw}, 0.01);
+  best.rmse_no_model = errors(InterferenceModel{0, 0, 0}, pairs).rmse;
   return best;
+}
+
+double interference_rmse(const InterferenceModel& m, std::span<const MeasuredPair> pairs) {
+  return errors(m, pairs).rmse;
 }
 
 std::vector<MeasuredPair> load_lucid_pairs(const std::string& colocate_csv, const std::string& single_csv) {

@@ -26,7 +26,7 @@ namespace {
 
 constexpr std::uint64_t kNoJob = std::numeric_limits<std::uint64_t>::max();
 
-enum class EvKind : std::uint8_t { Arrival, FirstActivity, RampDone, Complete, Wake };
+enum class EvKind : std::uint8_t { Arrival, FirstActivity, RampDone, Complete, Wake, SteadyPhase /* [phases hook] */ };
 
 // 24 bytes (the heap moves them at every push and pop): the kind rides in the low byte of
 // the push order, which it does not reorder (each push has its own sequence number, so
@@ -67,6 +67,7 @@ struct Live {
   std::uint64_t speed_stamp = 0;   // the refresh() that last worked out its speed
   Seconds ends_at = 0;             // time of its pending completion event
   bool active = false;             // has shown GPU activity
+  ActivityLevels level;            // [phases hook] its activity now (sim/models/phases.h)
   MiB held_mib = 0;                // per GPU
   std::optional<MiB> mps_limit;    // its MPS client memory limit, as the lifecycle set it
   // Inline up to 8 GPUs on 2 servers (all but 0.3 % of Philly's jobs): a launch and an
@@ -475,12 +476,23 @@ class Run {
         }
         if (!allocate(j, first, e.t)) break;
         j.live->active = true;
+        j.live->level = j.w->phases.at(0);  // [phases hook] start-up levels, then steady ones
+        if (j.live->level != j.w->phases.steady)
+          push(e.t + j.w->phases.startup_s, EvKind::SteadyPhase, e.id, j.attempt);
         for (int g : j.live->gpus) {
           gpus_[g].active.push_back(e.id);
           sum_activity(g);
         }
         refresh(j.live->gpus, e.t);
         if (ramp) push(e.t + opt_.sim.memory_ramp_s, EvKind::RampDone, e.id, j.attempt);
+        break;
+      }
+      case EvKind::SteadyPhase: {  // [phases hook] the attempt's start-up is over
+        Job& j = jobs_[e.id];
+        if (j.phase != Phase::Running || j.attempt != e.version || !j.live->active) break;
+        j.live->level = j.w->phases.steady;
+        for (int g : j.live->gpus) sum_activity(g);
+        refresh(j.live->gpus, e.t);
         break;
       }
       case EvKind::RampDone: {
@@ -681,9 +693,9 @@ class Run {
     Gpu& gpu = gpus_[g];
     gpu.active_util = gpu.active_drama = gpu.active_smact = 0;
     for (int k : gpu.active) {
-      gpu.active_util += jobs_[k].w->util;
-      gpu.active_drama += jobs_[k].w->drama;
-      gpu.active_smact += jobs_[k].w->smact;
+      gpu.active_util += jobs_[k].live->level.util;  // [phases hook] levels of its phase
+      gpu.active_drama += jobs_[k].live->level.drama;
+      gpu.active_smact += jobs_[k].live->level.smact;
     }
   }
 
@@ -694,7 +706,7 @@ class Run {
     const Job& j = jobs_[id];
     if (!j.live->active) return 1.0;
     double s = 1.0;
-    const ActivityProfile self{j.w->util, j.w->drama};
+    const ActivityProfile self{j.live->level.util, j.live->level.drama};  // [phases hook]
     for (int g : j.live->gpus) {
       const Gpu& gpu = gpus_[g];
       double on_gpu = device_speed(self.util, gpu.sm_fraction);
@@ -768,11 +780,12 @@ class Run {
     double a = 0, o = 0, d = 0, u = 0, idle = 1;
     for (int id : gpus_[g].active) {
       const Job& j = jobs_[id];
-      a += j.live->speed * j.w->smact;
-      o += j.live->speed * j.w->smocc;
-      d += j.live->speed * j.w->drama;
-      u += j.live->speed * j.w->util;
-      idle = idle_after(idle, j.live->speed * j.w->util);
+      const ActivityLevels& l = j.live->level;  // [phases hook] levels of its phase
+      a += j.live->speed * l.smact;
+      o += j.live->speed * l.smocc;
+      d += j.live->speed * l.drama;
+      u += j.live->speed * l.util;
+      idle = idle_after(idle, j.live->speed * l.util);
     }
     const double util = union_util_ ? 1.0 - idle : std::min(1.0, u);
     const GpuSample s{std::min(1.0, a), std::min(1.0, o), std::min(1.0, d), util};

@@ -1,8 +1,9 @@
 // Issue 31, item 1: a job's recorded timeline in, its simulated one out. The H200 run's
 // ResNet-50 solo attempt (tests/data/h200_timelines.csv) showed SM activity near 0 for 10 s
 // after its first activity, then 0.84; its profile with phase columns
-// (tests/data/h200_phase_profiles.csv, written by scripts/gpu-validate/compare.py from that
-// run) through the simulator must give the same phases: where the heavy phase starts, and the
+// (tests/data/h200_phase_profiles.csv: the workloads.csv that `scripts/gpu-validate/compare.py
+// ../shared/data/gpu-validation-h200-2026-12-04/results` wrote, its non-empty columns kept)
+// through the simulator must give the same phases: where the heavy phase starts, and the
 // levels before and in it, measured on both timelines the same way (summarize.py's rule).
 #include <gtest/gtest.h>
 

@@ -8,8 +8,10 @@ the tarball itself, or an unpacked results/ folder. From the runs where jobs ran
 solo phase: one job of each kind of the mix; in the first run's layout, the exclusive run of
 the mini-trace) it takes each kind's solo profile: runtime (launch to end), peak memory
 (aegisd's per-attempt peak of the job's GPU processes), mean SM activity, SM occupancy, DRAM
-activity and utilisation while it ran, its delay to first GPU activity. It writes them as a
-workloads CSV in data/aegis/workloads.csv's format, the submit times each run used as
+activity and utilisation while it ran, its delay to first GPU activity, and its phases
+(`phases()`: start-up length after first activity, start-up and steady levels). It writes them as a
+workloads CSV in data/aegis/workloads.csv's format (plus the phase columns of
+docs/simulator.md), the submit times each run used as
 AEGIS-format traces, replays each run with the same engine settings (`aegis sim --gpus 1
 --gpu-memory <MiB>`), and prints simulated against measured makespan and per-job JCT. The
 mix's exclusive makespan is not run but derived from the solo phase (summarize.py says how);
@@ -105,7 +107,30 @@ def kind_of(j):
     return j.get("kind") or j["name"]
 
 
-def profiles(run, telemetry):
+LEVELS = (("smact", "smact"), ("smocc", "smocc"), ("drama", "drama"), ("util", "utilization"))
+
+
+def phases(samples, first, interval=1.0, key="smact"):
+    """A job's phases from its own samples: [(t, gpu sample)] from its first activity `first`
+    to its end, the job alone on the GPU, each sample the mean of the `interval` s before t.
+    Steady from the first sample at half the attempt's highest `key` or more; that sample
+    covers the start of the steady phase only in part, so the phase began its share of an
+    interval before it (share = its level over the steady level). Start-up levels: the mean
+    of the samples before it; steady ones: of the samples after it. None without activity."""
+    xs = [(t, g) for t, g in samples if t >= first]
+    top = max((g.get(key) or 0.0 for _, g in xs), default=0.0)
+    if top <= 0:
+        return None
+    k = next(i for i, (_, g) in enumerate(xs) if (g.get(key) or 0.0) >= 0.5 * top)
+    before, after = xs[:k], xs[k + 1:] or xs[k:]
+    steady = {lv: mean(g.get(col) for _, g in after) or 0.0 for lv, col in LEVELS}
+    share = min(1.0, (xs[k][1].get(key) or 0.0) / steady[key]) if steady[key] else 1.0
+    return {"startup_s": max(0.0, xs[k][0] - share * interval - first),
+            "startup": {lv: (mean(g.get(col) for _, g in before) or 0.0) if before else 0.0 for lv, col in LEVELS},
+            "steady": steady}
+
+
+def profiles(run, telemetry, interval=1.0):
     """Solo profile of every kind whose job completed in a run where jobs ran alone."""
     out, missing = {}, {}
     for j in run["jobs"]:
@@ -128,6 +153,9 @@ def profiles(run, telemetry):
             top = max(used)
             ramp = next((s["t"] - a["first_activity"] for s in telemetry
                          if start <= s["t"] <= a["ended_at"] and s["gpus"][0]["memory_used_mib"] >= 0.9 * top), None)
+        mine_t = [(s["t"], s["gpus"][0]) for s in telemetry
+                  if start <= s["t"] <= a["ended_at"] and s["gpus"][0].get("jobs") == [j["id"]]]
+        ph = phases(mine_t, start, interval, key="smact" if gpm else "utilization") if a.get("first_activity") else None
         res = j.get("result") or {}
         # Without aegisd's first activity (its process list did not show the job), the time
         # the workload itself took to reach its first step stands in.
@@ -142,7 +170,7 @@ def profiles(run, telemetry):
             "avg_drama": mean(g.get("drama") for g in mine) or 0.0,
             "util": util, "gpm": gpm, "samples": len(mine),
             "batch_size": res.get("batch_size"), "precision": res.get("precision"),
-            "samples_per_s": res.get("samples_per_s"),
+            "samples_per_s": res.get("samples_per_s"), "phases": ph,
         }
     return out, missing
 
@@ -157,6 +185,7 @@ def write_workloads(path, profs):
     if os.path.isfile(catalog):
         with open(catalog, newline="") as f:
             header = next(csv.reader(f))
+    header = header + [c for c in PHASE_COLUMNS if c not in header]
     with open(path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=header, extrasaction="ignore")
         w.writeheader()
@@ -172,7 +201,22 @@ def write_workloads(path, profs):
                 "solo_runtime_s": f"{p['solo_runtime_s']:.3f}",
                 "profile_source": "scripts/gpu-validate.sh exclusive run" + ("" if p["gpm"] else " (no GPM: smact = util)"),
                 "spec_command_args": p["args"], "notes": f"{p['samples']} telemetry samples",
+                **phase_row(p.get("phases")),
             })
+
+
+PHASE_COLUMNS = ["startup_s"] + [f"{ph}_{lv}" for ph in ("startup", "steady") for lv, _ in LEVELS]
+
+
+def phase_row(ph):
+    """The phase columns of a profile (docs/simulator.md); empty without phases."""
+    if not ph:
+        return {}
+    row = {"startup_s": f"{ph['startup_s']:.3f}"}
+    for name in ("startup", "steady"):
+        for lv, _ in LEVELS:
+            row[f"{name}_{lv}"] = f"{clamp01(ph[name][lv]):.4f}"
+    return row
 
 
 def write_trace(path, run, profs):
@@ -308,7 +352,9 @@ def run(aegis, res, out, seed):
     if not alone_tel:
         die(f"{res}/{alone}/telemetry.jsonl: no samples, so no solo profiles")
     gpu_mib = alone_tel[0]["gpus"][0]["memory_total_mib"]
-    profs, missing = profiles(alone_run, alone_tel)
+    # The sampling interval, as recorded (run_trace.py --interval): the median gap.
+    gaps = [b["t"] - a["t"] for a, b in zip(alone_tel, alone_tel[1:]) if b["t"] > a["t"]]
+    profs, missing = profiles(alone_run, alone_tel, statistics.median(gaps) if gaps else 1.0)
     if not profs:
         die(f"no job completed in the {alone} run: nothing to replay")
     for name, why in missing.items():
@@ -337,6 +383,11 @@ def run(aegis, res, out, seed):
         for p in profs.values():
             p["avg_smact"] = p["avg_smocc"] = p["util"] or 0.0
             p["avg_drama"] = 0.0
+            for name in ("startup", "steady"):  # the same stand-ins in each phase
+                if p["phases"]:
+                    lv = p["phases"][name]
+                    lv["smact"] = lv["smocc"] = lv["util"]
+                    lv["drama"] = 0.0
         print(f"compare: no GPM metrics in the {alone} run: replaying with the coarse (utilisation) rule",
               file=sys.stderr)
 
@@ -401,11 +452,12 @@ def print_report(r, rows):
     print(f"simulator start-up model: {' '.join(r['sim_settings']) or 'defaults'}")
     print(f"\nsolo profiles ({'solo phase' if r['layout'] == 'mix' else 'exclusive run'}):")
     print(f"  {'job':<18} {'runtime s':>9} {'1st act s':>9} {'peak MiB':>9} {'smact':>6} {'smocc':>6} {'drama':>6} "
-          f"{'util':>6} {'samples/s':>10}")
+          f"{'util':>6} {'samples/s':>10} {'start-up s':>10} {'steady smact':>12}")
     for p in r["profiles"].values():
         print(f"  {p['job']:<18} {p['solo_runtime_s']:>9.1f} {num(p['first_activity_s']):>9} {p['peak_memory_mib']:>9} "
               f"{p['avg_smact']:>6.2f} {p['avg_smocc']:>6.2f} {p['avg_drama']:>6.2f} {num(p['util'], '{:.2f}'):>6} "
-              f"{num(p['samples_per_s']):>10}")
+              f"{num(p['samples_per_s']):>10} {num((p['phases'] or {}).get('startup_s')):>10} "
+              f"{num((p['phases'] or {}).get('steady', {}).get('smact'), '{:.2f}'):>12}")
     print("\nmakespan, measured against simulated:")
     for pol, x in r["policies"].items():
         m, s = x["measured"], x["simulated"]

@@ -231,6 +231,12 @@ class Run {
         ++n_finished_;
         break;
       }
+      case EvKind::SteadyPhase: {  // the attempt's start-up is over
+        const Job& j = st_.jobs[static_cast<std::size_t>(e.id)];
+        if (!j.on_gpus() || j.attempt != e.version || !j.live->active) break;
+        physics_.steady_phase(e.id, t);
+        break;
+      }
       case EvKind::Wake:
         erase_value(st_.servers[static_cast<std::size_t>(e.id)].wakes, t);
         st_.bump(e.id);

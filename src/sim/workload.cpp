@@ -70,6 +70,7 @@ WorkloadCatalog WorkloadCatalog::load(const std::string& path) {
       }
     }
     w.hints.gpu_util = w.util;
+    w.phases = read_phases(r, {w.smact, w.smocc, w.drama, w.util});
     if (r.has_column("lucid_ss")) {
       if (auto s = r.opt_int("lucid_ss")) {
         if (*s < 0 || *s > 2) r.fail("lucid_ss", fmt::format("{} is not 0, 1 or 2", *s));
@@ -100,6 +101,8 @@ void WorkloadCatalog::set_predicted_util(const std::string& name, double util) {
 
 void WorkloadCatalog::add(WorkloadProfile w) {
   std::string n = w.name;
+  // Built without phases: one phase at its means, as a CSV row without phase columns.
+  if (w.phases.startup_s == 0 && w.phases.steady == ActivityLevels{}) w.phases.steady = {w.smact, w.smocc, w.drama, w.util};
   by_name_[n] = std::move(w);
 }
 

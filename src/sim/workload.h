@@ -7,6 +7,7 @@
 
 #include "core/job.h"
 #include "core/units.h"
+#include "sim/models/phases.h"
 
 namespace aegis {
 
@@ -20,6 +21,9 @@ struct WorkloadProfile {
   double drama = 0;          // mean DRAM activity, [0,1]
   double util = 0;           // mean coarse GPU utilisation, [0,1]
   Seconds solo_runtime_s = 0;
+  // Its activity over an attempt (start-up, steady); without phase columns one phase at the
+  // means above. The simulator's telemetry and interference read these levels.
+  JobPhases phases;
   // What the scheduler may be told.
   MemoryEstimates estimates;
   ProfileHints hints;

@@ -88,6 +88,9 @@ bool JobPhysics::begin_activity(int id, Seconds t) {
                          : j.w->peak_mib;
   if (!allocate(j, first, t)) return false;
   j.live->active = true;
+  j.live->level = j.w->phases.at(0);  // start-up levels, then steady ones (sim/models/phases.h)
+  if (j.live->level != j.w->phases.steady)
+    st_.events.push(t + j.w->phases.startup_s, EvKind::SteadyPhase, id, j.attempt);
   for (int g : j.live->gpus) {
     st_.gpus[g].active.push_back(id);
     sum_activity(g);
@@ -95,6 +98,13 @@ bool JobPhysics::begin_activity(int id, Seconds t) {
   refresh(j.live->gpus, t);
   if (ramp) st_.events.push(t + opt_.sim.memory_ramp_s, EvKind::RampDone, id, j.attempt);
   return true;
+}
+
+void JobPhysics::steady_phase(int id, Seconds t) {
+  Job& j = st_.jobs[id];
+  j.live->level = j.w->phases.steady;
+  for (int g : j.live->gpus) sum_activity(g);
+  refresh(j.live->gpus, t);
 }
 
 bool JobPhysics::ramp_done(int id, Seconds t) {
@@ -215,9 +225,10 @@ inline void JobPhysics::sum_activity(int g) {
   Gpu& gpu = st_.gpus[g];
   gpu.active_util = gpu.active_drama = gpu.active_smact = 0;
   for (int k : gpu.active) {
-    gpu.active_util += st_.jobs[k].w->util;
-    gpu.active_drama += st_.jobs[k].w->drama;
-    gpu.active_smact += st_.jobs[k].w->smact;
+    const ActivityLevels& l = st_.jobs[k].live->level;  // the levels of its phase
+    gpu.active_util += l.util;
+    gpu.active_drama += l.drama;
+    gpu.active_smact += l.smact;
   }
 }
 
@@ -228,7 +239,7 @@ inline void JobPhysics::sum_activity(int g) {
   const Job& j = st_.jobs[id];
   if (!j.live->active) return 1.0;
   double s = 1.0;
-  const ActivityProfile self{j.w->util, j.w->drama};
+  const ActivityProfile self{j.live->level.util, j.live->level.drama};
   for (int g : j.live->gpus) {
     const Gpu& gpu = st_.gpus[g];
     double on_gpu = device_speed(self.util, gpu.sm_fraction);
@@ -289,11 +300,12 @@ void JobPhysics::refresh(std::span<const int> changed, Seconds t) {
   double a = 0, o = 0, d = 0, u = 0, idle = 1;
   for (int id : st_.gpus[g].active) {
     const Job& j = st_.jobs[id];
-    a += j.live->speed * j.w->smact;
-    o += j.live->speed * j.w->smocc;
-    d += j.live->speed * j.w->drama;
-    u += j.live->speed * j.w->util;
-    idle = idle_after(idle, j.live->speed * j.w->util);
+    const ActivityLevels& l = j.live->level;  // the levels of its phase
+    a += j.live->speed * l.smact;
+    o += j.live->speed * l.smocc;
+    d += j.live->speed * l.drama;
+    u += j.live->speed * l.util;
+    idle = idle_after(idle, j.live->speed * l.util);
   }
   const double util = union_util_ ? 1.0 - idle : std::min(1.0, u);
   const GpuSample s{std::min(1.0, a), std::min(1.0, o), std::min(1.0, d), util};

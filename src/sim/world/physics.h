@@ -28,6 +28,8 @@ class JobPhysics {
   bool begin_activity(int id, Seconds t);
   // Its memory ramp ended: it takes the rest of its peak; false if it died of OOM.
   bool ramp_done(int id, Seconds t);
+  // Its start-up is over: the steady levels from now on (its GPUs' sums and speeds redone).
+  void steady_phase(int id, Seconds t);
   // Its completion event came: true if its work is done (attempt ended, record completed),
   // false if it was slowed since and was rescheduled.
   bool complete(int id, Seconds t);

@@ -16,6 +16,7 @@
 #include "core/units.h"
 #include "lifecycle/placer.h"
 #include "sched/engine.h"
+#include "sim/models/phases.h"
 #include "sim/world/events.h"
 #include "sim/workload.h"
 #include "telemetry/risk.h"
@@ -45,6 +46,7 @@ struct Live {
   double speed = 1;
   std::uint64_t speed_stamp = 0;   // the refresh() that last worked out its speed
   Seconds ends_at = 0;             // time of its pending completion event
+  ActivityLevels level;            // its activity now: its phase's levels (sim/models/phases.h)
   bool active = false;             // has shown GPU activity
   MiB held_mib = 0;                // per GPU
   std::optional<MiB> mps_limit;    // its MPS client memory limit, as the lifecycle set it

@@ -200,6 +200,16 @@ class Run {
     st_.dirty = true;
   }
 
+  // The job's activity began (its observation window starts): its servers, the lifecycle
+  // and the dispatcher hear of it.
+  void anchor(int id, Seconds t) {
+    const Job& j = st_.jobs[static_cast<std::size_t>(id)];
+    j.live->anchored = true;
+    physics_.first_activity(id, t);
+    life_.first_activity(id, t);
+    dispatcher_->activity_began(j, t);
+  }
+
   // An event of the world: the physics applies it; the lifecycle hears of what happened.
   void handle(const Event& e) {
     const Seconds t = e.t;
@@ -209,9 +219,9 @@ class Run {
       case EvKind::FirstActivity: {
         const Job& j = st_.jobs[static_cast<std::size_t>(e.id)];
         if (!j.on_gpus() || j.attempt != e.version) break;
-        physics_.first_activity(e.id, t);
-        life_.first_activity(e.id, t);
-        dispatcher_->activity_began(j, t);
+        // Its observation window starts with its sustained activity, as aegisd's anchor
+        // finds it: now, or when a start-up under the anchor's threshold is over.
+        if (j.w->phases.anchored_at_first_activity(opt_.engine.anchor_process_util)) anchor(e.id, t);
         if (!physics_.begin_activity(e.id, t)) oom(e.id, t);
         break;
       }
@@ -235,6 +245,7 @@ class Run {
         const Job& j = st_.jobs[static_cast<std::size_t>(e.id)];
         if (!j.on_gpus() || j.attempt != e.version || !j.live->active) break;
         physics_.steady_phase(e.id, t);
+        if (!j.live->anchored) anchor(e.id, t);
         break;
       }
       case EvKind::Wake:

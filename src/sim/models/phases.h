@@ -26,6 +26,14 @@ struct JobPhases {
 
   // Levels `since` seconds after the attempt's first activity.
   const ActivityLevels& at(Seconds since) const { return since < startup_s ? startup : steady; }
+
+  // Whether the lifecycle's anchor (lifecycle/activity_anchor.h: the job's own utilisation
+  // held at `process_util` or more) starts at its first activity; if not, it starts with the
+  // steady phase. A job whose steady level stays under the threshold too is anchored at its
+  // first activity (aegisd would fall back to the GPU's rise or the memory plateau).
+  bool anchored_at_first_activity(double process_util) const {
+    return startup_s <= 0 || startup.util >= process_util || steady.util < process_util;
+  }
 };
 
 // The optional phase columns of a workloads CSV row: startup_s, startup_{smact,smocc,drama,util}

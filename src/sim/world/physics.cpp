@@ -30,6 +30,7 @@ void JobPhysics::launch(const QueuedJob& job, const Placement& placement, Second
   j.live->last_update = t;
   j.live->speed = 1;
   j.live->active = false;
+  j.live->anchored = false;
   j.live->held_mib = 0;
   j.live->gpus.clear();
   j.live->parts.clear();

@@ -47,6 +47,7 @@ struct Live {
   std::uint64_t speed_stamp = 0;   // the refresh() that last worked out its speed
   Seconds ends_at = 0;             // time of its pending completion event
   ActivityLevels level;            // its activity now: its phase's levels (sim/models/phases.h)
+  bool anchored = false;           // the lifecycle has been told its activity began (its anchor)
   bool active = false;             // has shown GPU activity
   MiB held_mib = 0;                // per GPU
   std::optional<MiB> mps_limit;    // its MPS client memory limit, as the lifecycle set it

@@ -19,6 +19,7 @@
 #include "sim/models/interference.h"
 #include "sim/models/random.h"
 #include "sim/models/startup.h"
+#include "sim/sim_estimates.h"  // [estimate-chain hook]
 
 namespace aegis {
 
@@ -440,6 +441,7 @@ class Run {
         spec.estimates = j.w->estimates;
         spec.hints = j.w->hints;
         spec.predicted_util = j.w->predicted_util;
+        estimates_.submitted(spec, *j.w);  // [estimate-chain hook] history of its signature
         life_.submitted(std::move(spec), false, false, e.t);
         dirty_ = true;
         break;
@@ -506,6 +508,7 @@ class Run {
         }
         finish_attempt(e.id, e.t, SimOutcome::Completed);
         life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, e.t, fx_);
+        estimates_.completed(e.id, life_);  // [estimate-chain hook] learn its peak
         life_.forget(e.id);  // its record is the simulator's; the lifecycle keeps live jobs only
         j.live.reset();
         j.phase = Phase::Done;
@@ -1503,6 +1506,7 @@ class Run {
   Lifecycle life_;
   Dispatcher placer_;
   Effects fx_;  // the lifecycle's answers, kept for their lists' storage (read at once)
+  SimEstimates estimates_{opt_.engine};  // [estimate-chain hook] the chain, as aegisd feeds it
   InterferenceModel model_;
   FirstActivityDelay first_activity_delay_;  // of opt_.sim, its constants worked out once
   bool union_util_;  // sim.util_combination

@@ -30,7 +30,7 @@ namespace {
 struct SimArgs {
   std::string workloads = "data/aegis/workloads.csv";
   std::string specs = "data/aegis/workload_specs.csv";
-  std::string calibrated_model = "data/models/calibrated_memory.json";
+  std::string calibrated_model = "held-out";
   std::vector<std::string> traces;
   std::string trace_format;
   std::string trace_runtime = "trace";
@@ -246,17 +246,21 @@ void run_sim(const SimArgs& a) {
   if (reads_predictions || !reads_ours.empty()) specs = load_workload_specs(a.specs);
   if (reads_predictions) predict_catalog_utilisation(catalog, specs);
   if (!reads_ours.empty()) {
-    // The chain as aegisd runs it with calibrated_model set, on the catalog's GPU model.
-    EstimateChain chain;
-    chain.set_server_models({kCatalogGpuModel});
-    try {
-      std::ifstream in(a.calibrated_model);
-      if (!in) throw std::runtime_error("cannot open " + a.calibrated_model);
-      chain.set_calibrated(CalibratedModel::from_json(nlohmann::json::parse(in)));
-    } catch (const std::exception& e) {
-      throw InputError(std::string("--calibrated-model: ") + e.what());
+    if (a.calibrated_model == "held-out") {
+      ours = with_our_estimates_held_out(catalog, specs);
+    } else {
+      // The chain as aegisd runs it with calibrated_model set, on the catalog's GPU model.
+      EstimateChain chain;
+      chain.set_server_models({kCatalogGpuModel});
+      try {
+        std::ifstream in(a.calibrated_model);
+        if (!in) throw std::runtime_error("cannot open " + a.calibrated_model);
+        chain.set_calibrated(CalibratedModel::from_json(nlohmann::json::parse(in)));
+      } catch (const std::exception& e) {
+        throw InputError(std::string("--calibrated-model: ") + e.what());
+      }
+      ours = with_our_estimates(catalog, specs, chain);
     }
-    ours = with_our_estimates(catalog, specs, chain);
     for (std::size_t i : reads_ours) runs[i].catalog = &ours;
   }
   const auto results = run_all(runs, a.threads);
@@ -355,8 +359,9 @@ void add_sim(CLI::App& app) {
                   "and this project's memory estimates (aegis-horus, aegis-learned, aegis-auto)")
       ->capture_default_str();
   cmd->add_option("--calibrated-model", a.calibrated_model,
-                  "Calibrated memory estimator (JSON) of the estimate chain: the learned figure of a workload with "
-                  "a spec (aegis-learned, aegis-auto)")
+                  "Calibrated memory estimator of the estimate chain, the learned figure of a workload with a spec "
+                  "(aegis-learned, aegis-auto): held-out (fitted per workload on the catalog's other models' peaks) "
+                  "or a JSON file (data/models/calibrated_memory.json was fitted on these workloads: in-sample)")
       ->capture_default_str();
   cmd->add_option("--trace", a.traces, "Job trace (CSV); repeatable");
   cmd->add_option("--trace-format", a.trace_format, "aegis, philly or alibaba (default: detected from the header)");

@@ -18,4 +18,10 @@ namespace aegis {
 WorkloadCatalog with_our_estimates(const WorkloadCatalog& published, std::span<const WorkloadSpec> specs,
                                    const EstimateChain& chain);
 
+// The same with, for each workload, a chain whose calibrated model was fitted (the shipped
+// form, CalibrationOptions' defaults) on the measured peaks of the catalog's workloads of
+// every other model: no workload's own peak feeds its estimate, as for a job aegisd never
+// saw. The shipped data/models/calibrated_memory.json was fitted on these very workloads.
+WorkloadCatalog with_our_estimates_held_out(const WorkloadCatalog& published, std::span<const WorkloadSpec> specs);
+
 }  // namespace aegis

@@ -42,7 +42,7 @@ struct SimArgs {
   int servers = 1;
   int gpus_per_server = 8;
   std::string gpu_memory = "40960";
-  std::string policies = "exclusive,aegis,aegis-peak,aegis-horus,carma,lucid,horus,naive";
+  std::string policies = "exclusive,aegis,aegis-peak,aegis-horus,aegis-horus-published,carma,lucid,horus,naive";
   std::string json_path, jobs_csv, mapping_csv, report_path, sweep, sweep_csv;
   std::string sharing = "process";
   std::uint64_t seed = 1;

@@ -1,7 +1,5 @@
 #include "sim/sim_estimates.h"
 
-#include <algorithm>
-
 #include "estimate/source.h"
 
 namespace aegis {
@@ -20,7 +18,7 @@ void SimEstimates::submitted(JobSpec& spec, const WorkloadProfile& w) {
   if (!active_) return;
   std::string sig = signature_of(w, spec.num_gpus);
   spec.estimates.history = chain_.history(sig);
-  waiting_[sig].push_back(spec.id);
+  waiting_[sig].insert(spec.id);
   live_[spec.id] = {std::move(sig), w.peak_mib};
 }
 
@@ -32,7 +30,7 @@ void SimEstimates::completed(JobId id, Lifecycle& life) {
   const MiB peak = it->second.second;
   live_.erase(it);
   auto& waiting = waiting_[sig];
-  waiting.erase(std::remove(waiting.begin(), waiting.end(), id), waiting.end());
+  waiting.erase(id);
   const auto before = chain_.history(sig);
   if (!chain_.completed({sig, kSimGpuModel, peak, std::nullopt})) return;
   const auto now = chain_.history(sig);

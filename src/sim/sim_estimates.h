@@ -5,7 +5,7 @@
 #pragma once
 #include <map>
 #include <string>
-#include <vector>
+#include <unordered_set>
 
 #include "lifecycle/estimate_chain.h"
 #include "lifecycle/lifecycle.h"
@@ -28,7 +28,7 @@ class SimEstimates {
   bool active_ = false;
   EstimateChain chain_;
   std::map<JobId, std::pair<std::string, MiB>> live_;        // submitted, not completed: signature, peak
-  std::map<std::string, std::vector<JobId>> waiting_;      // signature -> jobs submitted, not completed
+  std::map<std::string, std::unordered_set<JobId>> waiting_;  // signature -> jobs submitted, not completed
 };
 
 // The simulator's GPU model name for the chain: every simulated GPU is one model to it

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <sys/stat.h>
@@ -125,7 +126,11 @@ const std::string kWeights = kData + "models/gpumemnet_mlp.json";
 // Runs the simulator for `policy` on `world`, replays it through aegisd's logic and counts
 // the jobs decided differently. `activity_lag` delays every first activity the daemon is
 // shown (a control: the comparison must notice such a difference).
-Replayed replay_world(const std::string& policy, const World& world, Server server, double activity_lag = 0) {
+// With `repeated`, jobs of one workload share a signature (one command) and their
+// processes show the workload's peak, so that aegisd learns its history from them as the
+// simulator's chain does.
+Replayed replay_world(const std::string& policy, const World& world, Server server, double activity_lag = 0,
+                      bool repeated = false) {
   Replayed out;
   int& differing = out.differing;
   const int kServerGpus = server.gpus;
@@ -200,8 +205,17 @@ Replayed replay_world(const std::string& policy, const World& world, Server serv
       if (std::abs(j.submit - t) < 1e-12) {
         api::SubmitRequest r;
         r.job.name = "job" + std::to_string(i);
-        r.job.command = {"train", "--job", std::to_string(i)};  // one signature each: no history
-        r.job.workdir = "/w" + std::to_string(i);
+        if (repeated) {
+          // One signature per workload (and GPU count): its name in letters, since a
+          // signature reads every number as '#' (estimate/history.h).
+          std::string word;
+          for (char c : j.workload.str()) word += std::isdigit(static_cast<unsigned char>(c)) ? static_cast<char>('a' + (c - '0')) : c;
+          r.job.command = {"train", word};
+          r.job.workdir = "/w";
+        } else {
+          r.job.command = {"train", "--job", std::to_string(i)};  // one signature each: no history
+          r.job.workdir = "/w" + std::to_string(i);
+        }
         r.job.gpus = j.num_gpus;
         const WorkloadProfile& w = *world.catalog.find(j.workload);
         r.job.profiled_mib = w.estimates.profiled;
@@ -223,7 +237,9 @@ Replayed replay_world(const std::string& policy, const World& world, Server serv
         const JobId id = id_of.at(static_cast<std::int64_t>(i));
         const int number = static_cast<int>(n) + 1;
         if (a.first_activity >= 0 && a.first_activity + activity_lag <= t + 1e-12 && t < a.end - 1e-12)
-          for (int g : a.gpus) env.activity(id, number, g, 0, static_cast<pid_t>(100000 + i * 100 + n));
+          for (int g : a.gpus)
+            env.activity(id, number, g, repeated ? world.catalog.find(j.workload)->peak_mib : 0,
+                         static_cast<pid_t>(100000 + i * 100 + n));
         if (std::abs(a.end - t) < 1e-12 && a.outcome != SimOutcome::Stopped)
           env.end(id, number, a.outcome == SimOutcome::Completed ? 0 : 1 << 8,
                   a.outcome == SimOutcome::Oom ? "CUDA out of memory. Tried to allocate 2.00 GiB" : "");
@@ -275,7 +291,7 @@ Replayed replay_world(const std::string& policy, const World& world, Server serv
 // The Philly world on three 40 GB GPUs.
 int replay(const std::string& policy, double activity_lag = 0) {
   const World world = make_world(LearnedModel::load(kWeights));
-  const Replayed r = replay_world(policy, world, Server{}, activity_lag);
+  const Replayed r = replay_world(policy, world, Server{}, activity_lag, true);
   EXPECT_GE(r.attempts, kJobs);
   return r.differing;
 }
@@ -311,7 +327,7 @@ World h200_world() {
 class H200Equivalence : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(H200Equivalence, AJobOutOfMemoryAloneFailsAtOnceAndTheOthersRunInBothDrivers) {
-  const Replayed r = replay_world(GetParam(), h200_world(), Server{1, 143771, 616});
+  const Replayed r = replay_world(GetParam(), h200_world(), Server{1, 143771, 616}, 0, true);
   EXPECT_EQ(r.differing, 0);
   const JobRecord& big = r.sim.jobs[0];
   ASSERT_FALSE(big.attempts.empty());
@@ -337,6 +353,34 @@ INSTANTIATE_TEST_SUITE_P(Policies, H200Equivalence, ::testing::Values("exclusive
 class Equivalence : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Equivalence, SimulatorAndDaemonDecideAlike) { EXPECT_EQ(replay(GetParam()), 0); }
+
+// Repeated jobs: the Philly world with each workload's jobs sharing a signature. aegisd
+// learns each signature's peak from its completed runs and the simulator's chain from its
+// completed attempts; both admit the later runs with it (aegis-auto: history before the
+// learned figure) and decide alike.
+class RepeatedEquivalence : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RepeatedEquivalence, SimulatorAndDaemonLearnAndDecideAlike) {
+  const World world = make_world(LearnedModel::load(kWeights));
+  const Replayed r = replay_world(GetParam(), world, Server{}, 0, true);
+  EXPECT_EQ(r.differing, 0);
+  if (GetParam() != "aegis-auto") return;
+  // History was used: some attempt was admitted with its workload's recorded peak (the
+  // learned figures of this world differ from every peak).
+  int from_history = 0;
+  for (const auto& j : r.sim.jobs) {
+    const WorkloadProfile& w = *world.catalog.find(j.workload);
+    for (const auto& a : j.attempts) from_history += a.admitted_mib == w.peak_mib && w.estimates.learned != w.peak_mib;
+  }
+  EXPECT_GT(from_history, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, RepeatedEquivalence, ::testing::Values("aegis", "aegis-auto", "aegis-peak", "exclusive"),
+                         [](const auto& p) {
+                           std::string n = p.param;
+                           std::replace(n.begin(), n.end(), '-', '_');
+                           return n;
+                         });
 
 // The control: shown every first activity 2 s late, aegisd decides differently (the
 // observation window runs from it), and the comparison says so.

@@ -16,6 +16,7 @@
 #include "sched/engine.h"
 #include "sched/policies.h"
 #include "sim/csv.h"
+#include "sim/estimate_catalog.h"
 #include "sim/json_report.h"
 #include "sim/metrics.h"
 #include "sim/report_html.h"
@@ -29,6 +30,7 @@ namespace {
 struct SimArgs {
   std::string workloads = "data/aegis/workloads.csv";
   std::string specs = "data/aegis/workload_specs.csv";
+  std::string calibrated_model = "held-out";
   std::vector<std::string> traces;
   std::string trace_format;
   std::string trace_runtime = "trace";
@@ -40,7 +42,7 @@ struct SimArgs {
   int servers = 1;
   int gpus_per_server = 8;
   std::string gpu_memory = "40960";
-  std::string policies = "exclusive,aegis,aegis-peak,aegis-horus,carma,lucid,horus,naive";
+  std::string policies = "exclusive,aegis,aegis-peak,aegis-horus,aegis-horus-published,carma,lucid,horus,naive";
   std::string json_path, jobs_csv, mapping_csv, report_path, sweep, sweep_csv;
   std::string sharing = "process";
   std::uint64_t seed = 1;
@@ -206,6 +208,11 @@ void run_sim(const SimArgs& a) {
   Json policies_json = Json::object();
   SimConfig sim_used;
   bool reads_predictions = false;  // some policy reads the jobs' predicted utilisation
+  // Runs whose memory estimate comes from a model spec read this project's estimators on the
+  // workloads' specs (the `ours` catalog, made below), unless the registry marks the policy
+  // as replaying the published columns.
+  WorkloadCatalog ours;
+  std::vector<std::size_t> reads_ours;  // indices into runs
   for (const auto& point : points) {
     for (const auto& name : names) {
       EngineConfig e = policy_config(name);
@@ -216,6 +223,9 @@ void run_sim(const SimArgs& a) {
       sim_used = s;
       reads_predictions = reads_predictions || Engine(e).reads().has(GpuFact::Predictions);
       if (point.empty()) policies_json[name] = Json{{"stages", Engine(e).describe()}, {"engine", to_json(describe(e))}};
+      const bool from_specs = !find_policy(name)->published_estimates &&
+                              (e.estimator == "analytical" || e.estimator == "horus" || e.estimator == "learned" ||
+                               e.estimator == "gpumemnet" || e.estimator == "auto");
       for (const auto& t : traces) {
         RunSpec r;
         r.catalog = &catalog;
@@ -226,12 +236,33 @@ void run_sim(const SimArgs& a) {
         r.options.cluster = cluster;
         r.options.seed = a.seed;
         r.options.record_timeline = !a.report_path.empty();
+        if (from_specs) reads_ours.push_back(runs.size());
         runs.push_back(std::move(r));
       }
     }
   }
   // Only then are the specs read (and recorded), so other policies' runs do not depend on them.
-  if (reads_predictions) predict_catalog_utilisation(catalog, load_workload_specs(a.specs));
+  std::vector<WorkloadSpec> specs;
+  if (reads_predictions || !reads_ours.empty()) specs = load_workload_specs(a.specs);
+  if (reads_predictions) predict_catalog_utilisation(catalog, specs);
+  if (!reads_ours.empty()) {
+    if (a.calibrated_model == "held-out") {
+      ours = with_our_estimates_held_out(catalog, specs);
+    } else {
+      // The chain as aegisd runs it with calibrated_model set, on the catalog's GPU model.
+      EstimateChain chain;
+      chain.set_server_models({kCatalogGpuModel});
+      try {
+        std::ifstream in(a.calibrated_model);
+        if (!in) throw std::runtime_error("cannot open " + a.calibrated_model);
+        chain.set_calibrated(CalibratedModel::from_json(nlohmann::json::parse(in)));
+      } catch (const std::exception& e) {
+        throw InputError(std::string("--calibrated-model: ") + e.what());
+      }
+      ours = with_our_estimates(catalog, specs, chain);
+    }
+    for (std::size_t i : reads_ours) runs[i].catalog = &ours;
+  }
   const auto results = run_all(runs, a.threads);
   std::vector<RunMetrics> metrics;
   for (const auto& r : results) metrics.push_back(summarize(r));
@@ -240,7 +271,8 @@ void run_sim(const SimArgs& a) {
   cfg["seed"] = a.seed;
   cfg["cluster"] = {{"servers", cluster.servers.size()}, {"gpus", cluster.total_gpus()}, {"describe", cluster.describe()}};
   cfg["workloads"] = a.workloads;
-  if (reads_predictions) cfg["workload_specs"] = a.specs;
+  if (reads_predictions || !reads_ours.empty()) cfg["workload_specs"] = a.specs;
+  if (!reads_ours.empty()) cfg["calibrated_model"] = a.calibrated_model;
   cfg["traces"] = Json::array();
   for (const auto& t : traces) cfg["traces"].push_back(trace_record(t));
   cfg["trace_options"] = {{"runtime", a.trace_runtime}, {"mapping_seed", a.mapping_seed}, {"max_jobs", a.max_jobs}, {"load", a.load}};
@@ -323,8 +355,13 @@ void add_sim(CLI::App& app) {
   auto* cmd = app.add_subcommand("sim", "Replay job traces through the scheduling engine under several policies");
   cmd->add_option("--workloads", a.workloads, "Profiled workload catalog (CSV)")->capture_default_str();
   cmd->add_option("--specs", a.specs,
-                  "Model specs of the catalog's workloads (CSV), for their predicted utilisation (read by "
-                  "policies that use it: aegis-learned)")
+                  "Model specs of the catalog's workloads (CSV), for their predicted utilisation (aegis-learned) "
+                  "and this project's memory estimates (aegis-horus, aegis-learned, aegis-auto)")
+      ->capture_default_str();
+  cmd->add_option("--calibrated-model", a.calibrated_model,
+                  "Calibrated memory estimator of the estimate chain, the learned figure of a workload with a spec "
+                  "(aegis-learned, aegis-auto): held-out (fitted per workload on the catalog's other models' peaks) "
+                  "or a JSON file (data/models/calibrated_memory.json was fitted on these workloads: in-sample)")
       ->capture_default_str();
   cmd->add_option("--trace", a.traces, "Job trace (CSV); repeatable");
   cmd->add_option("--trace-format", a.trace_format, "aegis, philly or alibaba (default: detected from the header)");

@@ -84,20 +84,34 @@ const PolicyInfo kPolicies[] = {
     {"exclusive", "one job per GPU", exclusive},
     {"aegis", "estimator-free floor, observation window, pressure filter, MAGM, OOM ladder", aegis_defaults},
     {"aegis-peak", "aegis with the profiled peak as the memory estimate", aegis_peak},
-    {"aegis-horus", "aegis with the analytical (Horus) memory estimate", aegis_horus},
-    {"aegis-learned", "aegis with the learned (GPUMemNet-style) memory estimate, GPUs by least predicted activity",
+    {"aegis-horus", "aegis with the analytical (Horus) memory estimate (this project's formula on the job's spec)",
+     aegis_horus},
+    {"aegis-horus-published", "aegis-horus replaying the catalog's published Horus estimates (simulator only)",
+     aegis_horus, true},
+    {"aegis-learned",
+     "aegis with the learned memory estimate (the learned model, else the calibrated one, on the job's spec), GPUs "
+     "by least predicted activity",
      aegis_learned},
+    {"aegis-learned-published", "aegis-learned replaying the catalog's published GPUMemNet estimates (simulator only)",
+     aegis_learned, true},
     {"aegis-auto", "aegis with the chain declared, else history, else learned, else the floor (aegisd's default)",
      aegis_auto},
     {"carma", "CARMA: thresholds 0.80/0.45/0.40, its risk weights, one retry then alone", carma},
     {"lucid", "Lucid-style: <= 2 jobs per GPU by sharing score, profiled peaks must fit", lucid},
-    {"horus", "Horus-style: profiled utilisation sums to <= 100 %, least projected first", horus},
+    {"horus", "Horus-style: profiled utilisation sums to <= 100 %, least projected first, Horus' published estimates",
+     horus, true},
     {"naive", "first fit on reported free memory alone: no estimate, observation or pressure", naive},
 };
 
 }  // namespace
 
 std::span<const PolicyInfo> all_policies() { return kPolicies; }
+
+const PolicyInfo* find_policy(std::string_view name) {
+  for (const auto& p : kPolicies)
+    if (p.name == name) return &p;
+  return nullptr;
+}
 
 std::string policy_names() {
   std::string s;

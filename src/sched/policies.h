@@ -14,7 +14,14 @@ struct PolicyInfo {
   std::string_view name;
   std::string_view summary;
   void (*apply)(EngineConfig&);
+  // The simulator gives its jobs the catalog's published estimate columns (Horus',
+  // GPUMemNet's) rather than this project's estimators on their specs. aegisd computes
+  // every estimate itself: there it runs as the policy without the mark.
+  bool published_estimates = false;
 };
+
+// The registry's entry named `name`, or null.
+const PolicyInfo* find_policy(std::string_view name);
 
 std::span<const PolicyInfo> all_policies();
 

@@ -14,6 +14,7 @@
 #include "sim/csv.h"
 #include "sim/dispatch/dispatcher.h"
 #include "sim/results/recorder.h"
+#include "sim/sim_estimates.h"
 #include "sim/world/physics.h"
 #include "sim/world/state.h"
 #include "sim/world/telemetry.h"
@@ -196,6 +197,7 @@ class Run {
     spec.estimates = j.w->estimates;
     spec.hints = j.w->hints;
     spec.predicted_util = j.w->predicted_util;
+    estimates_.submitted(spec, *j.w);  // the history of its signature, as aegisd's chain has it
     life_.submitted(std::move(spec), false, false, t);
     st_.dirty = true;
   }
@@ -236,6 +238,7 @@ class Run {
         if (!j.on_gpus() || j.version != e.version) break;
         if (!physics_.complete(e.id, t)) break;  // slowed since: rescheduled
         life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, t, fx_);
+        estimates_.completed(e.id, life_);  // the chain learns its peak
         life_.forget(e.id);  // its record is the simulator's; the lifecycle keeps live jobs only
         j.live.reset();
         ++n_finished_;
@@ -298,6 +301,7 @@ class Run {
   TelemetryWindows windows_;
   std::optional<ClusterDispatcher> dispatcher_;  // made once the servers are
   Effects fx_;  // the lifecycle's answers, kept for their lists' storage (read at once)
+  SimEstimates estimates_{opt_.engine};  // the estimate chain, fed as aegisd feeds it
   std::size_t n_finished_ = 0;
 };
 

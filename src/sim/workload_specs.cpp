@@ -10,9 +10,8 @@
 namespace aegis {
 namespace {
 
-// The catalog was profiled on one GPU model (data/README.md); the utilisation regression
-// does not read it, the calibration run only carries it.
-const char* const kCatalogGpu = "A100-40GB";
+// The utilisation regression does not read the GPU model; the calibration run only carries it.
+const char* const kCatalogGpu = kCatalogGpuModel;
 
 std::map<std::string, int> parse_layer_counts(const CsvReader& r) {
   std::map<std::string, int> out;

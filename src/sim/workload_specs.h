@@ -11,6 +11,9 @@
 
 namespace aegis {
 
+// The catalog was profiled on one GPU model (data/README.md).
+inline constexpr const char* kCatalogGpuModel = "A100-40GB";
+
 struct WorkloadSpec {
   std::string name;   // the catalog workload it describes
   std::string model;  // its model group ("vgg16/imagenet"), left out together

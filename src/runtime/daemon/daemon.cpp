@@ -31,9 +31,12 @@ Daemon::Daemon(DaemonConfig config, Env& env)
   // Ids are never reused on this host, even if the database was lost (id_floor.h).
   id_floor_recorded_ = highest_job_id_on_disk(cfg_.daemon.state_dir);
   store_.reserve_ids_above(id_floor_recorded_);
+  chain_ = EstimateChain(EstimateChainConfig{static_cast<int>(cfg_.daemon.history_window), cfg_.daemon.history_quantile,
+                                             cfg_.daemon.history_util_quantile,
+                                             static_cast<int>(cfg_.daemon.history_util_min_runs)});
   if (!cfg_.daemon.learned_model.empty()) {
     try {
-      learned_ = LearnedModel::load(cfg_.daemon.learned_model);
+      chain_.set_learned(LearnedModel::load(cfg_.daemon.learned_model));
     } catch (const std::exception& e) {
       throw ConfigError(std::string("learned_model: ") + e.what());
     }
@@ -49,21 +52,21 @@ Daemon::Daemon(DaemonConfig config, Env& env)
       std::ifstream in(cfg_.daemon.calibrated_model);
       if (!in) throw std::runtime_error("cannot open " + cfg_.daemon.calibrated_model);
       const auto j = nlohmann::json::parse(in);
-      calibrated_ = CalibratedModel::from_json(j);
-      if (j.contains("utilisation")) utilisation_ = utilisation_from_json(j.at("utilisation"));
+      chain_.set_calibrated(CalibratedModel::from_json(j), j.contains("utilisation")
+                                                               ? utilisation_from_json(j.at("utilisation"))
+                                                               : std::map<std::string, UtilisationModel>{});
     } catch (const std::exception& e) {
       throw ConfigError(std::string("calibrated_model: ") + e.what());
     }
   }
-  history_ = store_.peaks();
   auto runs = store_.history_runs();
-  run_peaks_ = std::move(runs.peaks);
-  run_utils_ = std::move(runs.utils);
+  chain_.restore(store_.peaks(), std::move(runs.peaks), std::move(runs.utils));
   // The first sample asks per-process utilisation everywhere, to learn where the driver
   // has it (`aegis gpus`); later ones only where a job awaits its anchor.
   SampleRequest first;
   first.energy = false;
   select_gpus(env_.sample_gpus(first));
+  chain_.set_server_models(server_models());
   recover_jobs(env_.now(), true);
 }
 
@@ -191,15 +194,7 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   spec.owner = j.uid;  // MPS serves one user per GPU at a time (filters/mps_one_user.cpp)
   // The estimate chain: whatever this server can know of the job's memory; the policy's
   // estimator picks one (estimate/source.h), and a job lacking what it needs was refused.
-  spec.estimates.declared = j.request.mem_mib;
-  spec.estimates.profiled = j.request.profiled_mib;
-  spec.estimates.faketensor = j.request.faketensor_mib;
-  spec.estimates.history = history_estimate_of(signature_of(j));
-  if (j.request.model) {
-    spec.estimates.analytical = static_cast<MiB>(std::ceil(horus_mib(*j.request.model)));
-    if (learned_) spec.estimates.learned = learned_->regression(*j.request.model);
-    if (!spec.estimates.learned && calibrated_) spec.estimates.learned = calibrated_estimate_of(*j.request.model);
-  }
+  spec.estimates = chain_.estimates(chain_job(j));
   const UtilisationEstimate u = utilisation_of(j);
   spec.hints.gpu_util = u.gpu_util;
   spec.hints.sharing_score = u.sharing_score;
@@ -213,16 +208,19 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
 // (history_util_min_runs on each; history_util_quantile of them), else, with a model spec,
 // the calibrated model's prediction (docs/estimators.md, "Utilisation from history").
 Daemon::PredictedUtilisation Daemon::predicted_utilisation_of(const DaemonJob& j) const {
-  static const std::map<std::string, std::vector<double>> no_runs;
-  const auto runs = run_utils_.find(signature_of(j));
-  if (auto h = history_utilisation(runs == run_utils_.end() ? no_runs : runs->second, server_models(),
-                                   static_cast<int>(cfg_.daemon.history_window), cfg_.daemon.history_util_quantile,
-                                   static_cast<int>(cfg_.daemon.history_util_min_runs)))
-    return {h, "history"};
-  if (j.request.model)
-    if (auto m = utilisation_.find("gpu_util"); m != utilisation_.end())
-      return {m->second.predict(calibration_run(*j.request.model, "")), "model-spec"};
-  return {};
+  const auto p = chain_.predicted_utilisation(chain_job(j));
+  if (!p.value) return {};
+  return {p.value, p.source == "history" ? "history" : "model-spec"};
+}
+
+ChainJob Daemon::chain_job(const DaemonJob& j) const {
+  ChainJob c;
+  c.signature = signature_of(j);
+  c.declared = j.request.mem_mib;
+  c.profiled = j.request.profiled_mib;
+  c.faketensor = j.request.faketensor_mib;
+  c.model = j.request.model;
+  return c;
 }
 
 bool Daemon::predict_utilisation(DaemonJob& j) const {
@@ -267,34 +265,6 @@ std::vector<std::string> Daemon::server_models() const {
   return models;
 }
 
-// The history estimate for a job of `signature` that may land on any of this server's GPU
-// models: per model, a high quantile of its recent peaks there; a model it never ran on
-// gets the most-run model's figure with the CUDA context swapped (calibrated_model), or
-// unchanged without one. Signatures recorded before history_runs keep their largest peak.
-std::optional<MiB> Daemon::history_estimate_of(const std::string& signature) const {
-  if (auto it = run_peaks_.find(signature); it != run_peaks_.end()) {
-    const std::vector<std::string> models = server_models();
-    auto translate = [&](MiB mib, const std::string& from, const std::string& to) {
-      if (!calibrated_) return mib;
-      const double moved = static_cast<double>(mib) + calibrated_->context_mib(to) - calibrated_->context_mib(from);
-      return static_cast<MiB>(std::ceil(std::max(moved, 0.0)));
-    };
-    return history_estimate(it->second, models, static_cast<int>(cfg_.daemon.history_window),
-                            cfg_.daemon.history_quantile, translate);
-  }
-  if (auto h = history_.find(signature); h != history_.end()) return h->second;
-  return std::nullopt;
-}
-
-// The calibrated estimate of a spec on the GPU model of this server that needs the most
-// (a job may land on any of them).
-MiB Daemon::calibrated_estimate_of(const ModelFeatures& f) const {
-  double most = 0;
-  for (const auto& g : gpus_)
-    most = std::max(most, calibrated_->estimate(calibration_run(f, g.status.name), g.status.name).mib);
-  return static_cast<MiB>(std::ceil(most));
-}
-
 // A completed run's peak and mean activity, on the GPU model of its first GPU (a job's
 // GPUs are alike).
 void Daemon::record_history(const std::string& signature, const std::vector<std::string>& gpu_uuids, MiB peak,
@@ -302,19 +272,9 @@ void Daemon::record_history(const std::string& signature, const std::vector<std:
   std::string model = "unknown";
   for (const auto& g : gpus_)
     if (!gpu_uuids.empty() && g.uuid == gpu_uuids.front()) model = g.status.name;
-  const auto window = static_cast<std::size_t>(cfg_.daemon.history_window);
   store_.record_peak(signature, peak, now);  // what an older aegisd reads
-  store_.record_run_peak(signature, model, peak, activity, now, static_cast<int>(window));
-  history_[signature] = std::max(history_[signature], peak);
-  auto& runs = run_peaks_[signature][model];
-  runs.push_back(peak);
-  if (runs.size() > window) runs.erase(runs.begin());
-  // The store keeps the last `window` runs, some without a utilisation: at most that many here.
-  if (activity.gpu_util) {
-    auto& utils = run_utils_[signature][model];
-    utils.push_back(std::clamp(*activity.gpu_util, 0.0, 1.0));
-    if (utils.size() > window) utils.erase(utils.begin());
-  }
+  store_.record_run_peak(signature, model, peak, activity, now, static_cast<int>(cfg_.daemon.history_window));
+  chain_.completed({signature, model, peak, activity.gpu_util});
   refresh_estimates(signature);
 }
 

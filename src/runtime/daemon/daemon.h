@@ -17,6 +17,7 @@
 #include "estimate/calibrated.h"
 #include "estimate/utilisation.h"
 #include "estimate/learned.h"
+#include "lifecycle/estimate_chain.h"
 #include "lifecycle/inputs.h"
 #include "lifecycle/lifecycle.h"
 #include "runtime/api/request.h"
@@ -180,16 +181,12 @@ class Daemon {
   std::string gpu_error_;               // why sampling failed last, for `aegis gpus`
   // Memory of each running job's processes per GPU at the last sample (per-job metrics).
   std::map<JobId, std::map<std::string, MiB>> job_memory_now_;
-  std::map<std::string, MiB> history_;  // job signature -> largest recorded peak (before history_runs)
-  Store::RunPeaks run_peaks_;           // job signature -> GPU model -> last peaks, oldest first
-  std::optional<LearnedModel> learned_;
-  std::optional<CalibratedModel> calibrated_;  // its per-GPU-model contexts translate history
-  std::map<std::string, UtilisationModel> utilisation_;  // its utilisation estimates ("gpu_util", ...)
-  Store::RunUtils run_utils_;            // job signature -> GPU model -> last runs' mean utilisation, oldest first
+  // The estimate chain (lifecycle/estimate_chain.h): the daemon loads its models and the
+  // stored history into it, and tells it each completed run.
+  EstimateChain chain_;
   std::map<JobId, RunActivityTotals> activity_;  // each running job's activity samples, for its history
-  std::optional<MiB> history_estimate_of(const std::string& signature) const;
   std::vector<std::string> server_models() const;  // the product names of the scheduled GPUs, once each
-  MiB calibrated_estimate_of(const ModelFeatures& f) const;
+  ChainJob chain_job(const DaemonJob& j) const;    // what the chain is told of a job
   // A job's GPU utilisation and sharing score, each with where it came from: "hint",
   // "history", "model-spec" (calibrated_model's prediction), or none (docs/estimators.md).
   struct UtilisationEstimate {

@@ -93,6 +93,33 @@ TEST(NeverStarts, OutOfMemoryAloneOnTheLargestGpuFailsInTheSamePassAndTheNextJob
   EXPECT_FALSE(fx.blocked);
 }
 
+// Issue 31: an estimator's figure above what any GPU offers is a guess, not a need. Under a
+// policy that reads the learned estimate, such a job is scheduled without it (observed, the
+// ladder learns the rest) instead of failing; the user's own figure above the GPU still fails.
+TEST(NeverStarts, AnEstimatorsGuessAboveTheGpuIsDroppedNotFatal) {
+  for (const char* policy : {"aegis-learned", "aegis-horus"}) {
+    OneH200 w;
+    w.engine = Engine(policy_config(policy));
+    w.life = Lifecycle(w.engine.config(), LifecycleOptions{});
+    JobSpec s;
+    s.id = 1;
+    s.estimates.learned = kH200 * 2;
+    s.estimates.analytical = kH200 * 2;
+    w.life.submitted(s, false, false, 0);
+    const auto fx = w.schedule(1);
+    const LifeJob* j = w.life.find(1);
+    EXPECT_NE(j->state, JobState::Failed) << policy << ": " << j->reason;
+    ASSERT_EQ(fx.starts.size(), 1u) << policy << ": it starts as an estimator-free job would";
+    EXPECT_FALSE(j->queued.spec.estimates.learned) << policy;
+  }
+  OneH200 w;
+  w.engine = Engine(policy_config("aegis-auto"));
+  w.life = Lifecycle(w.engine.config(), LifecycleOptions{});
+  w.submit(1, kH200 * 2);  // declared: the user says it needs that
+  w.schedule(1);
+  EXPECT_EQ(w.life.find(1)->state, JobState::Failed);
+}
+
 // --- aegisd on the fake environment -----------------------------------------------------
 
 struct Rig {

@@ -9,6 +9,20 @@
 
 namespace aegis {
 
+namespace {
+
+// An estimator's figure (Horus formula, FakeTensor, learned model, history) that no GPU can
+// offer is a guess that went wrong, not a need: the job is scheduled without it, as an
+// estimator-free job is (observed, and the OOM ladder learns what it really needs). The
+// user's own figure and a profiled peak stand. Returns whether it dropped any.
+bool drop_guessed_estimates(MemoryEstimates& e) {
+  const bool any = e.analytical || e.faketensor || e.learned || e.history;
+  e.analytical = e.faketensor = e.learned = e.history = std::nullopt;
+  return any;
+}
+
+}  // namespace
+
 void Effects::merge(Effects&& o) {
   for (auto& c : o.changes) changes.push_back(std::move(c));
   for (auto& s : o.starts) starts.push_back(std::move(s));
@@ -303,7 +317,8 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       if (!queued) continue;  // left the queue
       LifeJob& j = *queued;
       const QueuedJob& qj = j.queued;
-      if (auto why = placer.never_runs(qj)) {
+      if (auto why = placer.never_runs(qj); why && !(drop_guessed_estimates(j.queued.spec.estimates) &&
+                                                     !placer.never_runs(qj))) {
         // It can never run here: it leaves the queue instead of blocking everything behind it.
         finish(j, JobState::Failed, *why, now, fx, "failed");
         continue;

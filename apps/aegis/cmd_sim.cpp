@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
 #include "apps/aegis/commands.h"
 #include "apps/aegis/run_pool.h"
 #include "apps/aegis/sim_output.h"
+#include "apps/aegis/sim_spread_output.h"
 #include "apps/aegis/sweep.h"
 #include "sched/config_params.h"
 #include "sched/engine.h"
@@ -19,6 +21,8 @@
 #include "sim/json_report.h"
 #include "sim/metrics.h"
 #include "sim/report_html.h"
+#include "sim/report_spread.h"
+#include "sim/seed_spread.h"
 #include "sim/simulator.h"
 #include "sim/workload_specs.h"
 
@@ -44,6 +48,7 @@ struct SimArgs {
   std::string json_path, jobs_csv, mapping_csv, report_path, sweep, sweep_csv;
   std::string sharing = "process";
   std::uint64_t seed = 1;
+  std::string seeds = "1";  // validated by seed_count
   std::vector<std::string> sets;
   unsigned threads = 0;
   // Which cluster options were given explicitly.
@@ -161,7 +166,25 @@ Json trace_record(const Trace& t) {
   return j;
 }
 
+// --seeds N: how many seeds (seed, seed+1, ...) each run is repeated under. More than
+// kMaxSeeds is refused: it is a typing slip sooner than a study (8 seeds show the spread).
+constexpr std::size_t kMaxSeeds = 1000;
+std::size_t seed_count(const SimArgs& a) {
+  const std::string& t = a.seeds;
+  if (t.empty() || t.size() > 4 || t.find_first_not_of("0123456789") != std::string::npos || std::stoul(t) < 1 ||
+      std::stoul(t) > kMaxSeeds)
+    throw ConfigError(fmt::format("--seeds: '{}' is not a whole number from 1 to {}", t, kMaxSeeds));
+  const auto n = static_cast<std::size_t>(std::stoul(t));
+  if (n > 1 && a.seed > std::numeric_limits<std::uint64_t>::max() - (n - 1)) throw ConfigError("--seeds: --seed + --seeds - 1 is past the largest seed");
+  if (n > 1 && !a.sweep.empty())
+    throw ConfigError("--seeds: not supported with --sweep (run the sweep once per --seed)");
+  return n;
+}
+
 void run_sim(const SimArgs& a) {
+  const std::size_t nseeds = seed_count(a);
+  std::vector<std::uint64_t> seeds;
+  for (std::size_t i = 0; i < nseeds; ++i) seeds.push_back(a.seed + i);
   if (a.traces.empty()) throw InputError("--trace: at least one trace is required");
   const auto names = split(a.policies, ',');
   if (names.empty()) throw ConfigError("--policies: at least one policy is required");
@@ -201,32 +224,36 @@ void run_sim(const SimArgs& a) {
   std::vector<const Trace*> trace_ptrs;
   for (const auto& t : traces) trace_ptrs.push_back(&t);
 
-  // Every (point, policy, trace) run, configured up front so that bad input fails first.
+  // Every (seed, point, policy, trace) run, configured up front so that bad input fails first.
   std::vector<RunSpec> runs;
   Json policies_json = Json::object();
   SimConfig sim_used;
   bool reads_predictions = false;  // some policy reads the jobs' predicted utilisation
-  for (const auto& point : points) {
-    for (const auto& name : names) {
-      EngineConfig e = policy_config(name);
-      SimConfig s;
-      apply_sets(sharing_sets, name, e, s);
-      apply_sets(a.sets, name, e, s);
-      for (const auto& [param, value] : point) set_any(param, fmt::format("{}", value), e, s);
-      sim_used = s;
-      reads_predictions = reads_predictions || Engine(e).reads().has(GpuFact::Predictions);
-      if (point.empty()) policies_json[name] = Json{{"stages", Engine(e).describe()}, {"engine", to_json(describe(e))}};
-      for (const auto& t : traces) {
-        RunSpec r;
-        r.catalog = &catalog;
-        r.trace = &t;
-        r.options.policy_name = name;
-        r.options.engine = e;
-        r.options.sim = s;
-        r.options.cluster = cluster;
-        r.options.seed = a.seed;
-        r.options.record_timeline = !a.report_path.empty();
-        runs.push_back(std::move(r));
+  for (const std::uint64_t seed : seeds) {
+    for (const auto& point : points) {
+      for (const auto& name : names) {
+        EngineConfig e = policy_config(name);
+        SimConfig s;
+        apply_sets(sharing_sets, name, e, s);
+        apply_sets(a.sets, name, e, s);
+        for (const auto& [param, value] : point) set_any(param, fmt::format("{}", value), e, s);
+        sim_used = s;
+        reads_predictions = reads_predictions || Engine(e).reads().has(GpuFact::Predictions);
+        if (point.empty())
+          policies_json[name] = Json{{"stages", Engine(e).describe()}, {"engine", to_json(describe(e))}};
+        for (const auto& t : traces) {
+          RunSpec r;
+          r.catalog = &catalog;
+          r.trace = &t;
+          r.options.policy_name = name;
+          r.options.engine = e;
+          r.options.sim = s;
+          r.options.cluster = cluster;
+          r.options.seed = seed;
+          // The report draws the first seed's runs; the others give the spread only.
+          r.options.record_timeline = !a.report_path.empty() && seed == a.seed;
+          runs.push_back(std::move(r));
+        }
       }
     }
   }
@@ -236,8 +263,10 @@ void run_sim(const SimArgs& a) {
   std::vector<RunMetrics> metrics;
   for (const auto& r : results) metrics.push_back(summarize(r));
 
+  const std::size_t per_seed = runs.size() / nseeds;  // runs of one seed: the first per_seed
   Json cfg;
   cfg["seed"] = a.seed;
+  if (nseeds > 1) cfg["seeds"] = seeds;
   cfg["cluster"] = {{"servers", cluster.servers.size()}, {"gpus", cluster.total_gpus()}, {"describe", cluster.describe()}};
   cfg["workloads"] = a.workloads;
   if (reads_predictions) cfg["workload_specs"] = a.specs;
@@ -251,6 +280,7 @@ void run_sim(const SimArgs& a) {
   cfg["sim"] = to_json(describe(sim_used));
   cfg["policies"] = policies_json;
 
+  SeedSpread spread;  // --seeds N > 1
   if (!a.sweep.empty()) {
     // One CSV row per (point, policy, trace); a summary per (point, policy) on stdout.
     std::ofstream file;
@@ -287,6 +317,20 @@ void run_sim(const SimArgs& a) {
                  traces.size(), runs.size(), a.sweep_csv);
       print_sweep_summary(points, names, traces.size(), metrics);
     }
+  } else if (nseeds > 1) {
+    std::vector<std::vector<RunMetrics>> by_seed(nseeds);
+    for (std::size_t k = 0; k < metrics.size(); ++k) by_seed[k / per_seed].push_back(metrics[k]);
+    spread = gather(seeds, by_seed);
+    for (const auto& t : traces) print_table_spread(t, cluster.describe(), spread);
+    const auto norm = print_normalised_spread(trace_ptrs, names, spread);
+    if (!a.json_path.empty()) {
+      Json out;
+      out["config"] = cfg;
+      spread_json(out, spread, norm);
+      std::ofstream f(a.json_path);
+      if (!f) throw InputError(a.json_path + ": cannot write file");
+      f << out.dump(2) << "\n";
+    }
   } else {
     for (const auto& t : traces) {
       std::vector<RunMetrics> ms;
@@ -307,12 +351,20 @@ void run_sim(const SimArgs& a) {
       f << out.dump(2) << "\n";
     }
   }
-  if (!a.jobs_csv.empty()) write_jobs_csv(a.jobs_csv, results);
+  if (!a.jobs_csv.empty()) {
+    std::vector<std::uint64_t> seed_of_run;  // a seed column only when there are several
+    if (nseeds > 1)
+      for (std::size_t k = 0; k < results.size(); ++k) seed_of_run.push_back(seeds[k / per_seed]);
+    write_jobs_csv(a.jobs_csv, results, seed_of_run);
+  }
   if (!a.mapping_csv.empty()) write_mapping_csv(a.mapping_csv, trace_ptrs);
   if (!a.report_path.empty()) {
     std::vector<ReportRun> rr;
-    for (std::size_t k = 0; k < results.size(); ++k) rr.push_back({&results[k], metrics[k]});
-    write_html_report(a.report_path, "aegis sim: " + cluster.describe(), rr, cfg);
+    for (std::size_t k = 0; k < per_seed; ++k) rr.push_back({&results[k], metrics[k]});
+    std::vector<std::string> trace_names;
+    for (const auto& t : traces) trace_names.push_back(t.name);
+    write_html_report(a.report_path, "aegis sim: " + cluster.describe(), rr, cfg,
+                      nseeds > 1 ? spread_html(spread, trace_names, names) : std::string());
   }
 }
 
@@ -361,6 +413,12 @@ void add_sim(CLI::App& app) {
   cmd->add_option("--mapping", a.mapping_csv, "Write each job's borrowed workload to this CSV file");
   cmd->add_option("--report", a.report_path, "Write a self-contained HTML report with charts to this file");
   cmd->add_option("--seed", a.seed, "Seed of the simulator's random draws (same seed, same output)")->capture_default_str();
+  cmd->add_option("--seeds", a.seeds,
+                  "Run every policy under N seeds (--seed, --seed+1, ...; 1 to 1000) and show each figure as the "
+                  "mean and min-max over them, with the pairs of policies within that spread (not a result); the "
+                  "seed draws each attempt's first-activity delay and telemetry noise (docs/simulator.md \"Seeds\"); "
+                  "not with --sweep")
+      ->capture_default_str();
   cmd->add_option("--set", a.sets,
                   "Override a parameter: NAME=VALUE (engine, all policies), POLICY.NAME=VALUE, or sim.NAME=VALUE; "
                   "repeatable (see `aegis config`)");

@@ -418,7 +418,8 @@ void add_sim(CLI::App& app) {
                   "mean and min-max over them, with the pairs of policies within that spread (not a result); the "
                   "seed draws each attempt's first-activity delay and telemetry noise (docs/simulator.md \"Seeds\"); "
                   "not with --sweep")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->type_name("N");
   cmd->add_option("--set", a.sets,
                   "Override a parameter: NAME=VALUE (engine, all policies), POLICY.NAME=VALUE, or sim.NAME=VALUE; "
                   "repeatable (see `aegis config`)");

@@ -74,11 +74,13 @@ void print_table_spread(const Trace& trace, const std::string& cluster, const Se
   std::vector<std::pair<std::string, Spread>> makespans;
   for (const RunSpread* r : rows) makespans.push_back({r->policy, r->of(&RunMetrics::makespan_s)});
   for (const auto& line : within_lines(makespans, s.seeds.size())) fmt::print("makespan: {}\n", line);
-  for (const RunSpread* r : rows)
-    if (r->seed_invariant())
-      fmt::print("{}: every figure the same under all {} seeds (the seed does not reach this run; its zero spread "
-                 "is no evidence)\n",
-                 r->policy, s.seeds.size());
+  for (const RunSpread* r : rows) {
+    const Spread mk = r->of(&RunMetrics::makespan_s);
+    if (r->seed_invariant() || mk.min == mk.max)
+      fmt::print("{}: {} the same under all {} seeds (the seed does not reach it here; its zero spread is no "
+                 "evidence)\n",
+                 r->policy, r->seed_invariant() ? "every figure" : "makespan", s.seeds.size());
+  }
 }
 
 std::vector<NormalisedSpread> print_normalised_spread(const std::vector<const Trace*>& traces,

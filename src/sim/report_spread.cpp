@@ -76,11 +76,13 @@ std::string spread_html(const SeedSpread& s, const std::vector<std::string>& tra
     }
     o += "</table></div>";
     pairs_list(o, "Makespan on " + t, makespans, n);
-    for (const auto& r : s.runs)
-      if (r.trace == t && r.seed_invariant())
-        o += fmt::format("<p>{}: every figure the same under all {} seeds (the seed does not reach this run; its "
-                         "zero spread is no evidence).</p>",
-                         esc(r.policy), n);
+    for (const auto& r : s.runs) {
+      const Spread mk = r.of(&RunMetrics::makespan_s);
+      if (r.trace == t && (r.seed_invariant() || mk.min == mk.max))
+        o += fmt::format("<p>{}: {} the same under all {} seeds (the seed does not reach it here; its zero spread "
+                         "is no evidence).</p>",
+                         esc(r.policy), r.seed_invariant() ? "every figure" : "makespan", n);
+    }
   }
   o += "</section>\n";
   return o;

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """`aegis sim --seeds N` (docs/simulator.md "Seeds"), through the built binary:
-- bad --seeds (0, negative, not a number, past the cap, with --sweep): exit 2, one line on
-  stderr naming --seeds, nothing on stdout and no output file written;
+- bad --seeds (0, negative, not a number, past the cap): exit 2, one line on stderr naming
+  --seeds, nothing on stdout and no output file written;
 - --seeds 1: text, --json and --jobs-csv byte-identical to no flag;
 - --seeds 3 on the published traces: every result's min <= mean <= max, a "seeds" array of 3
   whose results are those of separate --seed runs, the mean their mean, the text tables'
-  mean/min/max rows, a verdict line on the geometric mean, and the report's spread section.
+  mean/min/max rows, a verdict line on the geometric mean, and the report's spread section;
+- --sweep with --seeds 2: a seed column whose rows for each seed are that --seed's sweep rows,
+  and a spread per point.
 
   tests/sim_seeds.py BUILD_DIR
 """
@@ -40,8 +42,7 @@ def read(path, mode="r"):
 def bad_input(aegis, tmp):
     js = os.path.join(tmp, "bad.json")
     for args in (["--seeds", "0"], ["--seeds=-3"], ["--seeds", "abc"], ["--seeds", "1001"],
-                 ["--seeds", "99999999999999999999"], ["--seeds", "2.5"],
-                 ["--seeds", "2", "--sweep", "smact=0.5:0.6:0.1"]):
+                 ["--seeds", "99999999999999999999"], ["--seeds", "2.5"]):
         r = sim(aegis, *args, "--json", js)
         lines = r.stderr.strip().splitlines()
         check(r.returncode == 2, f"{args}: exit {r.returncode}, want 2")
@@ -102,6 +103,27 @@ def three_seeds(aegis, tmp):
     check('<section id="seeds"><h2>Spread over 3 seeds</h2>' in html, "report: the spread section")
 
 
+def sweep_two_seeds(aegis, tmp):
+    sweep = ["--policies", "exclusive,aegis,carma", "--sweep", "smact=0.5:0.65:0.15"]
+    both = os.path.join(tmp, "sweep2.csv")
+    r = sim(aegis, *sweep, "--seed", "3", "--seeds", "2", "--sweep-csv", both)
+    check(r.returncode == 0, f"--sweep --seeds 2: exit {r.returncode}: {r.stderr}")
+    if r.returncode:
+        return
+    rows = read(both).splitlines()
+    check(rows[0].startswith("seed,smact_threshold,policy,"), f"sweep header {rows[0]}")
+    for seed in (3, 4):
+        one = os.path.join(tmp, f"sweep{seed}.csv")
+        sim(aegis, *sweep, "--seed", str(seed), "--sweep-csv", one)
+        want = read(one).splitlines()[1:]
+        got = [row.split(",", 1)[1] for row in rows[1:] if row.split(",", 1)[0] == str(seed)]
+        check(got == want and len(want) == 18, f"sweep rows of seed {seed}: not that --seed's sweep")
+    aegis_rows = [line.split() for line in r.stdout.splitlines() if line.split()[1:2] == ["aegis"]]
+    aegis_rows = [w for w in aegis_rows if w[2].replace(".", "").isdigit()]
+    check("over 2 seeds: mean (min-max)" in r.stdout and len(aegis_rows) == 2
+          and all(w[3].startswith("(") and w[3].endswith(")") for w in aegis_rows), "sweep summary: the spread per point")
+
+
 def main():
     if len(sys.argv) < 2:
         print(__doc__)
@@ -111,6 +133,7 @@ def main():
         bad_input(aegis, tmp)
         one_seed_unchanged(aegis, tmp)
         three_seeds(aegis, tmp)
+        sweep_two_seeds(aegis, tmp)
     print(f"{len(failures)} failure(s)" if failures else "all checks passed")
     return 1 if failures else 0
 

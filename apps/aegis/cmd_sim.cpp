@@ -176,8 +176,6 @@ std::size_t seed_count(const SimArgs& a) {
     throw ConfigError(fmt::format("--seeds: '{}' is not a whole number from 1 to {}", t, kMaxSeeds));
   const auto n = static_cast<std::size_t>(std::stoul(t));
   if (n > 1 && a.seed > std::numeric_limits<std::uint64_t>::max() - (n - 1)) throw ConfigError("--seeds: --seed + --seeds - 1 is past the largest seed");
-  if (n > 1 && !a.sweep.empty())
-    throw ConfigError("--seeds: not supported with --sweep (run the sweep once per --seed)");
   return n;
 }
 
@@ -282,20 +280,20 @@ void run_sim(const SimArgs& a) {
 
   SeedSpread spread;  // --seeds N > 1
   if (!a.sweep.empty()) {
-    // One CSV row per (point, policy, trace); a summary per (point, policy) on stdout.
+    // One CSV row per (seed, point, policy, trace); a summary per (point, policy) on stdout.
     std::ofstream file;
     if (!a.sweep_csv.empty()) {
       file.open(a.sweep_csv);
       if (!file) throw InputError(a.sweep_csv + ": cannot write file");
     }
     std::ostream& out = a.sweep_csv.empty() ? std::cout : file;
-    std::string head;
+    std::string head = nseeds > 1 ? "seed," : "";  // a seed column only when there are several
     for (const auto& [param, v] : points.front()) head += param + ",";
     out << head << "policy,trace,makespan_s,makespan_vs_exclusive,jct_mean_s,jct_p95_s,queue_mean_s,exec_total_s,"
                    "oom_attempts,failed_attempts,slowdown_mean,slowdown_max,energy_j\n";
     std::size_t i = 0;
     const std::size_t per_point = names.size() * traces.size();
-    for (std::size_t p = 0; p < points.size(); ++p) {
+    for (std::size_t p = 0; p < points.size() * nseeds; ++p) {  // p: (seed, point), seed first
       std::map<std::string, double> excl;
       for (std::size_t k = 0; k < per_point; ++k) {
         const auto& m = metrics[p * per_point + k];
@@ -303,8 +301,8 @@ void run_sim(const SimArgs& a) {
       }
       for (std::size_t k = 0; k < per_point; ++k, ++i) {
         const auto& m = metrics[i];
-        std::string vals;
-        for (const auto& [param, v] : points[p]) vals += fmt::format("{},", v);
+        std::string vals = nseeds > 1 ? fmt::format("{},", seeds[p / points.size()]) : "";
+        for (const auto& [param, v] : points[p % points.size()]) vals += fmt::format("{},", v);
         out << vals
             << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", m.policy, m.trace, m.makespan_s,
                            excl.count(m.trace) ? fmt::format("{}", m.makespan_s / excl[m.trace]) : "", m.jct_mean_s,
@@ -313,9 +311,10 @@ void run_sim(const SimArgs& a) {
       }
     }
     if (!a.sweep_csv.empty()) {
-      fmt::print("sweep: {} points x {} policies x {} traces = {} runs written to {}\n", points.size(), names.size(),
-                 traces.size(), runs.size(), a.sweep_csv);
-      print_sweep_summary(points, names, traces.size(), metrics);
+      fmt::print("sweep: {} points x {} policies x {} traces{} = {} runs written to {}\n", points.size(), names.size(),
+                 traces.size(), nseeds > 1 ? fmt::format(" x {} seeds", nseeds) : "", runs.size(), a.sweep_csv);
+      if (nseeds > 1) print_sweep_spread(points, names, traces.size(), nseeds, metrics);
+      else print_sweep_summary(points, names, traces.size(), metrics);
     }
   } else if (nseeds > 1) {
     std::vector<std::vector<RunMetrics>> by_seed(nseeds);
@@ -364,7 +363,7 @@ void run_sim(const SimArgs& a) {
     std::vector<std::string> trace_names;
     for (const auto& t : traces) trace_names.push_back(t.name);
     write_html_report(a.report_path, "aegis sim: " + cluster.describe(), rr, cfg,
-                      nseeds > 1 ? spread_html(spread, trace_names, names) : std::string());
+                      nseeds > 1 && a.sweep.empty() ? spread_html(spread, trace_names, names) : std::string());
   }
 }
 
@@ -417,7 +416,7 @@ void add_sim(CLI::App& app) {
                   "Run every policy under N seeds (--seed, --seed+1, ...; 1 to 1000) and show each figure as the "
                   "mean and min-max over them, with the pairs of policies within that spread (not a result); the "
                   "seed draws each attempt's first-activity delay and telemetry noise (docs/simulator.md \"Seeds\"); "
-                  "not with --sweep")
+                  "with --sweep, a seed column and the spread per point")
       ->capture_default_str()
       ->type_name("N");
   cmd->add_option("--set", a.sets,

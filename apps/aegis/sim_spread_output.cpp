@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <map>
 
 namespace aegis::cli {
 
@@ -141,6 +142,47 @@ void spread_json(Json& out, const SeedSpread& s, const std::vector<NormalisedSpr
     one["summary"] = Json::object();
     for (const auto& row : norm) one["summary"]["makespan_vs_exclusive_geomean"][row.policy] = row.geomean[i];
     out["seeds"].push_back(one);
+  }
+}
+
+void print_sweep_spread(const std::vector<SweepPoint>& points, const std::vector<std::string>& names,
+                        std::size_t ntraces, std::size_t nseeds, const std::vector<RunMetrics>& metrics) {
+  fmt::print("\n");
+  for (const auto& [param, v] : points.front()) fmt::print("{:>18} ", param);
+  fmt::print("{:<12} {:>22} {:>13} {:>12}   (over {} seeds: mean (min-max); worst; mean)\n", "policy",
+             "makespan/excl", "slowdown_max", "oom_attempts", nseeds);
+  const std::size_t per_point = names.size() * ntraces, per_seed = points.size() * per_point;
+  for (std::size_t p = 0; p < points.size(); ++p) {
+    std::string where;
+    for (const auto& [param, v] : points[p]) where += fmt::format("{:>18} ", v);
+    std::vector<std::pair<std::string, Spread>> geomeans;
+    for (const auto& name : names) {
+      if (name == "exclusive") continue;
+      std::vector<double> g, ooms;
+      double worst = 0;
+      for (std::size_t si = 0; si < nseeds; ++si) {
+        const std::size_t first = si * per_seed + p * per_point;
+        std::map<std::string, double> excl;
+        for (std::size_t k = first; k < first + per_point; ++k)
+          if (metrics[k].policy == "exclusive") excl[metrics[k].trace] = metrics[k].makespan_s;
+        double logsum = 0, oom = 0;
+        std::size_t n = 0;
+        for (std::size_t k = first; k < first + per_point; ++k) {
+          const auto& m = metrics[k];
+          if (m.policy != name) continue;
+          if (excl.count(m.trace)) logsum += std::log(m.makespan_s / excl[m.trace]);
+          worst = std::max(worst, m.slowdown_max);
+          oom += static_cast<double>(m.oom_attempts);
+          ++n;
+        }
+        if (!excl.empty()) g.push_back(std::exp(logsum / static_cast<double>(n)));
+        ooms.push_back(oom);
+      }
+      if (!g.empty()) geomeans.push_back({name, spread_of(g)});
+      fmt::print("{}{:<12} {:>22} {:>13.3f} {:>12}\n", where, name, g.empty() ? std::string("-") : range(spread_of(g)),
+                 worst, count(spread_of(ooms).mean));
+    }
+    for (const auto& line : within_lines(geomeans, nseeds)) fmt::print("{}{}\n", where, line);
   }
 }
 

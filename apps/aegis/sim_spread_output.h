@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/aegis/sweep.h"
 #include "sim/json_report.h"
 #include "sim/seed_spread.h"
 #include "sim/trace.h"
@@ -23,6 +24,13 @@ std::vector<NormalisedSpread> print_normalised_spread(const std::vector<const Tr
 // The JSON "results" (means, with "min" and "max"), "summary" and "seeds" (every seed's own
 // results and geometric means) of a run over several seeds.
 void spread_json(Json& out, const SeedSpread& s, const std::vector<NormalisedSpread>& norm);
+
+// --sweep with --seeds N: per point and policy, the per-seed geometric means over traces of
+// makespan / exclusive's as mean (min-max), the worst slowdown on any seed, the mean OOM
+// attempts per seed; then each point's pairs within the spread. `metrics` holds the runs
+// seed by seed, each seed's point by point, each point's policy by policy, trace by trace.
+void print_sweep_spread(const std::vector<SweepPoint>& points, const std::vector<std::string>& names,
+                        std::size_t ntraces, std::size_t nseeds, const std::vector<RunMetrics>& metrics);
 
 // "a and b: within the spread over N seeds (not a result)" lines for a metric.
 std::vector<std::string> within_lines(const std::vector<std::pair<std::string, Spread>>& by_policy, std::size_t seeds);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sim/report_spread.h"
 #include "sim/seed_spread.h"
 
 namespace aegis {
@@ -93,6 +94,17 @@ TEST(SeedSpread, NormalisesSeedBySeedAndComparesGeomeans) {
   EXPECT_EQ(pairs[0], (std::pair<std::string, std::string>{"a", "b"}));
   // Without exclusive on every trace there is nothing to normalise to.
   EXPECT_TRUE(normalised(s, {"t1", "t3"}, {"a"}).empty());
+}
+
+// The report's section names the pairs within the spread and the runs the seed did not move.
+TEST(SeedSpread, ReportSectionNamesPairsWithinTheSpread) {
+  const std::string html = spread_html(two_seeds(), {"t1", "t2"}, {"exclusive", "a", "b", "c"});
+  EXPECT_NE(html.find("<h2>Spread over 2 seeds</h2>"), std::string::npos);
+  EXPECT_NE(html.find("Geometric mean: within the spread over 2 seeds (not a result):</p><ul><li>a and b</li></ul>"),
+            std::string::npos);
+  EXPECT_EQ(html.find("<li>a and c</li>"), std::string::npos);
+  EXPECT_NE(html.find("<p>exclusive: every figure the same under all 2 seeds"), std::string::npos);
+  EXPECT_EQ(html.find("<p>a: "), std::string::npos);  // a's makespan moved
 }
 
 }  // namespace

@@ -74,7 +74,9 @@ void print_table_spread(const Trace& trace, const std::string& cluster, const Se
   }
   std::vector<std::pair<std::string, Spread>> makespans;
   for (const RunSpread* r : rows) makespans.push_back({r->policy, r->of(&RunMetrics::makespan_s)});
-  for (const auto& line : within_lines(makespans, s.seeds.size())) fmt::print("makespan: {}\n", line);
+  const auto lines = within_lines(makespans, s.seeds.size());
+  for (const auto& line : lines) fmt::print("makespan: {}\n", line);
+  if (lines.empty()) fmt::print("makespan: no two policies within the spread over {} seeds\n", s.seeds.size());
   for (const RunSpread* r : rows) {
     const Spread mk = r->of(&RunMetrics::makespan_s);
     if (r->seed_invariant() || mk.min == mk.max)

@@ -222,46 +222,51 @@ void run_sim(const SimArgs& a) {
   std::vector<const Trace*> trace_ptrs;
   for (const auto& t : traces) trace_ptrs.push_back(&t);
 
-  // Every (seed, point, policy, trace) run, configured up front so that bad input fails first.
+  // Every (point, policy, trace) run, configured up front so that bad input fails first.
   std::vector<RunSpec> runs;
   Json policies_json = Json::object();
   SimConfig sim_used;
   bool reads_predictions = false;  // some policy reads the jobs' predicted utilisation
-  for (const std::uint64_t seed : seeds) {
-    for (const auto& point : points) {
-      for (const auto& name : names) {
-        EngineConfig e = policy_config(name);
-        SimConfig s;
-        apply_sets(sharing_sets, name, e, s);
-        apply_sets(a.sets, name, e, s);
-        for (const auto& [param, value] : point) set_any(param, fmt::format("{}", value), e, s);
-        sim_used = s;
-        reads_predictions = reads_predictions || Engine(e).reads().has(GpuFact::Predictions);
-        if (point.empty())
-          policies_json[name] = Json{{"stages", Engine(e).describe()}, {"engine", to_json(describe(e))}};
-        for (const auto& t : traces) {
-          RunSpec r;
-          r.catalog = &catalog;
-          r.trace = &t;
-          r.options.policy_name = name;
-          r.options.engine = e;
-          r.options.sim = s;
-          r.options.cluster = cluster;
-          r.options.seed = seed;
-          // The report draws the first seed's runs; the others give the spread only.
-          r.options.record_timeline = !a.report_path.empty() && seed == a.seed;
-          runs.push_back(std::move(r));
-        }
+  for (const auto& point : points) {
+    for (const auto& name : names) {
+      EngineConfig e = policy_config(name);
+      SimConfig s;
+      apply_sets(sharing_sets, name, e, s);
+      apply_sets(a.sets, name, e, s);
+      for (const auto& [param, value] : point) set_any(param, fmt::format("{}", value), e, s);
+      sim_used = s;
+      reads_predictions = reads_predictions || Engine(e).reads().has(GpuFact::Predictions);
+      if (point.empty()) policies_json[name] = Json{{"stages", Engine(e).describe()}, {"engine", to_json(describe(e))}};
+      for (const auto& t : traces) {
+        RunSpec r;
+        r.catalog = &catalog;
+        r.trace = &t;
+        r.options.policy_name = name;
+        r.options.engine = e;
+        r.options.sim = s;
+        r.options.cluster = cluster;
+        r.options.seed = a.seed;
+        r.options.record_timeline = !a.report_path.empty();
+        runs.push_back(std::move(r));
       }
     }
   }
   // Only then are the specs read (and recorded), so other policies' runs do not depend on them.
   if (reads_predictions) predict_catalog_utilisation(catalog, load_workload_specs(a.specs));
+  // --seeds N: the same runs again under each further seed, seed by seed (per_seed runs each);
+  // the report draws the first seed's runs, so only they record a timeline.
+  const std::size_t per_seed = runs.size();
+  for (std::size_t i = 1; i < nseeds; ++i)
+    for (std::size_t k = 0; k < per_seed; ++k) {
+      RunSpec r = runs[k];
+      r.options.seed = seeds[i];
+      r.options.record_timeline = false;
+      runs.push_back(std::move(r));
+    }
   const auto results = run_all(runs, a.threads);
   std::vector<RunMetrics> metrics;
   for (const auto& r : results) metrics.push_back(summarize(r));
 
-  const std::size_t per_seed = runs.size() / nseeds;  // runs of one seed: the first per_seed
   Json cfg;
   cfg["seed"] = a.seed;
   if (nseeds > 1) cfg["seeds"] = seeds;

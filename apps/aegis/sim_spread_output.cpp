@@ -1,5 +1,6 @@
 #include "apps/aegis/sim_spread_output.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
@@ -18,6 +19,13 @@ std::string count(double v) {
 }
 
 std::string range(const Spread& s) { return fmt::format("{:.3f} ({:.3f}-{:.3f})", s.mean, s.min, s.max); }
+
+// The policy column fits the longest name (aegis-horus-published is 21 characters).
+std::size_t name_width(const std::vector<std::string>& names) {
+  std::size_t w = 12;
+  for (const auto& n : names) w = std::max(w, n.size());
+  return w;
+}
 
 std::string seeds_label(const SeedSpread& s) {
   return fmt::format("seeds {}..{}", s.seeds.front(), s.seeds.back());
@@ -53,7 +61,10 @@ void print_table_spread(const Trace& trace, const std::string& cluster, const Se
     }
   fmt::print("\n{} ({} jobs, {}, {}: each policy's mean, then the least and greatest over the {} seeds)\n",
              trace.name, trace.jobs.size(), cluster, seeds_label(s), s.seeds.size());
-  fmt::print("{:<12} {:>13} {:>11} {:>7} {:>10} {:>10} {:>10} {:>11} {:>5} {:>5} {:>6} {:>7} {:>9} {:>7}\n", "policy",
+  std::vector<std::string> names;
+  for (const RunSpread* r : rows) names.push_back(r->policy);
+  const std::size_t w = name_width(names);
+  fmt::print("{:<{}} {:>13} {:>11} {:>7} {:>10} {:>10} {:>10} {:>11} {:>5} {:>5} {:>6} {:>7} {:>9} {:>7}\n", "policy", w,
              "done", "makespan_s", "/excl", "jct_mean_s", "jct_p95_s", "queue_mean", "exec_total", "oom", "nbr", "failed",
              "slow_mx", "energy_MJ", "/excl");
   for (const RunSpread* r : rows) {
@@ -62,8 +73,9 @@ void print_table_spread(const Trace& trace, const std::string& cluster, const Se
     for (Row row : {Row::Mean, Row::Min, Row::Max}) {
       const auto v = [&](auto field) { return pick(r->of(field), row); };
       const std::string label = row == Row::Mean ? r->policy : row == Row::Min ? "  min" : "  max";
-      fmt::print("{:<12} {:>13} {:>11.0f} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>11.0f} {:>5} {:>5} {:>6} {:>7.3f} {:>9.1f} {:>7}\n",
-                 label, fmt::format("{}/{}", count(v(&RunMetrics::completed)), r->per_seed.front().jobs),
+      fmt::print("{:<{}} {:>13} {:>11.0f} {:>7} {:>10.0f} {:>10.0f} {:>10.0f} {:>11.0f} {:>5} {:>5} {:>6} {:>7.3f} "
+                 "{:>9.1f} {:>7}\n",
+                 label, w, fmt::format("{}/{}", count(v(&RunMetrics::completed)), r->per_seed.front().jobs),
                  v(&RunMetrics::makespan_s), excl ? fmt::format("{:.3f}", pick(mk_x, row)) : "-",
                  v(&RunMetrics::jct_mean_s), v(&RunMetrics::jct_p95_s), v(&RunMetrics::queue_mean_s),
                  v(&RunMetrics::exec_total_s), count(v(&RunMetrics::oom_attempts)),
@@ -93,12 +105,13 @@ std::vector<NormalisedSpread> print_normalised_spread(const std::vector<const Tr
   for (const auto* t : traces) names.push_back(t->name);
   const auto norm = normalised(s, names, policies);
   if (norm.empty()) return norm;
-  fmt::print("\nmakespan normalised to exclusive: mean (min-max) over {}\n{:<12}", seeds_label(s), "policy");
+  const std::size_t w = name_width(policies);
+  fmt::print("\nmakespan normalised to exclusive: mean (min-max) over {}\n{:<{}}", seeds_label(s), "policy", w);
   for (const auto* t : traces) fmt::print(" {:>20}", t->name);
   fmt::print(" {:>20}\n", traces.size() > 1 ? "geomean" : "");
   std::vector<std::pair<std::string, Spread>> geomeans;
   for (const auto& row : norm) {
-    fmt::print("{:<12}", row.policy);
+    fmt::print("{:<{}}", row.policy, w);
     for (const auto& per_seed : row.per_trace) fmt::print(" {:>20}", range(spread_of(per_seed)));
     const Spread g = spread_of(row.geomean);
     geomeans.push_back({row.policy, g});
@@ -151,7 +164,8 @@ void print_sweep_spread(const std::vector<SweepPoint>& points, const std::vector
                         std::size_t ntraces, std::size_t nseeds, const std::vector<RunMetrics>& metrics) {
   fmt::print("\n");
   for (const auto& [param, v] : points.front()) fmt::print("{:>18} ", param);
-  fmt::print("{:<12} {:>22} {:>13} {:>12}   (over {} seeds: mean (min-max); worst; mean)\n", "policy",
+  const std::size_t w = name_width(names);
+  fmt::print("{:<{}} {:>22} {:>13} {:>12}   (over {} seeds: mean (min-max); worst; mean)\n", "policy", w,
              "makespan/excl", "slowdown_max", "oom_attempts", nseeds);
   const std::size_t per_point = names.size() * ntraces, per_seed = points.size() * per_point;
   for (std::size_t p = 0; p < points.size(); ++p) {
@@ -181,7 +195,7 @@ void print_sweep_spread(const std::vector<SweepPoint>& points, const std::vector
         ooms.push_back(oom);
       }
       if (!g.empty()) geomeans.push_back({name, spread_of(g)});
-      fmt::print("{}{:<12} {:>22} {:>13.3f} {:>12}\n", where, name, g.empty() ? std::string("-") : range(spread_of(g)),
+      fmt::print("{}{:<{}} {:>22} {:>13.3f} {:>12}\n", where, name, w, g.empty() ? std::string("-") : range(spread_of(g)),
                  worst, count(spread_of(ooms).mean));
     }
     for (const auto& line : within_lines(geomeans, nseeds)) fmt::print("{}{}\n", where, line);

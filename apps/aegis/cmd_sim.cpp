@@ -5,12 +5,14 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <unordered_map>
 
 #include "apps/aegis/commands.h"
 #include "apps/aegis/run_pool.h"
 #include "apps/aegis/sim_output.h"
+#include "apps/aegis/sim_spread_output.h"
 #include "apps/aegis/sweep.h"
 #include "sched/config_params.h"
 #include "sched/engine.h"
@@ -20,6 +22,8 @@
 #include "sim/json_report.h"
 #include "sim/metrics.h"
 #include "sim/report_html.h"
+#include "sim/report_spread.h"
+#include "sim/seed_spread.h"
 #include "sim/simulator.h"
 #include "sim/workload_specs.h"
 
@@ -46,6 +50,7 @@ struct SimArgs {
   std::string json_path, jobs_csv, mapping_csv, report_path, sweep, sweep_csv;
   std::string sharing = "process";
   std::uint64_t seed = 1;
+  std::string seeds = "1";  // validated by seed_count
   std::vector<std::string> sets;
   unsigned threads = 0;
   // Which cluster options were given explicitly.
@@ -163,7 +168,23 @@ Json trace_record(const Trace& t) {
   return j;
 }
 
+// --seeds N: how many seeds (seed, seed+1, ...) each run is repeated under. More than
+// kMaxSeeds is refused: it is a typing slip sooner than a study (8 seeds show the spread).
+constexpr std::size_t kMaxSeeds = 1000;
+std::size_t seed_count(const SimArgs& a) {
+  const std::string& t = a.seeds;
+  if (t.empty() || t.size() > 4 || t.find_first_not_of("0123456789") != std::string::npos || std::stoul(t) < 1 ||
+      std::stoul(t) > kMaxSeeds)
+    throw ConfigError(fmt::format("--seeds: '{}' is not a whole number from 1 to {}", t, kMaxSeeds));
+  const auto n = static_cast<std::size_t>(std::stoul(t));
+  if (n > 1 && a.seed > std::numeric_limits<std::uint64_t>::max() - (n - 1)) throw ConfigError("--seeds: --seed + --seeds - 1 is past the largest seed");
+  return n;
+}
+
 void run_sim(const SimArgs& a) {
+  const std::size_t nseeds = seed_count(a);
+  std::vector<std::uint64_t> seeds;
+  for (std::size_t i = 0; i < nseeds; ++i) seeds.push_back(a.seed + i);
   if (a.traces.empty()) throw InputError("--trace: at least one trace is required");
   const auto names = split(a.policies, ',');
   if (names.empty()) throw ConfigError("--policies: at least one policy is required");
@@ -263,12 +284,23 @@ void run_sim(const SimArgs& a) {
     }
     for (std::size_t i : reads_ours) runs[i].catalog = &ours;
   }
+  // --seeds N: the same runs again under each further seed, seed by seed (per_seed runs each);
+  // the report draws the first seed's runs, so only they record a timeline.
+  const std::size_t per_seed = runs.size();
+  for (std::size_t i = 1; i < nseeds; ++i)
+    for (std::size_t k = 0; k < per_seed; ++k) {
+      RunSpec r = runs[k];
+      r.options.seed = seeds[i];
+      r.options.record_timeline = false;
+      runs.push_back(std::move(r));
+    }
   const auto results = run_all(runs, a.threads);
   std::vector<RunMetrics> metrics;
   for (const auto& r : results) metrics.push_back(summarize(r));
 
   Json cfg;
   cfg["seed"] = a.seed;
+  if (nseeds > 1) cfg["seeds"] = seeds;
   cfg["cluster"] = {{"servers", cluster.servers.size()}, {"gpus", cluster.total_gpus()}, {"describe", cluster.describe()}};
   cfg["workloads"] = a.workloads;
   if (reads_predictions || !reads_ours.empty()) cfg["workload_specs"] = a.specs;
@@ -283,21 +315,22 @@ void run_sim(const SimArgs& a) {
   cfg["sim"] = to_json(describe(sim_used));
   cfg["policies"] = policies_json;
 
+  SeedSpread spread;  // --seeds N > 1
   if (!a.sweep.empty()) {
-    // One CSV row per (point, policy, trace); a summary per (point, policy) on stdout.
+    // One CSV row per (seed, point, policy, trace); a summary per (point, policy) on stdout.
     std::ofstream file;
     if (!a.sweep_csv.empty()) {
       file.open(a.sweep_csv);
       if (!file) throw InputError(a.sweep_csv + ": cannot write file");
     }
     std::ostream& out = a.sweep_csv.empty() ? std::cout : file;
-    std::string head;
+    std::string head = nseeds > 1 ? "seed," : "";  // a seed column only when there are several
     for (const auto& [param, v] : points.front()) head += param + ",";
     out << head << "policy,trace,makespan_s,makespan_vs_exclusive,jct_mean_s,jct_p95_s,queue_mean_s,exec_total_s,"
                    "oom_attempts,failed_attempts,slowdown_mean,slowdown_max,energy_j\n";
     std::size_t i = 0;
     const std::size_t per_point = names.size() * traces.size();
-    for (std::size_t p = 0; p < points.size(); ++p) {
+    for (std::size_t p = 0; p < points.size() * nseeds; ++p) {  // p: (seed, point), seed first
       std::map<std::string, double> excl;
       for (std::size_t k = 0; k < per_point; ++k) {
         const auto& m = metrics[p * per_point + k];
@@ -305,8 +338,8 @@ void run_sim(const SimArgs& a) {
       }
       for (std::size_t k = 0; k < per_point; ++k, ++i) {
         const auto& m = metrics[i];
-        std::string vals;
-        for (const auto& [param, v] : points[p]) vals += fmt::format("{},", v);
+        std::string vals = nseeds > 1 ? fmt::format("{},", seeds[p / points.size()]) : "";
+        for (const auto& [param, v] : points[p % points.size()]) vals += fmt::format("{},", v);
         out << vals
             << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", m.policy, m.trace, m.makespan_s,
                            excl.count(m.trace) ? fmt::format("{}", m.makespan_s / excl[m.trace]) : "", m.jct_mean_s,
@@ -315,9 +348,24 @@ void run_sim(const SimArgs& a) {
       }
     }
     if (!a.sweep_csv.empty()) {
-      fmt::print("sweep: {} points x {} policies x {} traces = {} runs written to {}\n", points.size(), names.size(),
-                 traces.size(), runs.size(), a.sweep_csv);
-      print_sweep_summary(points, names, traces.size(), metrics);
+      fmt::print("sweep: {} points x {} policies x {} traces{} = {} runs written to {}\n", points.size(), names.size(),
+                 traces.size(), nseeds > 1 ? fmt::format(" x {} seeds", nseeds) : "", runs.size(), a.sweep_csv);
+      if (nseeds > 1) print_sweep_spread(points, names, traces.size(), nseeds, metrics);
+      else print_sweep_summary(points, names, traces.size(), metrics);
+    }
+  } else if (nseeds > 1) {
+    std::vector<std::vector<RunMetrics>> by_seed(nseeds);
+    for (std::size_t k = 0; k < metrics.size(); ++k) by_seed[k / per_seed].push_back(metrics[k]);
+    spread = gather(seeds, by_seed);
+    for (const auto& t : traces) print_table_spread(t, cluster.describe(), spread);
+    const auto norm = print_normalised_spread(trace_ptrs, names, spread);
+    if (!a.json_path.empty()) {
+      Json out;
+      out["config"] = cfg;
+      spread_json(out, spread, norm);
+      std::ofstream f(a.json_path);
+      if (!f) throw InputError(a.json_path + ": cannot write file");
+      f << out.dump(2) << "\n";
     }
   } else {
     for (const auto& t : traces) {
@@ -339,12 +387,20 @@ void run_sim(const SimArgs& a) {
       f << out.dump(2) << "\n";
     }
   }
-  if (!a.jobs_csv.empty()) write_jobs_csv(a.jobs_csv, results);
+  if (!a.jobs_csv.empty()) {
+    std::vector<std::uint64_t> seed_of_run;  // a seed column only when there are several
+    if (nseeds > 1)
+      for (std::size_t k = 0; k < results.size(); ++k) seed_of_run.push_back(seeds[k / per_seed]);
+    write_jobs_csv(a.jobs_csv, results, seed_of_run);
+  }
   if (!a.mapping_csv.empty()) write_mapping_csv(a.mapping_csv, trace_ptrs);
   if (!a.report_path.empty()) {
     std::vector<ReportRun> rr;
-    for (std::size_t k = 0; k < results.size(); ++k) rr.push_back({&results[k], metrics[k]});
-    write_html_report(a.report_path, "aegis sim: " + cluster.describe(), rr, cfg);
+    for (std::size_t k = 0; k < per_seed; ++k) rr.push_back({&results[k], metrics[k]});
+    std::vector<std::string> trace_names;
+    for (const auto& t : traces) trace_names.push_back(t.name);
+    write_html_report(a.report_path, "aegis sim: " + cluster.describe(), rr, cfg,
+                      nseeds > 1 && a.sweep.empty() ? spread_html(spread, trace_names, names) : std::string());
   }
 }
 
@@ -398,6 +454,13 @@ void add_sim(CLI::App& app) {
   cmd->add_option("--mapping", a.mapping_csv, "Write each job's borrowed workload to this CSV file");
   cmd->add_option("--report", a.report_path, "Write a self-contained HTML report with charts to this file");
   cmd->add_option("--seed", a.seed, "Seed of the simulator's random draws (same seed, same output)")->capture_default_str();
+  cmd->add_option("--seeds", a.seeds,
+                  "Run every policy under N seeds (--seed, --seed+1, ...; 1 to 1000) and show each figure as the "
+                  "mean and min-max over them, with the pairs of policies within that spread (not a result); the "
+                  "seed draws each attempt's first-activity delay and telemetry noise (docs/simulator.md \"Seeds\"); "
+                  "with --sweep, a seed column and the spread per point")
+      ->capture_default_str()
+      ->type_name("N");
   cmd->add_option("--set", a.sets,
                   "Override a parameter: NAME=VALUE (engine, all policies), POLICY.NAME=VALUE, or sim.NAME=VALUE; "
                   "repeatable (see `aegis config`)");

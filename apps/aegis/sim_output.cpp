@@ -81,14 +81,18 @@ std::vector<std::pair<std::string, double>> print_normalised(const std::vector<c
   return out;
 }
 
-void write_jobs_csv(const std::string& path, const std::vector<SimResult>& runs) {
+void write_jobs_csv(const std::string& path, const std::vector<SimResult>& runs,
+                    const std::vector<std::uint64_t>& seed_of_run) {
   auto f = open_out(path);
+  if (!seed_of_run.empty()) f << "seed,";
   f << "trace,policy,job_index,workload,num_gpus,submit_s,first_launch_s,end_s,completed,attempt,launch_s,"
        "first_activity_s,attempt_end_s,gpus,exclusive,floor_mib,admitted_mib,outcome,solo_runtime_s\n";
-  for (const auto& r : runs)
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    const auto& r = runs[k];
     for (const auto& j : r.jobs)
       for (std::size_t a = 0; a < j.attempts.size(); ++a) {
         const auto& at = j.attempts[a];
+        if (!seed_of_run.empty()) f << seed_of_run[k] << ",";
         std::string gpus;
         for (int g : at.gpus) gpus += (gpus.empty() ? "" : ";") + std::to_string(g);
         f << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", field(r.trace), r.policy,
@@ -96,6 +100,7 @@ void write_jobs_csv(const std::string& path, const std::vector<SimResult>& runs)
                          j.completed ? 1 : 0, a + 1, at.launch, at.first_activity, at.end, gpus, at.exclusive ? 1 : 0,
                          at.floor_mib, at.admitted_mib, outcome_name(at.outcome), j.solo_runtime);
       }
+  }
 }
 
 void write_mapping_csv(const std::string& path, const std::vector<const Trace*>& traces) {

@@ -17,8 +17,10 @@ std::vector<std::pair<std::string, double>> print_normalised(const std::vector<c
                                                              const std::vector<std::string>& policies,
                                                              const std::vector<RunMetrics>& all);
 
-// Throws InputError if a file cannot be written.
-void write_jobs_csv(const std::string& path, const std::vector<SimResult>& runs);
+// Throws InputError if a file cannot be written. With `seed_of_run` (one per run), a first
+// column "seed" says which seed each row's run used (--seeds N > 1).
+void write_jobs_csv(const std::string& path, const std::vector<SimResult>& runs,
+                    const std::vector<std::uint64_t>& seed_of_run = {});
 void write_mapping_csv(const std::string& path, const std::vector<const Trace*>& traces);
 
 }  // namespace aegis::cli

@@ -752,7 +752,8 @@ void trace_section(std::string& o, std::size_t index, const TraceGroup& g, const
   o += "</section>";
 }
 
-std::string render(const std::string& title, const std::vector<ReportRun>& runs, const Json& config) {
+std::string render(const std::string& title, const std::vector<ReportRun>& runs, const Json& config,
+                   const std::string& spread_section) {
   const auto groups = group_by_trace(runs);
   Palette pal;
   for (const auto& run : runs)
@@ -771,6 +772,7 @@ std::string render(const std::string& title, const std::vector<ReportRun>& runs,
   for (std::size_t i = 0; i < groups.size(); ++i)
     put(o, R"({}<a href="#trace-{}">{}</a>)", i ? ", " : " Traces: ", i, esc(groups[i].name));
   o += "</p>\n";
+  o += spread_section;  // --seeds N: the spread over seeds, before the first seed's charts
   const std::size_t bar_cap = std::min(kTimelineBars, kReportBars / std::max<std::size_t>(runs.size(), 1));
   for (std::size_t i = 0; i < groups.size(); ++i) trace_section(o, i, groups[i], pal, bar_cap);
   put(o, "<h2>Configuration</h2><details><summary>JSON record of the configuration</summary><pre>{}</pre></details>\n",
@@ -782,8 +784,8 @@ std::string render(const std::string& title, const std::vector<ReportRun>& runs,
 }  // namespace
 
 void write_html_report(const std::string& path, const std::string& title, const std::vector<ReportRun>& runs,
-                       const Json& config) {
-  const std::string html = render(title, runs, config);
+                       const Json& config, const std::string& spread_section) {
+  const std::string html = render(title, runs, config, spread_section);
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) throw InputError(path + ": cannot write file");
   f.write(html.data(), static_cast<std::streamsize>(html.size()));

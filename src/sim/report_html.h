@@ -19,9 +19,10 @@ struct ReportRun {
   RunMetrics metrics;
 };
 
-// Writes the report; `config` is the JSON record of the configuration (shown folded).
+// Writes the report; `config` is the JSON record of the configuration (shown folded);
+// `spread_section`, when not empty, is HTML put before the traces (report_spread.h).
 // Throws InputError if the file cannot be written.
 void write_html_report(const std::string& path, const std::string& title, const std::vector<ReportRun>& runs,
-                       const Json& config);
+                       const Json& config, const std::string& spread_section = {});
 
 }  // namespace aegis

@@ -145,7 +145,7 @@ def smoke():
         check(float(p) <= 110 * 1024 and int(bs) >= 0.6 * 155 and int(asked) <= 8,
               f"choose_batch chose batch {bs} (peak {p} MiB, {asked} steps) for 110 GiB; the best is 155")
     r = run([sys.executable, os.path.join(SRC, "workloads/dlrm.py"), "--smoke", "--device", "cpu", "--steps", "3",
-             "--input-ms", "50"], timeout=120)
+             "--batch-size", "2", "--input-ms", "50"], timeout=120)
     check(r.returncode == 0 and last_json(r.stdout)["seconds"] >= 0.1,
           f"--input-ms 50 for 3 steps: {r.stdout[-300:]} {r.stderr[-800:]}")
     print("ok: --seconds, argument errors, OOM report, memory-target batch fit, --input-ms")

@@ -22,10 +22,14 @@ if [ "${AEGIS_NO_DEMO:-0}" != 1 ]; then
   AEGIS_TARGETS="aegisd aegis-fakejob" scripts/build.sh "${flags[@]}" >build-run/demo-build.log 2>&1 &
   demo_build=$!
 fi
+# Eight seeds unless told otherwise: the tables state the spread, and a difference between
+# policies within it is not a result (docs/simulator.md, "Seeds, and the spread over them").
+seeds=(--seeds 8)
+for arg in "$@"; do case "$arg" in --seeds|--seeds=*) seeds=() ;; esac; done
 build-run/apps/aegis/aegis sim \
   --workloads data/aegis/workloads.csv \
   --trace data/aegis/trace_philly.csv --trace data/aegis/trace_saturn.csv --trace data/aegis/trace_venus.csv \
-  --gpus 3 --gpu-memory 40960 "$@"
+  --gpus 3 --gpu-memory 40960 "${seeds[@]}" "$@"
 if [ -n "$demo_build" ]; then
   if ! wait "$demo_build"; then
     cat build-run/demo-build.log >&2

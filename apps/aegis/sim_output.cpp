@@ -1,5 +1,6 @@
 #include "apps/aegis/sim_output.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
 #include <fstream>
@@ -63,11 +64,13 @@ std::vector<std::pair<std::string, double>> print_normalised(const std::vector<c
   std::vector<std::pair<std::string, double>> out;
   for (const auto* t : traces)
     if (!makespan[t->name].count("exclusive")) return out;
-  fmt::print("\nmakespan normalised to exclusive\n{:<12}", "policy");
+  std::size_t w = 12;  // the -published policies' names are longer
+  for (const auto& p : policies) w = std::max(w, p.size() + 1);
+  fmt::print("\nmakespan normalised to exclusive\n{:<{}}", "policy", w);
   for (const auto* t : traces) fmt::print(" {:>14}", t->name);
   fmt::print(" {:>9}\n", traces.size() > 1 ? "geomean" : "");
   for (const auto& p : policies) {
-    fmt::print("{:<12}", p);
+    fmt::print("{:<{}}", p, w);
     double logsum = 0;
     for (const auto* t : traces) {
       const double r = makespan[t->name][p] / makespan[t->name]["exclusive"];
@@ -78,6 +81,9 @@ std::vector<std::pair<std::string, double>> print_normalised(const std::vector<c
     out.push_back({p, g});
     fmt::print(" {:>9}\n", traces.size() > 1 ? fmt::format("{:.3f}", g) : "");
   }
+  // Issue 31: a difference between policies is a result only beyond the spread over seeds.
+  if (policies.size() > 2)
+    fmt::print("(one seed: no spread, so no difference above is a result yet; --seeds N states it)\n");
   return out;
 }
 

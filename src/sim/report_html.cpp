@@ -20,6 +20,7 @@ namespace aegis {
 
 namespace {
 
+
 // Limits that keep a report of a production trace (tens of thousands of jobs on hundreds
 // of GPUs, 8 policies) a few MB; finer detail than this is below a pixel anyway.
 constexpr std::size_t kCdfPoints = 500;
@@ -64,21 +65,6 @@ void put(std::string& out, fmt::format_string<A...> f, A&&... args) {
   fmt::format_to(std::back_inserter(out), f, std::forward<A>(args)...);
 }
 
-std::string esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // Three significant digits reads well on bars, ticks and tooltips alike.
 std::string sig3(double v) {
@@ -183,7 +169,7 @@ std::vector<Tick> log_time_ticks(double lo, double hi) {
 
 void open_svg(std::string& o, std::string_view kind, int width, int height, std::string_view label) {
   put(o, R"(<svg class="chart {}" width="{}" height="{}" viewBox="0 0 {} {}" role="img" aria-label="{}">)", kind,
-      width, height, width, height, esc(label));
+      width, height, width, height, html_escape(label));
 }
 
 void axes(std::string& o, const Plot& p, const std::vector<Tick>& xt, const std::vector<Tick>& yt,
@@ -192,17 +178,17 @@ void axes(std::string& o, const Plot& p, const std::vector<Tick>& xt, const std:
   for (const auto& t : yt) {
     const double y = p.y(t.v);
     put(o, R"(<line class="grid" x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}"/>)", x0, x1, y, y);
-    put(o, R"(<text x="{:.1f}" y="{:.1f}" dy="0.32em" text-anchor="end">{}</text>)", x0 - 6, y, esc(t.label));
+    put(o, R"(<text x="{:.1f}" y="{:.1f}" dy="0.32em" text-anchor="end">{}</text>)", x0 - 6, y, html_escape(t.label));
   }
   for (const auto& t : xt) {
     const double x = p.x(t.v);
     put(o, R"(<line class="axis" x1="{:.1f}" x2="{:.1f}" y1="{:.1f}" y2="{:.1f}"/>)", x, x, y0, y0 + 5);
-    put(o, R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", x, y0 + 18, esc(t.label));
+    put(o, R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle">{}</text>)", x, y0 + 18, html_escape(t.label));
   }
   put(o, R"(<path class="axis" d="M{:.1f},{:.1f}V{:.1f}H{:.1f}"/>)", x0, y1, y0, x1);
-  put(o, R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", (x0 + x1) / 2, p.height - 8, esc(xlabel));
+  put(o, R"(<text x="{:.1f}" y="{}" text-anchor="middle">{}</text>)", (x0 + x1) / 2, p.height - 8, html_escape(xlabel));
   put(o, R"~(<text transform="translate(14,{:.1f}) rotate(-90)" text-anchor="middle">{}</text>)~", (y0 + y1) / 2,
-      esc(ylabel));
+      html_escape(ylabel));
 }
 
 // ---- series ---------------------------------------------------------------------------
@@ -244,7 +230,7 @@ void step_path(std::string& o, const Plot& p, const Steps& s, double t0, double 
   if (s.empty()) return;
   put(o, R"(<path class="{}" stroke="{}" d="M{},{})", cls, colour, px(p.x(s[0].first - t0)), px(p.y(s[0].second)));
   for (std::size_t i = 1; i < s.size(); ++i) put(o, "H{}V{}", px(p.x(s[i].first - t0)), px(p.y(s[i].second)));
-  put(o, R"(H{}"><title>{}</title></path>)", px(p.x(t_end - t0)), esc(tip));
+  put(o, R"(H{}"><title>{}</title></path>)", px(p.x(t_end - t0)), html_escape(tip));
 }
 
 // ---- grouping -------------------------------------------------------------------------
@@ -331,7 +317,7 @@ void bars_chart(std::string& o, const TraceGroup& g, const Palette& pal) {
       const double y = p.y(v);
       put(o, R"(<rect x="{:.1f}" y="{:.1f}" width="{}" height="{:.1f}" fill="{}">)"
              "<title>{}: {} {:.3f} of {}</title></rect>",
-          x + 2, y, bar - 4, p.y.p0 - y, pal.of(m.policy), esc(m.policy), f.name, v, esc(base.policy));
+          x + 2, y, bar - 4, p.y.p0 - y, pal.of(m.policy), html_escape(m.policy), f.name, v, html_escape(base.policy));
       put(o, R"(<text x="{:.1f}" y="{:.1f}" text-anchor="middle" font-size="10">{:.3f}</text>)", cx, y - 4, v);
     }
   }
@@ -339,7 +325,7 @@ void bars_chart(std::string& o, const TraceGroup& g, const Palette& pal) {
       p.y(1));
   const std::string how = base.policy == "exclusive"
                               ? std::string("Normalised to exclusive (= 1, dashed line)")
-                              : "No exclusive run on this trace: normalised to " + esc(base.policy) +
+                              : "No exclusive run on this trace: normalised to " + html_escape(base.policy) +
                                     ", the first policy (= 1, dashed line)";
   put(o, R"(<p class="caption">{}: its makespan {}, mean JCT {}, energy {} MJ. Lower is better.</p>)", how,
       duration(base.makespan_s), duration(base.jct_mean_s), sig3(base.energy_j / 1e6));
@@ -386,7 +372,7 @@ void cdf_chart(std::string& o, const TraceGroup& g, const Palette& pal) {
       const double fraction = static_cast<double>(idx + 1) / static_cast<double>(v.size());
       put(o, "{}{},{}", i ? "L" : "M", px(p.x(v[idx])), px(p.y(fraction)));
     }
-    put(o, R"("><title>{}: {} completed jobs, median {}</title></path>)", esc(g.runs[k]->result->policy), v.size(),
+    put(o, R"("><title>{}: {} completed jobs, median {}</title></path>)", html_escape(g.runs[k]->result->policy), v.size(),
         duration(g.runs[k]->metrics.jct_p50_s));
   }
   o += "</svg>";
@@ -546,7 +532,7 @@ void draw_bar(std::string& o, const Plot& p, const Bar& b, Seconds t0, const Tim
   put(o, R"(<rect class="j{}{}" x="{}" y="{}" width="{}" height="{}"><title>job {} {}: {}{}</title></rect>)",
       static_cast<std::uint64_t>(b.job->trace_index) % kJobColours,
       b.oom() ? " oom" : completed ? "" : " stopped", px(x), px(y), px(w), px(lane_h), b.job->trace_index,
-      esc(b.job->workload.str()), span_label(a, t0, u), completed ? "" : b.oom() ? ", OOM" : ", stopped");
+      html_escape(b.job->workload.str()), span_label(a, t0, u), completed ? "" : b.oom() ? ", OOM" : ", stopped");
   if (!b.oom()) return;
   const double s = std::clamp(lane_h / 2 - 1, 2.0, 4.0), cy = y + lane_h / 2;
   put(o, R"(<path class="x" d="M{},{}l{},{}m0,{}l{},{}"/>)", px(x + w - s), px(cy - s), px(2 * s), px(2 * s),
@@ -627,7 +613,7 @@ void memory_chart(std::string& o, const TraceGroup& g, const Palette& pal, int w
   open_svg(o, "memory", p.width, p.height, fmt::format("{}: memory in use", name));
   axes(o, p, linear_ticks(0, g.span(), time_unit(g.span()).seconds, false, width < kWide ? 4 : 6),
        linear_ticks(0, top, 1, false, 4), time_label(g, "time"), "GiB in use");
-  put(o, R"(<text x="{}" y="11" font-weight="600">{}</text>)", kLeft, esc(name));
+  put(o, R"(<text x="{}" y="11" font-weight="600">{}</text>)", kLeft, html_escape(name));
   const double yc = p.y(capacity_gib);
   put(o, R"(<line class="cap-line" x1="{}" x2="{}" y1="{:.1f}" y2="{:.1f}"><title>capacity {} GiB</title></line>)",
       kLeft, width - kRight, yc, yc, sig3(capacity_gib));
@@ -659,7 +645,7 @@ void per_gpu_memory_charts(std::string& o, const TraceGroup& g, const Palette& p
       for (const auto& pt : r.gpu_timeline[gpu])
         fullest = std::max(fullest, static_cast<double>(pt.used_mib) / static_cast<double>(r.gpu_total_mib[gpu]));
     put(o, R"(<details{}><summary>{}: at most {:.0f} % of a GPU's memory in use</summary><div class="small">)",
-        k == 0 ? " open" : "", esc(r.policy), 100 * fullest);
+        k == 0 ? " open" : "", html_escape(r.policy), 100 * fullest);
     for (std::size_t gpu = 0; gpu < r.gpu_timeline.size(); ++gpu)
       memory_chart(o, g, pal, kSmall, fmt::format("GPU {}", gpu),
                    static_cast<double>(r.gpu_total_mib[gpu]) / kMiBPerGiB,
@@ -694,11 +680,11 @@ void metrics_table(std::string& o, const TraceGroup& g, const Palette& pal) {
          "<th>p95 JCT s</th><th>mean queue s</th><th>exec total s</th><th>attempts</th><th>OOM</th><th>failed</th>"
          "<th>collocated</th><th>max slowdown</th><th>energy MJ</th><th>/{0}</th><th>GPU mem util</th>"
          "<th>SM util</th></tr>",
-      esc(b.policy));
+      html_escape(b.policy));
   for (const ReportRun* r : g.runs) {
     const RunMetrics& m = r->metrics;
     put(o, R"(<tr><td><span class="sw" style="background:{}"></span>{}</td><td>{}/{}</td>)", pal.of(m.policy),
-        esc(m.policy), m.completed, m.jobs);
+        html_escape(m.policy), m.completed, m.jobs);
     put(o, "<td>{:.0f}</td><td>{}</td><td>{:.0f}</td><td>{:.0f}</td><td>{:.0f}</td><td>{:.0f}</td>", m.makespan_s,
         ratio(m.makespan_s, b.makespan_s), m.jct_mean_s, m.jct_p95_s, m.queue_mean_s, m.exec_total_s);
     put(o, "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.3f}</td><td>{:.1f}</td><td>{}</td>", m.attempts,
@@ -713,7 +699,7 @@ void legend(std::string& o, const TraceGroup& g, const Palette& pal) {
   o += R"(<div class="legend">)";
   for (const ReportRun* r : g.runs)
     put(o, R"(<span><span class="sw" style="background:{}"></span>{}</span>)", pal.of(r->result->policy),
-        esc(r->result->policy));
+        html_escape(r->result->policy));
   o += "</div>";
 }
 
@@ -721,7 +707,7 @@ void timelines(std::string& o, const TraceGroup& g, std::size_t bar_cap) {
   for (std::size_t k = 0; k < g.runs.size(); ++k) {
     const RunMetrics& m = g.runs[k]->metrics;
     put(o, "<details{}><summary>{}: {} attempts, {} OOM, {} collocated</summary>", k == 0 ? " open" : "",
-        esc(m.policy), m.attempts, m.oom_attempts, m.collocated_attempts);
+        html_escape(m.policy), m.attempts, m.oom_attempts, m.collocated_attempts);
     timeline_chart(o, g, *g.runs[k]->result, bar_cap);
     o += "</details>";
   }
@@ -734,7 +720,7 @@ void trace_section(std::string& o, std::size_t index, const TraceGroup& g, const
   servers.erase(std::unique(servers.begin(), servers.end()), servers.end());
   put(o, R"(<section id="trace-{}"><h2>Trace {}</h2>)"
          "<p>{} jobs on {} GPUs ({} server{}); first arrival to last end: {}.</p>",
-      index, esc(g.name), r.jobs.size(), r.gpu_total_mib.size(), servers.size(), servers.size() == 1 ? "" : "s",
+      index, html_escape(g.name), r.jobs.size(), r.gpu_total_mib.size(), servers.size(), servers.size() == 1 ? "" : "s",
       duration(g.span()));
   legend(o, g, pal);
   o += "<h3>Makespan, mean JCT and energy</h3>";
@@ -767,21 +753,37 @@ std::string render(const std::string& title, const std::vector<ReportRun>& runs,
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{0}</title><style>{1}</style></head><body>
 <h1>{0}</h1><p>{2} run{3}: {4} trace{5} &times; {6} polic{7}.)",
-      esc(title), kStyle, runs.size(), runs.size() == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s",
+      html_escape(title), kStyle, runs.size(), runs.size() == 1 ? "" : "s", groups.size(), groups.size() == 1 ? "" : "s",
       pal.policies.size(), pal.policies.size() == 1 ? "y" : "ies");
   for (std::size_t i = 0; i < groups.size(); ++i)
-    put(o, R"({}<a href="#trace-{}">{}</a>)", i ? ", " : " Traces: ", i, esc(groups[i].name));
+    put(o, R"({}<a href="#trace-{}">{}</a>)", i ? ", " : " Traces: ", i, html_escape(groups[i].name));
   o += "</p>\n";
   o += spread_section;  // --seeds N: the spread over seeds, before the first seed's charts
   const std::size_t bar_cap = std::min(kTimelineBars, kReportBars / std::max<std::size_t>(runs.size(), 1));
   for (std::size_t i = 0; i < groups.size(); ++i) trace_section(o, i, groups[i], pal, bar_cap);
   put(o, "<h2>Configuration</h2><details><summary>JSON record of the configuration</summary><pre>{}</pre></details>\n",
-      esc(config.dump(2, ' ', false, Json::error_handler_t::replace)));
+      html_escape(config.dump(2, ' ', false, Json::error_handler_t::replace)));
   o += "</body></html>\n";
   return o;
 }
 
 }  // namespace
+
+std::string html_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
 
 void write_html_report(const std::string& path, const std::string& title, const std::vector<ReportRun>& runs,
                        const Json& config, const std::string& spread_section) {

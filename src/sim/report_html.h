@@ -6,6 +6,7 @@
 // capacity over time.
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/json_report.h"
@@ -24,5 +25,8 @@ struct ReportRun {
 // Throws InputError if the file cannot be written.
 void write_html_report(const std::string& path, const std::string& title, const std::vector<ReportRun>& runs,
                        const Json& config, const std::string& spread_section = {});
+
+// `s` with &, <, >, " and ' as HTML entities (text and attribute values).
+std::string html_escape(std::string_view s);
 
 }  // namespace aegis

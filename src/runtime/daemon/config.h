@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/param_table.h"
+#include "lifecycle/estimate_chain.h"
 #include "sched/config.h"
 
 namespace aegis {
@@ -43,10 +44,11 @@ struct DaemonSettings {
   std::string shim;                       // default: aegis-shim next to aegisd
   std::string learned_model;              // learned estimator weights (JSON); "" = off
   std::string calibrated_model;           // calibrated estimator (JSON): per-GPU-model contexts; "" = off
-  std::int64_t history_window = 10;       // runs per signature and GPU model the history estimate reads
-  double history_quantile = 0.9;          // the quantile of those runs it takes (nearest rank, up)
-  std::int64_t history_util_min_runs = 1; // runs with a measured utilisation before history is used for it
-  double history_util_quantile = 0.5;     // the quantile of those runs' utilisation it takes (nearest rank, up)
+  // The estimate chain's numbers: their defaults live in EstimateChainConfig (one home).
+  std::int64_t history_window = EstimateChainConfig{}.history_window;  // runs per signature and GPU model read
+  double history_quantile = EstimateChainConfig{}.history_quantile;    // the quantile of their peaks (nearest rank, up)
+  std::int64_t history_util_min_runs = EstimateChainConfig{}.history_util_min_runs;  // runs with a utilisation first
+  double history_util_quantile = EstimateChainConfig{}.history_util_quantile;  // of their utilisation (nearest rank, up)
   double tiny_util = 0.5;                 // estimated utilisation below it: Lucid's score 0, else 2
   std::string emulated_mig;               // emulated MIG layout, e.g. "0:3g.20gb,2g.10gb,1g.5gb,1g.5gb"
   std::string sharing = "process";        // process | mps | auto

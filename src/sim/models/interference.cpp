@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
-#include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <tuple>
 
 #include "sim/csv.h"
@@ -96,33 +94,6 @@ std::vector<MeasuredPair> load_lucid_pairs(const std::string& colocate_csv, cons
     out.push_back(p);
   }
   return out;
-}
-
-std::vector<double> load_gavel_pair_sums(const std::string& json_path, const std::string& gpu_type) {
-  std::ifstream f(json_path);
-  if (!f) throw InputError(json_path + ": cannot open file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(json_path + ": not valid JSON: " + e.what());
-  }
-  if (!j.contains(gpu_type) || !j[gpu_type].is_object())
-    throw InputError(json_path + ": no table for GPU type '" + gpu_type + "'");
-  const auto& t = j[gpu_type];
-  std::vector<double> sums;
-  for (const auto& [a, row] : t.items()) {
-    if (!row.contains("null") || !row["null"].is_number()) continue;
-    const double solo_a = row["null"].get<double>();
-    for (const auto& [b, pair] : row.items()) {
-      if (b == "null" || !pair.is_array() || pair.size() != 2 || !t.contains(b)) continue;
-      const double solo_b = t[b]["null"].get<double>();
-      const double own = pair[0].get<double>(), other = pair[1].get<double>();
-      if (solo_a <= 0 || solo_b <= 0 || own <= 0 || other <= 0) continue;
-      sums.push_back(own / solo_a + other / solo_b);
-    }
-  }
-  return sums;
 }
 
 }  // namespace aegis

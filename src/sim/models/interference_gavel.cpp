@@ -64,12 +64,8 @@ class ProfileMap {
   std::map<std::pair<std::string, std::string>, std::map<std::int64_t, ActivityProfile>> solo_;
 };
 
-}  // namespace
-
-std::vector<MeasuredPair> load_gavel_pairs(const std::string& json_path, const std::string& gpu_type,
-                                           const std::string& lucid_single_csv,
-                                           std::vector<std::pair<std::string, std::string>>* networks) {
-  const ProfileMap profiles(lucid_single_csv);
+// Gavel's throughput table of one GPU type (job type -> partner -> [own, partner's]).
+nlohmann::json gavel_table(const std::string& json_path, const std::string& gpu_type) {
   std::ifstream f(json_path);
   if (!f) throw InputError(json_path + ": cannot open file");
   nlohmann::json j;
@@ -80,7 +76,16 @@ std::vector<MeasuredPair> load_gavel_pairs(const std::string& json_path, const s
   }
   if (!j.contains(gpu_type) || !j[gpu_type].is_object())
     throw InputError(json_path + ": no table for GPU type '" + gpu_type + "'");
-  const auto& t = j[gpu_type];
+  return j[gpu_type];
+}
+
+}  // namespace
+
+std::vector<MeasuredPair> load_gavel_pairs(const std::string& json_path, const std::string& gpu_type,
+                                           const std::string& lucid_single_csv,
+                                           std::vector<std::pair<std::string, std::string>>* networks) {
+  const ProfileMap profiles(lucid_single_csv);
+  const nlohmann::json t = gavel_table(json_path, gpu_type);
   auto solo_of = [&](const std::string& name) {
     const auto& row = t[name];
     return row.contains("null") && row["null"].is_number() ? row["null"].get<double>() : 0.0;
@@ -104,6 +109,23 @@ std::vector<MeasuredPair> load_gavel_pairs(const std::string& json_path, const s
     }
   }
   return out;
+}
+
+std::vector<double> load_gavel_pair_sums(const std::string& json_path, const std::string& gpu_type) {
+  const nlohmann::json t = gavel_table(json_path, gpu_type);
+  std::vector<double> sums;
+  for (const auto& [a, row] : t.items()) {
+    if (!row.contains("null") || !row["null"].is_number()) continue;
+    const double solo_a = row["null"].get<double>();
+    for (const auto& [b, pair] : row.items()) {
+      if (b == "null" || !pair.is_array() || pair.size() != 2 || !t.contains(b)) continue;
+      const double solo_b = t[b]["null"].get<double>();
+      const double own = pair[0].get<double>(), other = pair[1].get<double>();
+      if (solo_a <= 0 || solo_b <= 0 || own <= 0 || other <= 0) continue;
+      sums.push_back(own / solo_a + other / solo_b);
+    }
+  }
+  return sums;
 }
 
 }  // namespace aegis

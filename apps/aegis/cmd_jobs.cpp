@@ -14,6 +14,7 @@
 
 #include "apps/aegis/client.h"
 #include "apps/aegis/model_helpers.h"
+#include "apps/aegis/printable.h"
 #include "apps/aegis/commands.h"
 #include "apps/aegis/job_runner.h"
 #include "estimate/features.h"
@@ -56,18 +57,20 @@ const json& items(const json& obj, const char* key) {
   return v.is_array() ? v : none;
 }
 
-// A value as text: strings as they are, numbers and booleans as JSON, "-" for nothing.
+// A value as text: strings as they are (control characters escaped: they may be another
+// user's), numbers and booleans as JSON, "-" for nothing.
 std::string text(const json& v) {
-  if (v.is_string()) return v.get_ref<const std::string&>().empty() ? "-" : v.get<std::string>();
+  if (v.is_string()) return v.get_ref<const std::string&>().empty() ? "-" : printable(v.get_ref<const std::string&>());
   if (v.is_null()) return "-";
   return v.dump();
 }
 std::string text(const json& obj, const char* key) { return text(field(obj, key)); }
 
-// A string field, "" when absent or not a string (for optional lines and flags).
+// A string field, "" when absent or not a string (for optional lines and flags), control
+// characters escaped.
 std::string str(const json& obj, const char* key) {
   const json& v = field(obj, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
+  return v.is_string() ? printable(v.get_ref<const std::string&>()) : std::string();
 }
 
 double now_s() {
@@ -147,7 +150,7 @@ void print_job(const json& j) {
   const json& req = field(j, "request");
   const json& mem = field(req, "mem_mib");
   fmt::print("job {} ({}) of {}: {}\n", text(j, "id"), text(j, "name"), text(j, "user"), text(j, "state"));
-  fmt::print("  command    {}\n", field(req, "command").is_null() ? "-" : field(req, "command").dump());
+  fmt::print("  command    {}\n", field(req, "command").is_null() ? "-" : printable(field(req, "command").dump()));
   fmt::print("  workdir    {}\n", text(req, "workdir"));
   fmt::print("  gpus       {}   memory {}\n", text(j, "gpus"),
              mem.is_null() ? std::string("not declared") : fmt::format("{} MiB", text(mem)));
@@ -401,7 +404,8 @@ void add_job_listings(CLI::App& app) {
   queue->callback([] {
     const auto reply = ask({{"op", "queue"}, {"all", q_all}, {"mine", q_mine}});
     if (q_json) {
-      fmt::print("{}\n", field(reply, "jobs").dump(2));
+      // ASCII only (ensure_ascii): another user's strings reach this terminal as \u escapes.
+      fmt::print("{}\n", field(reply, "jobs").dump(2, ' ', true));
       return;
     }
     print_jobs(field(reply, "jobs"));
@@ -420,7 +424,7 @@ void add_job_listings(CLI::App& app) {
     const auto reply = ask({{"op", "show"}, {"id", parse_id(show_id)}});
     const json& j = field(reply, "job");
     if (show_json) {
-      fmt::print("{}\n", j.dump(2));
+      fmt::print("{}\n", j.dump(2, ' ', true));
       return;
     }
     print_job(j);
@@ -475,7 +479,7 @@ void add_job_listings(CLI::App& app) {
   gpus->callback([] {
     const auto r = ask({{"op", "gpus"}});
     if (gpus_json) {
-      fmt::print("{}\n", field(r, "gpus").dump(2));
+      fmt::print("{}\n", field(r, "gpus").dump(2, ' ', true));
       return;
     }
     if (gpus_slurm) {
@@ -492,7 +496,7 @@ void add_job_listings(CLI::App& app) {
   history->add_flag("--json", hist_json, "Print JSON");
   history->callback([] {
     const auto r = ask({{"op", "history"}, {"limit", limit}});
-    if (hist_json) fmt::print("{}\n", field(r, "jobs").dump(2));
+    if (hist_json) fmt::print("{}\n", field(r, "jobs").dump(2, ' ', true));
     else print_jobs(field(r, "jobs"));
   });
 }

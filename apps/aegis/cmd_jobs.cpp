@@ -438,6 +438,7 @@ void add_job_listings(CLI::App& app) {
     for (const auto& s : cancel_ids) ids.push_back(parse_id(s));
     const auto reply = ask({{"op", "cancel"}, {"ids", ids}});
     for (const auto& id : items(reply, "cancelled")) fmt::print("cancelled {}\n", text(id));
+    for (const auto& e : items(reply, "already_ended")) fmt::print("job {}: already {}\n", text(e, "id"), text(e, "state"));
   });
 
   static std::string logs_id;

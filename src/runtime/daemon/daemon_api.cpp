@@ -243,12 +243,19 @@ json Daemon::show(const api::ShowRequest& r, const Caller& c) {
 }
 
 json Daemon::cancel(const api::CancelRequest& r, const Caller& c) {
-  // All or nothing: every id must exist and be the caller's to cancel.
+  // Every id must exist and be the caller's to cancel, or nothing is cancelled (a typo never
+  // cancels half a list). A job of the caller's that already ended is where a cancel would
+  // take it: it is reported, not an error, and the others are cancelled.
+  json ended = json::array();
   for (JobId id : r.ids) {
     auto it = records_.find(id);
     if (it == records_.end()) {
-      if (auto old = store_.get(id)) return error_reply(fmt::format("job {}: already {}", id, to_string(old->state)));
-      return error_reply(fmt::format("job {}: no such job", id));
+      const auto old = store_.get(id);
+      if (!old) return error_reply(fmt::format("job {}: no such job", id));
+      if (!may_manage(c, old->uid))
+        return error_reply(fmt::format("job {}: permission denied (it belongs to {})", id, old->user));
+      ended.push_back({{"id", id}, {"state", to_string(old->state)}});
+      continue;
     }
     if (!may_manage(c, it->second.uid))
       return error_reply(fmt::format("job {}: permission denied (it belongs to {})", id, it->second.user));
@@ -263,7 +270,7 @@ json Daemon::cancel(const api::CancelRequest& r, const Caller& c) {
   }
   tx.commit();
   if (!store_.in_transaction()) send_stop_signals();  // else after the group commit
-  return {{"ok", true}, {"cancelled", ids}};
+  return {{"ok", true}, {"cancelled", ids}, {"already_ended", ended}};
 }
 
 json Daemon::logs(const api::LogsRequest& r, const Caller& c) {

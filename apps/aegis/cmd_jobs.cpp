@@ -545,7 +545,17 @@ void add_job_commands(CLI::App& app) {
       fmt::print("{}\n", submit_to_slurm(r, slurm));
       return;
     }
-    const auto reply = ask({{"op", "submit"}, {"job", json::parse(api::to_json(r))}});
+    json reply;
+    try {
+      reply = ask({{"op", "submit"}, {"job", json::parse(api::to_json(r))}});
+    } catch (const ConnectionError& e) {
+      // The daemon may have queued it and not answered in time: say so, lest a retry queue
+      // it twice (issue 33).
+      if (!e.maybe_received) throw;
+      throw ConnectionError(std::string(e.what()) + "; the request was sent, so the job may have been queued: "
+                                                    "check `aegis queue --mine` before submitting again",
+                            true);
+    }
     fmt::print("{}\n", reply.at("id").get<std::int64_t>());
   });
 

@@ -41,6 +41,13 @@ def shared_dir(d, name, mode=0o777):
     return path
 
 
+def finished_job(d, user, cwd, name="done"):
+    """A job of `user` that ran `true` and completed: its id."""
+    job = d.submit("--name", name, "--", "true", user=user, cwd=cwd)
+    wait_for(f"job {job} to finish", lambda: d.show(job)["state"] == "completed", timeout=120)
+    return job
+
+
 def as_user(user, argv, **kw):
     """Runs argv as `user` (runuser), capturing text output."""
     return subprocess.run(["runuser", "-u", user, "--", *argv], capture_output=True, text=True, **kw)

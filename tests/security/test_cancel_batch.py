@@ -8,7 +8,7 @@ Usage: test_cancel_batch.py BUILD_DIR
 """
 import sys
 
-from secharness import Daemon, fail, shared_dir, users, wait_for
+from secharness import Daemon, fail, finished_job, shared_dir, users
 
 
 def main(build):
@@ -17,8 +17,7 @@ def main(build):
     try:
         d.start()
         work = shared_dir(d, "work")
-        done = d.submit("--name", "done", "--", "true", user=u1, cwd=work)
-        wait_for(f"job {done} to finish", lambda: d.show(done)["state"] == "completed", timeout=120)
+        done = finished_job(d, u1, work)
         mine = d.submit("--name", "mine", "--", "sleep", "600", user=u1, cwd=work)
         theirs = d.submit("--name", "theirs", "--", "sleep", "600", user=u2, cwd=work)
 

@@ -13,7 +13,7 @@ Usage: test_queue_scope.py BUILD_DIR
 import json
 import sys
 
-from secharness import Daemon, fail, shared_dir, users, wait_for
+from secharness import Daemon, fail, finished_job, shared_dir, users
 
 
 def ids(d, user, *flags):
@@ -34,8 +34,7 @@ def main(build):
     try:
         d.start()
         work = shared_dir(d, "work")
-        done = d.submit("--name", "done", "--", "true", user=u1, cwd=work)
-        wait_for(f"job {done} to finish", lambda: d.show(done)["state"] == "completed", timeout=120)
+        done = finished_job(d, u1, work)
         long1 = d.submit("--name", "long1", "--", "sleep", "600", user=u1, cwd=work)
         long2 = d.submit("--name", "long2", "--", "sleep", "600", user=u2, cwd=work)
 

@@ -176,7 +176,13 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
   const Feasibility feasible(engine_, devices());
   for (JobId id : life_.queue_order())
     if (auto why = feasible.why_never_runs(life_.find(id)->queued)) (*never)[id] = std::move(*why);
-  json tail{{"waiting_because", blocked_reason_}, {"waiting_job", blocked_job_}, {"waiting_never_starts", false}};
+  // The last pass's reason, while the job it is about still waits (a cancel or an end
+  // empties the queue before the next pass).
+  const auto blocked = records_.find(blocked_job_);
+  const bool still = blocked != records_.end() && blocked->second.state == JobState::Queued;
+  json tail{{"waiting_because", still ? blocked_reason_ : std::string()},
+            {"waiting_job", still ? blocked_job_ : JobId{0}},
+            {"waiting_never_starts", false}};
   if (const auto served = life_.queue_order(); !served.empty() && never->count(served.front()))
     tail = {{"waiting_because", never->at(served.front())}, {"waiting_job", served.front()}, {"waiting_never_starts", true}};
   // Built as the client reads: a job that ended meanwhile is shown as it is by then.

@@ -317,11 +317,13 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       if (!queued) continue;  // left the queue
       LifeJob& j = *queued;
       const QueuedJob& qj = j.queued;
-      if (auto why = placer.never_runs(qj); why && !(drop_guessed_estimates(j.queued.spec.estimates) &&
-                                                     !placer.never_runs(qj))) {
-        // It can never run here: it leaves the queue instead of blocking everything behind it.
-        finish(j, JobState::Failed, *why, now, fx, "failed");
-        continue;
+      if (auto why = placer.never_runs(qj)) {
+        // It can never run here: it leaves the queue instead of blocking everything behind
+        // it, unless it was only an estimator's guess that no GPU can offer (dropped here).
+        if (!drop_guessed_estimates(j.queued.spec.estimates) || placer.never_runs(qj)) {
+          finish(j, JobState::Failed, *why, now, fx, "failed");
+          continue;
+        }
       }
       if (auto why = placer.waits_outside(qj)) {
         // It can start only once processes outside aegis free memory, which nothing here

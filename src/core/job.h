@@ -41,6 +41,14 @@ struct JobSpec {
   // Mean coarse GPU utilisation alone as the utilisation regression predicts it from the
   // job's model spec (docs/estimators.md), in [0,1]: a prediction, never a measurement.
   std::optional<double> predicted_util;
+
+  // Lab scheduling (issue 32, docs/lab-policies.md). The defaults keep the published loop:
+  // one level, no group, no array, no limit.
+  int priority = 0;                   // its level; a higher level is served first
+  std::int64_t group = -1;            // the submitting user's group (aegisd: gid; a trace: its group column); -1 unknown
+  std::optional<JobId> array_id;      // the array it is an element of (the id of element 0)
+  int array_index = -1;               // its index in that array; -1 when not an element
+  std::optional<Seconds> time_limit;  // wall-clock limit of each attempt; none: unlimited
 };
 
 // Where a job stands on the OOM recovery path.

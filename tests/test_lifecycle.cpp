@@ -41,6 +41,14 @@ class ScriptedPlacer : public Placer {
     return p;
   }
   void started(const QueuedJob&, const Placement&, Seconds) override {}
+  // Why the last job asked waits, in words naming it.
+  std::optional<Blocked> blocked() const override {
+    if (asked.empty() || placeable.count(asked.back())) return std::nullopt;
+    Blocked b;
+    b.job = asked.back();
+    b.reason = "job" + std::to_string(b.job) + " is not let through";
+    return b;
+  }
   std::optional<std::string> never_runs(const QueuedJob& job) const override {
     if (never.count(job.spec.id)) return std::string("job.gpus: too many");
     return std::nullopt;
@@ -109,6 +117,22 @@ TEST(Lifecycle, StrictHeadOfLineTriesNothingBehindAWaitingJob) {
       EXPECT_EQ(fx.starts.size(), 2u);
     }
     EXPECT_EQ(life.queue_order().front(), 1);
+  }
+}
+
+// Without strict head-of-line the jobs behind a waiting one are tried, and some may wait
+// too: the reason shown (`aegis queue`) is the first waiting job's, whatever comes after.
+TEST(Lifecycle, WithoutStrictHeadOfLineTheFirstWaitingJobKeepsItsReason) {
+  for (bool strict : {true, false}) {
+    auto life = make(strict);
+    for (JobId i = 1; i <= 4; ++i) life.submitted(spec(i), false, false, 0);
+    ScriptedPlacer p;
+    p.placeable = {2, 4};  // 1 and 3 wait
+    const auto fx = life.schedule(10, p);
+    ASSERT_TRUE(fx.blocked) << "strict " << strict;
+    EXPECT_EQ(fx.blocked->job, 1) << "strict " << strict;
+    EXPECT_EQ(fx.blocked->reason, "job1 is not let through") << "strict " << strict;
+    EXPECT_EQ(fx.starts.size(), strict ? 0u : 2u);
   }
 }
 

@@ -337,8 +337,8 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       }
       auto p = placer.place(qj, now);
       if (!p) {
-        if (outside) fx.blocked = outside;
-        else if (auto b = placer.blocked()) fx.blocked = std::move(b);
+        // The first job that waits keeps its reason (without strict head-of-line later ones wait too).
+        if (!fx.blocked) fx.blocked = outside ? outside : placer.blocked();
         if (auto w = placer.wake_at()) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *w) : *w;
         if (strict) return;
         continue;
@@ -366,7 +366,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       change(fx, j.id(), "launch", "");
     }
   }
-  fx.blocked = std::move(outside);  // nothing else waits at the head
+  if (!fx.blocked) fx.blocked = std::move(outside);  // none waits but the one passed over
 }
 
 std::vector<RunningJob> Lifecycle::running_on(int server) const {

@@ -1,5 +1,5 @@
-// Micro-benchmark of one engine tick (Google Benchmark): a queue of jobs over GPUs that
-// each hold a running job and a full telemetry window, so every stage runs.
+// Micro-benchmark of one engine tick (Google Benchmark): one job asked about over GPUs
+// that each hold a running job and a full telemetry window, so every stage runs.
 #include <benchmark/benchmark.h>
 
 #include "sched/engine.h"
@@ -26,18 +26,18 @@ static void BM_Tick(benchmark::State& state) {
     r.first_activity = 0;
     running.push_back(r);
   }
-  JobQueue q;
-  for (int i = 0; i < 100; ++i) {
-    QueuedJob j;
-    j.spec.id = i;
-    q.push_back(j);
-  }
+  QueuedJob job;
+  job.spec.id = 1;
   Snapshot s;
   s.now = 1000;
-  s.main_queue = &q;
+  s.job = &job;  // one job per ask: the queues are the lifecycle's
   s.gpus = gpus;
   s.running = running;
-  for (auto _ : state) benchmark::DoNotOptimize(engine.tick(s));
+  Decisions d;
+  for (auto _ : state) {
+    engine.tick(s, d);
+    benchmark::DoNotOptimize(d);
+  }
 }
 BENCHMARK(BM_Tick)->Arg(3)->Arg(8)->Arg(64);
 

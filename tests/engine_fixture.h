@@ -1,6 +1,5 @@
 // Helpers that build engine snapshots by hand for the stage and engine tests.
 #pragma once
-#include <deque>
 #include <vector>
 
 #include "sched/engine.h"
@@ -17,13 +16,12 @@ inline QueuedJob job(JobId id, int gpus = 1, std::optional<MiB> profiled = std::
   return q;
 }
 
-// A hand-built world: GPUs, queues, running jobs, telemetry windows.
+// A hand-built world: GPUs, running jobs, telemetry windows. The engine is asked about
+// one job at a time (the queues are the lifecycle's: tests/test_lifecycle_queue.cpp).
 struct World {
   std::vector<GpuView> gpus;
   std::vector<std::vector<GpuSample>> windows;
-  JobQueue main_queue, recovery_queue;
   std::vector<RunningJob> running;
-  std::vector<Failure> failures;
   Seconds now = 100;
   EngineState state;
 
@@ -62,32 +60,24 @@ struct World {
     return running.back();
   }
 
-  Snapshot snapshot() {
+  // The GPUs with their windows, as a tick or a placer sees them.
+  std::vector<GpuView>& views() {
     for (std::size_t i = 0; i < gpus.size(); ++i) gpus[i].window = windows[i];
+    return gpus;
+  }
+
+  // The snapshot of one ask: this job on these GPUs.
+  Snapshot snapshot_of(const QueuedJob& job) {
     Snapshot s;
     s.now = now;
-    s.main_queue = &main_queue;
-    s.recovery_queue = &recovery_queue;
-    s.gpus = gpus;
+    s.job = &job;
+    s.gpus = views();
     s.running = running;
-    s.failures = failures;
     s.state = state;
     return s;
   }
 
-  // The snapshot of a what-if: this one job, no queues (as the simulator asks a server).
-  Snapshot snapshot_of(const QueuedJob& job) {
-    Snapshot s = snapshot();
-    s.only_job = &job;
-    s.main_queue = nullptr;
-    s.recovery_queue = nullptr;
-    return s;
-  }
-
-  Decisions tick(const Engine& e) {
-    auto s = snapshot();
-    return e.tick(s);
-  }
+  Decisions tick(const Engine& e, const QueuedJob& job) { return e.tick(snapshot_of(job)); }
 };
 
 inline Engine engine(const std::string& policy = "aegis", void (*tweak)(EngineConfig&) = nullptr) {

@@ -1,4 +1,6 @@
-// The engine loop: queue discipline, exclusive-first, orders, multi-GPU jobs, failures.
+// The engine's answer for one job: exclusive-first, orders, multi-GPU jobs, the
+// recovery rule, jobs no GPU can hold. The queues (order, head-of-line, failures requeued)
+// are the lifecycle's: tests/test_lifecycle_queue.cpp.
 #include <gtest/gtest.h>
 #include <random>
 
@@ -9,69 +11,32 @@ namespace {
 
 using test::World;
 
-TEST(Engine, StrictHeadOfLineBlocksLaterJobs) {
-  // Head needs 2 GPUs, only GPU 1 can take work; a 1-GPU job behind it would fit.
-  World w(2);
-  w.run(1, {0}, 39000);
-  w.main_queue.push_back(test::job(2, 2));
-  w.main_queue.push_back(test::job(3, 1));
-  const auto d = w.tick(test::engine("aegis"));
-  EXPECT_TRUE(d.launches.empty());
-  ASSERT_TRUE(d.blocked);
-  EXPECT_EQ(d.blocked->job, 2);
-
-  const auto relaxed = w.tick(test::engine("aegis", [](EngineConfig& c) { c.strict_head_of_line = false; }));
-  ASSERT_EQ(relaxed.launches.size(), 1u);
-  EXPECT_EQ(relaxed.launches[0].job, 3);
-}
-
 TEST(Engine, ExclusiveFirstTakesIdleGpusWithoutFilters) {
   // GPU 0 shares well (low pressure, lots of memory); GPU 1 is idle but its window still
-  // shows its last job's activity. Exclusive-first gives the idle GPU to the head job.
+  // shows its last job's activity. Exclusive-first gives the idle GPU to the job.
   World w(2);
   w.run(1, {0}, 1000);
   w.busy(1, 1, 1, 1);
-  w.main_queue.push_back(test::job(2));
-  auto d = w.tick(test::engine("aegis"));
+  const QueuedJob j = test::job(2);
+  auto d = w.tick(test::engine("aegis"), j);
   ASSERT_EQ(d.launches.size(), 1u);
   EXPECT_EQ(d.launches[0].gpus, std::vector<int>{1});
   EXPECT_FALSE(d.launches[0].exclusive);  // others may join later
 
   // Without exclusive-first the pressure filter rules GPU 1 out and MAGM takes GPU 0.
-  d = w.tick(test::engine("aegis", [](EngineConfig& c) { c.exclusive_first = false; }));
+  d = w.tick(test::engine("aegis", [](EngineConfig& c) { c.exclusive_first = false; }), j);
   ASSERT_EQ(d.launches.size(), 1u);
   EXPECT_EQ(d.launches[0].gpus, std::vector<int>{0});
 }
 
-TEST(Engine, PlacesSeveralJobsPerTickClosingEachGpu) {
-  World w(3);
-  for (int i = 0; i < 5; ++i) w.main_queue.push_back(test::job(10 + i));
-  const auto d = w.tick(test::engine("aegis"));
-  // Three idle GPUs, one job each; the fourth job finds every GPU observing.
-  ASSERT_EQ(d.launches.size(), 3u);
-  EXPECT_EQ(d.blocked->job, 13);
-  EXPECT_NE(d.blocked->reason.find("observing"), std::string::npos);
-}
-
-TEST(Engine, NaivePacksFirstFitWithoutObservation) {
-  World w(2);
-  w.run(1, {0}, 1000);
-  w.run(2, {1}, 1000);
-  for (int i = 0; i < 3; ++i) w.main_queue.push_back(test::job(10 + i));
-  const auto d = w.tick(test::engine("naive"));
-  ASSERT_EQ(d.launches.size(), 3u);
-  for (const auto& l : d.launches) EXPECT_EQ(l.gpus, std::vector<int>{0});
-}
-
-TEST(Engine, RecoveryQueueGoesFirst) {
+TEST(Engine, NoJobNoAnswer) {
   World w(1);
-  w.main_queue.push_back(test::job(1));
-  QueuedJob r = test::job(2);
-  r.recovery.floor_mib = 10240;
-  w.recovery_queue.push_back(r);
-  const auto d = w.tick(test::engine("aegis"));
-  ASSERT_EQ(d.launches.size(), 1u);
-  EXPECT_EQ(d.launches[0].job, 2);
+  Snapshot s = w.snapshot_of(test::job(1));
+  s.job = nullptr;
+  const Decisions d = test::engine("aegis").tick(s);
+  EXPECT_TRUE(d.launches.empty());
+  EXPECT_TRUE(d.stops.empty());
+  EXPECT_FALSE(d.blocked);
 }
 
 TEST(Engine, RecoveryFloorRaisesTheRequirement) {
@@ -79,10 +44,9 @@ TEST(Engine, RecoveryFloorRaisesTheRequirement) {
   w.run(1, {0}, 25000);  // 15960 free, 15448 after the guard
   QueuedJob r = test::job(2);
   r.recovery.floor_mib = 18432;
-  w.recovery_queue.push_back(r);
-  EXPECT_TRUE(w.tick(test::engine("aegis")).launches.empty());
-  w.recovery_queue.front().recovery.floor_mib = 10240;
-  EXPECT_EQ(w.tick(test::engine("aegis")).launches.size(), 1u);
+  EXPECT_TRUE(w.tick(test::engine("aegis"), r).launches.empty());
+  r.recovery.floor_mib = 10240;
+  EXPECT_EQ(w.tick(test::engine("aegis"), r).launches.size(), 1u);
 }
 
 TEST(Engine, ExclusiveOnlyJobsWaitForIdleGpusAndBlockJoiners) {
@@ -90,8 +54,7 @@ TEST(Engine, ExclusiveOnlyJobsWaitForIdleGpusAndBlockJoiners) {
   w.run(1, {0}, 1000);
   QueuedJob r = test::job(2);
   r.recovery.exclusive_only = true;
-  w.recovery_queue.push_back(r);
-  auto d = w.tick(test::engine("aegis"));
+  auto d = w.tick(test::engine("aegis"), r);
   ASSERT_EQ(d.launches.size(), 1u);
   EXPECT_EQ(d.launches[0].gpus, std::vector<int>{1});
   EXPECT_TRUE(d.launches[0].exclusive);
@@ -99,21 +62,11 @@ TEST(Engine, ExclusiveOnlyJobsWaitForIdleGpusAndBlockJoiners) {
   // A GPU running an exclusive job takes no one else.
   World w2(1);
   w2.run(1, {0}, 1000).exclusive = true;
-  w2.main_queue.push_back(test::job(3));
-  d = w2.tick(test::engine("aegis"));
+  d = w2.tick(test::engine("aegis"), test::job(3));
   EXPECT_TRUE(d.launches.empty());
-  EXPECT_NE(d.blocked->reason.find("gpu0: exclusive"), std::string::npos);
-}
-
-TEST(Engine, ExclusivePolicyNeverShares) {
-  World w(2);
-  w.run(1, {0}, 1000);
-  w.main_queue.push_back(test::job(2));
-  w.main_queue.push_back(test::job(3));
-  const auto d = w.tick(test::engine("exclusive"));
-  ASSERT_EQ(d.launches.size(), 1u);
-  EXPECT_EQ(d.launches[0].gpus, std::vector<int>{1});
-  EXPECT_EQ(d.blocked->job, 3);
+  ASSERT_TRUE(d.blocked);
+  EXPECT_NE(d.blocked->reason.find("gpu0: exclusive: a job placed to run alone holds it"), std::string::npos)
+      << d.blocked->reason;
 }
 
 TEST(Engine, MultiGpuJobNeedsEveryGpuToPass) {
@@ -122,12 +75,12 @@ TEST(Engine, MultiGpuJobNeedsEveryGpuToPass) {
   w.run(2, {1}, 1000);
   w.run(3, {2}, 1000);
   w.busy(1, 0.9, 0.9, 0.9);  // GPU 1 is under pressure
-  w.main_queue.push_back(test::job(4, 2));
-  auto d = w.tick(test::engine("aegis"));
+  const QueuedJob j = test::job(4, 2);
+  auto d = w.tick(test::engine("aegis"), j);
   ASSERT_EQ(d.launches.size(), 1u);
   EXPECT_EQ(d.launches[0].gpus, (std::vector<int>{0, 2}));
   w.busy(2, 0.9, 0.9, 0.9);
-  d = w.tick(test::engine("aegis"));
+  d = w.tick(test::engine("aegis"), j);
   EXPECT_TRUE(d.launches.empty());
 }
 
@@ -143,10 +96,9 @@ TEST(Engine, Orders) {
     w.busy(2, 0.3, 0, 0);
     w.busy(3, 0.2, 0, 0);
     w.state.rr_cursor = 1;
-    w.main_queue.push_back(test::job(9));
     EngineConfig c = policy_config("aegis");
     c.order = order;
-    const auto d = w.tick(Engine(c));
+    const auto d = w.tick(Engine(c), test::job(9));
     return d.launches.at(0).gpus.at(0);
   };
   EXPECT_EQ(place("magm"), 1);  // most free memory
@@ -173,8 +125,7 @@ TEST(Engine, LeastPredictedActivityRanksByTheUnionOfPredictions) {
     with(w.run(4, {2}, 6000), 0.55);
     auto newcomer = test::job(9);
     newcomer.spec.predicted_util = 0.5;
-    w.main_queue.push_back(newcomer);
-    const auto d = w.tick(test::engine(policy));
+    const auto d = w.tick(test::engine(policy), newcomer);
     return d.launches.at(0).gpus.at(0);
   };
   EXPECT_EQ(place("aegis-learned", true), 1);
@@ -182,26 +133,25 @@ TEST(Engine, LeastPredictedActivityRanksByTheUnionOfPredictions) {
   EXPECT_EQ(place("aegis-learned", false), 0);  // no predictions: MAGM's order
 }
 
-TEST(Engine, FailuresAreClassified) {
-  World w(1);
+// The recovery rule, as the lifecycle asks it (Engine::recover): an OOM is requeued with
+// a floor, another failure stops the job with its detail. (That a requeued job is placed
+// in the same pass: tests/test_lifecycle_queue.cpp.)
+TEST(Engine, RecoverClassifiesFailures) {
+  const Engine e = test::engine("aegis");
   RunningJob gone;
   gone.spec.id = 5;
   gone.gpu_total_mib = 40960;
   gone.free_at_placement = 12000;
-  w.failures.push_back({gone, FailureKind::Oom, "CUDA out of memory"});
+  const auto oom = e.recover({gone, FailureKind::Oom, "CUDA out of memory"});
+  ASSERT_TRUE(std::holds_alternative<Requeue>(oom));
+  EXPECT_EQ(std::get<Requeue>(oom).job, 5);
+  EXPECT_EQ(std::get<Requeue>(oom).recovery.floor_mib, 18432);
   RunningJob broken = gone;
   broken.spec.id = 6;
-  w.failures.push_back({broken, FailureKind::Other, "exit status 2"});
-  const auto d = w.tick(test::engine("aegis"));
-  ASSERT_EQ(d.requeues.size(), 1u);
-  EXPECT_EQ(d.requeues[0].job, 5);
-  EXPECT_EQ(d.requeues[0].recovery.floor_mib, 18432);
-  ASSERT_EQ(d.stops.size(), 1u);
-  EXPECT_EQ(d.stops[0].job, 6);
-  EXPECT_EQ(d.stops[0].reason, "exit status 2");
-  // The requeued job is placed in the same tick, on the idle GPU.
-  ASSERT_EQ(d.launches.size(), 1u);
-  EXPECT_EQ(d.launches[0].job, 5);
+  const auto other = e.recover({broken, FailureKind::Other, "exit status 2"});
+  ASSERT_TRUE(std::holds_alternative<Stop>(other));
+  EXPECT_EQ(std::get<Stop>(other).job, 6);
+  EXPECT_EQ(std::get<Stop>(other).reason, "exit status 2");
 }
 
 TEST(Engine, LucidPairsBySharingScoreAndGpuCount) {
@@ -211,13 +161,20 @@ TEST(Engine, LucidPairsBySharingScoreAndGpuCount) {
   r.spec.estimates.profiled = 8000;
   QueuedJob j = test::job(2, 1, 8000);
   j.spec.hints.sharing_score = 1;
-  w.main_queue.push_back(j);
-  EXPECT_EQ(w.tick(test::engine("lucid")).launches.size(), 1u);
-  w.main_queue.front().spec.hints.sharing_score = 2;  // 1 + 2 > 2
-  EXPECT_TRUE(w.tick(test::engine("lucid")).launches.empty());
-  w.main_queue.front().spec.hints.sharing_score = 0;
-  w.main_queue.front().spec.estimates.profiled = 33000;  // 8000 + 33000 > 40448
-  EXPECT_TRUE(w.tick(test::engine("lucid")).launches.empty());
+  EXPECT_EQ(w.tick(test::engine("lucid"), j).launches.size(), 1u);
+  j.spec.hints.sharing_score = 2;  // 1 + 2 > 2
+  auto d = w.tick(test::engine("lucid"), j);
+  EXPECT_TRUE(d.launches.empty());
+  ASSERT_TRUE(d.blocked);
+  EXPECT_NE(d.blocked->reason.find("gpu0: sharing-score: scores 1 there + 2 > 2"), std::string::npos)
+      << d.blocked->reason;
+  j.spec.hints.sharing_score = 0;
+  j.spec.estimates.profiled = 33000;  // 8000 + 33000 > 40448
+  d = w.tick(test::engine("lucid"), j);
+  EXPECT_TRUE(d.launches.empty());
+  ASSERT_TRUE(d.blocked);
+  EXPECT_NE(d.blocked->reason.find("gpu0: memory: needs 33000 MiB, 32448 free"), std::string::npos)
+      << d.blocked->reason;
 }
 
 TEST(Engine, LucidAtMostTwoJobsPerGpu) {
@@ -228,10 +185,10 @@ TEST(Engine, LucidAtMostTwoJobsPerGpu) {
   }
   QueuedJob j = test::job(3, 1, 1000);
   j.spec.hints.sharing_score = 0;
-  w.main_queue.push_back(j);
-  const auto d = w.tick(test::engine("lucid"));
+  const auto d = w.tick(test::engine("lucid"), j);
   EXPECT_TRUE(d.launches.empty());
-  EXPECT_NE(d.blocked->reason.find("job-count"), std::string::npos);
+  ASSERT_TRUE(d.blocked);
+  EXPECT_NE(d.blocked->reason.find("gpu0: job-count: 2 jobs there, at most 2"), std::string::npos) << d.blocked->reason;
 }
 
 TEST(Engine, HorusCapsProfiledUtilisation) {
@@ -243,18 +200,22 @@ TEST(Engine, HorusCapsProfiledUtilisation) {
   QueuedJob j = test::job(3);
   j.spec.estimates.analytical = 4000;
   j.spec.hints.gpu_util = 0.5;
-  w.main_queue.push_back(j);
-  auto d = w.tick(test::engine("horus"));
+  auto d = w.tick(test::engine("horus"), j);
   ASSERT_EQ(d.launches.size(), 1u);
   EXPECT_EQ(d.launches[0].gpus, std::vector<int>{1});  // 0.3 + 0.5 <= 1; 0.6 + 0.5 > 1
-  w.main_queue.front().spec.hints.gpu_util = 0.8;
-  EXPECT_TRUE(w.tick(test::engine("horus")).launches.empty());
+  j.spec.hints.gpu_util = 0.8;
+  d = w.tick(test::engine("horus"), j);
+  EXPECT_TRUE(d.launches.empty());
+  ASSERT_TRUE(d.blocked);
+  EXPECT_NE(d.blocked->reason.find("gpu0: util-cap: utilisation 0.60 there + 0.80 > 1.00; "
+                                   "gpu1: util-cap: utilisation 0.30 there + 0.80 > 1.00"),
+            std::string::npos)
+      << d.blocked->reason;
 }
 
 TEST(Engine, JobLargerThanServerIsReportedNotPlaced) {
   World w(2);
-  w.main_queue.push_back(test::job(1, 3));
-  const auto d = w.tick(test::engine("aegis"));
+  const auto d = w.tick(test::engine("aegis"), test::job(1, 3));
   EXPECT_TRUE(d.launches.empty());
   EXPECT_NE(d.blocked->reason.find("needs 3 GPUs; this server has 2"), std::string::npos);
 }
@@ -264,12 +225,12 @@ TEST(Engine, ExclusiveFirstSkipsIdleGpusTooSmallForTheEstimate) {
   World w(2);
   w.gpus[0].total_mib = w.gpus[0].free_mib = 40960;
   w.gpus[1].total_mib = w.gpus[1].free_mib = 81920;
-  w.main_queue.push_back(test::job(1, 1, 60000));
-  auto d = w.tick(test::engine("aegis-peak"));
+  const QueuedJob j = test::job(1, 1, 60000);
+  auto d = w.tick(test::engine("aegis-peak"), j);
   ASSERT_EQ(d.launches.size(), 1u);
   EXPECT_EQ(d.launches[0].gpus, std::vector<int>{1});
   // Without an estimate nothing tells them apart: first in order (MAGM: the larger one).
-  d = w.tick(test::engine("exclusive"));
+  d = w.tick(test::engine("exclusive"), j);
   EXPECT_EQ(d.launches.size(), 1u);
 }
 
@@ -333,23 +294,20 @@ TEST(StageReads, AFieldStaysANeedOnlyIfEveryReaderSaysSo) {
 
 TEST(Engine, StopsJobsNoGpuHereCanHold) {
   // After an OOM alone on a 40 GiB GPU the job may only go to a larger GPU; there is none.
+  // (That the queue then moves on: tests/test_lifecycle_queue.cpp.)
   World w(2);
   QueuedJob j = test::job(1);
   j.recovery.exclusive_only = true;
   j.recovery.floor_mib = 40449;
-  w.recovery_queue.push_back(j);
-  w.main_queue.push_back(test::job(2));
-  const auto d = w.tick(test::engine("aegis"));
+  const auto d = w.tick(test::engine("aegis"), j);
   ASSERT_EQ(d.stops.size(), 1u);
   EXPECT_EQ(d.stops[0].job, 1);
   EXPECT_NE(d.stops[0].reason.find("needs 40449 MiB on a GPU alone"), std::string::npos);
-  ASSERT_EQ(d.launches.size(), 1u);  // and the queue moves on
-  EXPECT_EQ(d.launches[0].job, 2);
+  EXPECT_TRUE(d.launches.empty());
   // With a larger GPU it waits for it and runs there.
   World big(2);
   big.gpus[1].total_mib = big.gpus[1].free_mib = 81920;
-  big.recovery_queue.push_back(j);
-  const auto d2 = big.tick(test::engine("aegis"));
+  const auto d2 = big.tick(test::engine("aegis"), j);
   ASSERT_EQ(d2.launches.size(), 1u);
   EXPECT_EQ(d2.launches[0].gpus, std::vector<int>{1});
 }

@@ -21,9 +21,14 @@ TEST(MemoryFilter, EstimatorFreeFloorAfterGuard) {
   for (MiB free : {MiB{5631}, MiB{5632}}) {
     World w = one_shared_gpu();
     w.gpus[0].free_mib = free;
-    w.main_queue.push_back(test::job(2));
-    const auto d = w.tick(e);
+    const QueuedJob job = test::job(2);
+    const auto d = w.tick(e, job);
     EXPECT_EQ(d.launches.size(), free >= 5632 ? 1u : 0u) << free;
+    // The stage's own words: what it needs, what the GPU offers after the guard.
+    if (d.blocked) {
+      EXPECT_NE(d.blocked->reason.find("gpu0: memory: needs 5120 MiB, 5119 free"), std::string::npos)
+          << d.blocked->reason;
+    }
   }
 }
 
@@ -32,8 +37,8 @@ TEST(MemoryFilter, EstimatePlusMargin) {
   for (MiB free : {MiB{12000 + 2048 + 512 - 1}, MiB{12000 + 2048 + 512}}) {
     World w = one_shared_gpu();
     w.gpus[0].free_mib = free;
-    w.main_queue.push_back(test::job(2, 1, 12000));
-    EXPECT_EQ(w.tick(e).launches.size(), free == 14560 ? 1u : 0u) << free;
+    const QueuedJob job = test::job(2, 1, 12000);
+    EXPECT_EQ(w.tick(e, job).launches.size(), free == 14560 ? 1u : 0u) << free;
   }
 }
 
@@ -44,14 +49,14 @@ TEST(MemoryFilter, BookedEstimatesNeverExceedCapacity) {
   World w(1);
   auto& r = w.run(1, {0}, 1000);
   r.admitted_mib = 30000;
-  w.main_queue.push_back(test::job(2, 1, 20000));
-  EXPECT_TRUE(w.tick(e).launches.empty());
+  const QueuedJob job = test::job(2, 1, 20000);
+  EXPECT_TRUE(w.tick(e, job).launches.empty());
   // The estimator-free policy only sees reported memory.
   World w2(1);
   auto& r2 = w2.run(1, {0}, 1000);
   r2.admitted_mib = 30000;
-  w2.main_queue.push_back(test::job(2, 1, 20000));
-  EXPECT_EQ(w2.tick(test::engine("aegis")).launches.size(), 1u);
+  const QueuedJob job2 = test::job(2, 1, 20000);
+  EXPECT_EQ(w2.tick(test::engine("aegis"), job2).launches.size(), 1u);
 }
 
 TEST(ObservationGate, ClosedUntilWindowAfterFirstActivity) {
@@ -60,8 +65,8 @@ TEST(ObservationGate, ClosedUntilWindowAfterFirstActivity) {
     World w(1);
     w.now = now;
     w.run(1, {0}, 1000, /*launched=*/50, first_activity);
-    w.main_queue.push_back(test::job(2));
-    return w.tick(e);
+    const QueuedJob job = test::job(2);
+    return w.tick(e, job);
   };
   // No activity yet: closed, and no wake time before the maximum wait.
   auto d = at(60, std::nullopt);
@@ -72,7 +77,11 @@ TEST(ObservationGate, ClosedUntilWindowAfterFirstActivity) {
   d = at(87.9, 58);
   EXPECT_TRUE(d.launches.empty());
   EXPECT_DOUBLE_EQ(*d.wake_at, 88);
-  EXPECT_NE(d.blocked->reason.find("gpu0: observing"), std::string::npos);
+  EXPECT_NE(d.blocked->reason.find("gpu0: observing: a new job is observed; open in 1 s"), std::string::npos)
+      << d.blocked->reason;
+  d = at(60, std::nullopt);
+  EXPECT_NE(d.blocked->reason.find("gpu0: observing: a new job is observed; open in 290 s"), std::string::npos)
+      << d.blocked->reason;
   EXPECT_EQ(at(88, 58).launches.size(), 1u);
   // After the maximum wait without activity the GPU opens anyway.
   EXPECT_EQ(at(350, std::nullopt).launches.size(), 1u);
@@ -85,8 +94,8 @@ TEST(ObservationGate, DriversAreToldWhenAFirstActivityOpensIt) {
   World w(1);
   w.now = 58;
   w.run(1, {0}, 1000, /*launched=*/50, /*first_activity=*/58);
-  w.main_queue.push_back(test::job(2));
-  const auto d = w.tick(e);
+  const QueuedJob job = test::job(2);
+  const auto d = w.tick(e, job);
   ASSERT_TRUE(d.launches.empty());
   ASSERT_TRUE(d.wake_at && e.gate_opens_after_activity(58));
   EXPECT_DOUBLE_EQ(*e.gate_opens_after_activity(58), *d.wake_at);
@@ -103,12 +112,19 @@ TEST(PressureFilter, TruthTable) {
     const bool a = bits & 1, b = bits & 2, c = bits & 4;
     World w = one_shared_gpu();
     w.busy(0, a ? 0.65 : 0.64, b ? 0.35 : 0.34, c ? 0.50 : 0.49);
-    w.main_queue.push_back(test::job(2));
-    const auto d = w.tick(e);
+    const QueuedJob job = test::job(2);
+    const auto d = w.tick(e, job);
     const bool excluded = a && (b || c);
     EXPECT_EQ(d.launches.empty(), excluded) << "smact>=a " << a << " smocc>=b " << b << " drama>=c " << c;
     if (excluded) {
       EXPECT_TRUE(d.blocked->by_pressure);
+      // Which rule, in the figures it compared (each a risk score of the window).
+      EXPECT_NE(d.blocked->reason.find(b ? "gpu0: pressure: busy: SM activity risk 0.65 >= 0.65 and SM occupancy risk "
+                                           "0.35 >= 0.35"
+                                         : "gpu0: pressure: busy: SM activity risk 0.65 >= 0.65 and DRAM activity "
+                                           "risk 0.50 >= 0.50"),
+                std::string::npos)
+          << d.blocked->reason;
     }
   }
 }
@@ -119,8 +135,8 @@ TEST(PressureFilter, RiskScoreNotTheLastSample) {
   World w = one_shared_gpu();
   w.busy(0, 0.1, 0.1, 0.1);
   w.windows[0].back() = GpuSample{1, 1, 1, 1};
-  w.main_queue.push_back(test::job(2));
-  EXPECT_EQ(w.tick(e).launches.size(), 1u);
+  const QueuedJob job = test::job(2);
+  EXPECT_EQ(w.tick(e, job).launches.size(), 1u);
 }
 
 TEST(PressureFilter, CoarseFallbackAndMemoryOnly) {
@@ -129,23 +145,23 @@ TEST(PressureFilter, CoarseFallbackAndMemoryOnly) {
     World w = one_shared_gpu();
     w.gpus[0].level = TelemetryLevel::Coarse;
     w.busy(0, 0, 0, 0, util);
-    w.main_queue.push_back(test::job(2));
-    EXPECT_EQ(w.tick(e).launches.size(), util < 0.70 ? 1u : 0u) << util;
+    const QueuedJob job = test::job(2);
+    EXPECT_EQ(w.tick(e, job).launches.size(), util < 0.70 ? 1u : 0u) << util;
   }
   World w = one_shared_gpu();
   w.gpus[0].level = TelemetryLevel::MemoryOnly;
   w.busy(0, 1, 1, 1, 1);
-  w.main_queue.push_back(test::job(2));
-  EXPECT_EQ(w.tick(e).launches.size(), 1u);
+  const QueuedJob job = test::job(2);
+  EXPECT_EQ(w.tick(e, job).launches.size(), 1u);
 }
 
 TEST(PressureFilter, CarmaThresholds) {
   // 0.70/0.40/0.40 is busy for AEGIS (0.65/0.35/0.50) but not for CARMA (0.80/0.45/0.40).
   World w = one_shared_gpu();
   w.busy(0, 0.70, 0.40, 0.40);
-  w.main_queue.push_back(test::job(2));
-  EXPECT_TRUE(w.tick(test::engine("aegis")).launches.empty());
-  EXPECT_EQ(w.tick(test::engine("carma")).launches.size(), 1u);
+  const QueuedJob job = test::job(2);
+  EXPECT_TRUE(w.tick(test::engine("aegis"), job).launches.empty());
+  EXPECT_EQ(w.tick(test::engine("carma"), job).launches.size(), 1u);
 }
 
 TEST(MigSingleGpu, MultiGpuJobsOnlyOnWholeGpus) {
@@ -154,22 +170,22 @@ TEST(MigSingleGpu, MultiGpuJobsOnlyOnWholeGpus) {
   const Engine e = test::engine("aegis");
   World w(5);
   for (int g = 0; g < 3; ++g) w.gpus[g].mig_instance = true;
-  w.main_queue.push_back(test::job(1, 2));
-  auto d = w.tick(e);
+  const QueuedJob job = test::job(1, 2);
+  auto d = w.tick(e, job);
   ASSERT_EQ(d.launches.size(), 1u);
   EXPECT_EQ(d.launches[0].gpus, (std::vector<int>{3, 4}));
   // With only one whole GPU the 2-GPU job waits, and the reason names the rule.
   World only(3);
   for (int g = 0; g < 2; ++g) only.gpus[g].mig_instance = true;
-  only.main_queue.push_back(test::job(1, 2));
-  d = only.tick(e);
+  const QueuedJob only_one = test::job(1, 2);
+  d = only.tick(e, only_one);
   EXPECT_TRUE(d.launches.empty());
   ASSERT_TRUE(d.blocked.has_value());
   EXPECT_NE(d.blocked->reason.find("mig-single-gpu"), std::string::npos) << d.blocked->reason;
   World single(2);
   single.gpus[0].mig_instance = single.gpus[1].mig_instance = true;
-  single.main_queue.push_back(test::job(1, 1));
-  EXPECT_EQ(single.tick(e).launches.size(), 1u);
+  const QueuedJob single_job = test::job(1, 1);
+  EXPECT_EQ(single.tick(e, single_job).launches.size(), 1u);
 }
 
 }  // namespace
@@ -187,8 +203,7 @@ TEST(MpsOneUser, AnotherUsersJobWaitsForTheGpu) {
     r.spec.owner = running_owner;
     QueuedJob j = test::job(2);
     j.spec.owner = new_owner;
-    w.main_queue.push_back(j);
-    return w.tick(test::engine("aegis", tweak)).launches.size();
+    return w.tick(test::engine("aegis", tweak), j).launches.size();
   };
   auto mps = [](EngineConfig& c) { c.mps = true; };
   auto mps_many_users = [](EngineConfig& c) {

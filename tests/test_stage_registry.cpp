@@ -25,8 +25,10 @@ using test::World;
 class MaxTwoJobsExample final : public Filter {
  public:
   std::string_view name() const override { return "max-two-jobs-example"; }
-  bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
-    return g.job_count < 2 || r.job->spec.hints.sharing_score.value_or(2) == 0;
+  bool admits(const PlacementRequest& r, const GpuCandidate& g, std::string* why) const override {
+    if (g.job_count < 2 || r.job->spec.hints.sharing_score.value_or(2) == 0) return true;
+    if (why) *why = "two jobs there already; only a job of sharing score 0 joins them";  // its own words
+    return false;
   }
   // The job's sharing score and the GPU's job count, which jobs only add to: monotone.
   StageReads reads() const override { return {{JobField::SharingScoreHint}, {GpuFact::Jobs}}; }
@@ -48,7 +50,7 @@ int multi_gpu_example_asked = 0;
 class RefusesMultiGpuExample final : public Filter {
  public:
   std::string_view name() const override { return "refuses-multi-gpu-example"; }
-  bool admits(const PlacementRequest& r, const GpuCandidate&) const override {
+  bool admits(const PlacementRequest& r, const GpuCandidate&, std::string*) const override {
     ++multi_gpu_example_asked;
     return r.job->spec.num_gpus <= 1;
   }
@@ -97,13 +99,15 @@ TEST(StageRegistry, ANewFilterIsOneFileAndOneLine) {
     w.run(2, {0}, 1000);
     QueuedJob j = test::job(3);
     j.spec.hints.sharing_score = score;
-    w.main_queue.push_back(j);
-    return w.tick(naive);
+    return w.tick(naive, j);
   };
   auto d = third(std::nullopt);
   EXPECT_TRUE(d.launches.empty());
   ASSERT_TRUE(d.blocked.has_value());
-  EXPECT_NE(d.blocked->reason.find("gpu0: max-two-jobs-example"), std::string::npos) << d.blocked->reason;
+  EXPECT_NE(d.blocked->reason.find("gpu0: max-two-jobs-example: two jobs there already; only a job of sharing score 0 "
+                                   "joins them"),
+            std::string::npos)
+      << d.blocked->reason;
   EXPECT_EQ(third(2).launches.size(), 0u);
   EXPECT_EQ(third(0).launches.size(), 1u);
 
@@ -134,6 +138,56 @@ TEST(StageRegistry, ATestFilterLeavesWithItsRegistration) {
   a.spec.hints.sharing_score = 0;
   b.spec.hints.sharing_score = 2;
   EXPECT_EQ(naive.request_shape(a).kind, naive.request_shape(b).kind);
+}
+
+// What the engine treats a filter as (memory, gate, pressure, exclusive guard) is its
+// entry's declared role, not its name: a filter of another name declared as the pressure
+// filter has its refusals told apart (Blocked::by_pressure, the GPUs whose telemetry can
+// change the answer), and a second filter declaring a role already composed is refused.
+class AlwaysBusyExample final : public Filter {
+ public:
+  std::string_view name() const override { return "always-busy-example"; }
+  bool admits(const PlacementRequest&, const GpuCandidate&, std::string* why) const override {
+    if (why) *why = "it says so";
+    return false;
+  }
+  StageReads reads() const override { return {{}, {GpuFact::Telemetry}}; }
+  bool monotone() const override { return true; }
+};
+
+TEST(StageRegistry, ARoleIsDeclaredNotNamed) {
+  auto make_busy = [](const EngineConfig&) -> std::unique_ptr<Filter> { return std::make_unique<AlwaysBusyExample>(); };
+  auto refuse = [](const Engine& e) {
+    World w(2);
+    w.run(1, {0}, 1000);
+    w.run(2, {1}, 1000);
+    return w.tick(e, test::job(3));
+  };
+  {
+    // naive composes no pressure filter: this one takes its role.
+    const auto registration = register_filter_for_tests(
+        {"always-busy-example", 95, [](const EngineConfig& c) { return !c.pressure_filter; }, make_busy, false,
+         StageRole::Pressure});
+    const auto d = refuse(test::engine("naive"));
+    ASSERT_TRUE(d.blocked);
+    EXPECT_TRUE(d.blocked->by_pressure);
+    EXPECT_EQ(d.blocked->pressure_gpus, (std::vector<int>{0, 1}));
+    EXPECT_NE(d.blocked->reason.find("gpu1: always-busy-example: it says so"), std::string::npos) << d.blocked->reason;
+  }
+  {
+    // Without the role the same filter refuses as any other.
+    const auto registration = register_filter_for_tests(
+        {"always-busy-example", 95, [](const EngineConfig& c) { return !c.pressure_filter; }, make_busy});
+    const auto d = refuse(test::engine("naive"));
+    ASSERT_TRUE(d.blocked);
+    EXPECT_FALSE(d.blocked->by_pressure);
+  }
+  {
+    // aegis composes the pressure filter: a second one is a mistake, told at construction.
+    const auto registration = register_filter_for_tests(
+        {"always-busy-example", 95, [](const EngineConfig&) { return true; }, make_busy, false, StageRole::Pressure});
+    EXPECT_THROW((void)test::engine("aegis"), std::logic_error);
+  }
 }
 
 // --- The composed chains are those of before the registry. ---------------------------
@@ -288,7 +342,7 @@ template <bool kClaimsMonotone>
 class HalfFullExample final : public Filter {
  public:
   std::string_view name() const override { return kClaimsMonotone ? "half-full-claims-monotone" : "half-full-example"; }
-  bool admits(const PlacementRequest&, const GpuCandidate& g) const override {
+  bool admits(const PlacementRequest&, const GpuCandidate& g, std::string*) const override {
     return g.free_mib <= g.view->total_mib / 2;
   }
   StageReads reads() const override { return {{}, {GpuFact::Memory}}; }

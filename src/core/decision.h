@@ -19,7 +19,7 @@ struct Launch {
   MiB free_at_placement = 0;  // smallest effective free memory among its GPUs
 };
 
-// A failed job goes back to the recovery queue with a new recovery state.
+// A failed job goes back to the recovery queue with a new recovery state (Engine::recover).
 struct Requeue {
   JobId job = 0;
   RecoveryState recovery;
@@ -32,10 +32,12 @@ struct Stop {
   std::string reason;
 };
 
-// Why the head of the queue could not be placed, for users and for drivers.
+// Why a job (the head of the queue) could not be placed, for users and for drivers.
 struct Blocked {
   JobId job = 0;
-  std::string reason;           // one line, e.g. "gpu0: observing; gpu1: pressure"
+  std::string reason;           // one line: each GPU's refusing stage in its own words, e.g.
+                                // "needs 1 GPU with 22528 MiB free; gpu0: memory: needs 22528 MiB,
+                                // 8000 free; gpu1: observing: a new job is observed; open in 40 s"
   bool by_pressure = false;     // some GPU passed every stage but the pressure filter
   GpuIndices pressure_gpus;  // those GPUs: only their telemetry can change the answer
 };
@@ -45,9 +47,8 @@ struct EngineState {
 };
 
 struct Decisions {
-  std::vector<Requeue> requeues;  // apply first
-  std::vector<Stop> stops;
-  std::vector<Launch> launches;   // in queue order
+  std::vector<Stop> stops;        // the job can never run on these GPUs
+  std::vector<Launch> launches;   // the job's, when it can start now (one at most)
   std::optional<Blocked> blocked;
   std::optional<Seconds> wake_at; // earliest time a gate that held a waiting job back opens
   EngineState state;
@@ -55,7 +56,6 @@ struct Decisions {
   // As a fresh one with this state, keeping the lists' storage (Engine::tick into an
   // existing Decisions). A new field must be reset here too.
   void reset(const EngineState& s) {
-    requeues.clear();
     stops.clear();
     launches.clear();
     blocked.reset();

@@ -88,7 +88,7 @@ std::optional<std::string> Feasibility::why_not(const Offers& o, const QueuedJob
 std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, bool explain) {
   Snapshot snap;
   snap.now = now;
-  snap.only_job = &job;
+  snap.job = &job;
   snap.window_stats = window_stats;
   snap.gpus = views;
   snap.running = running;
@@ -104,7 +104,7 @@ std::optional<Launch> ServerPlacer::probe(const QueuedJob& job, Seconds now, boo
 bool ServerPlacer::refuses_with(const QueuedJob& job, Seconds now, WindowStatsSource& windows, Decisions& out) {
   Snapshot snap;
   snap.now = now;
-  snap.only_job = &job;
+  snap.job = &job;
   snap.gpus = views;
   snap.running = running;
   snap.loads = loads();

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <limits>
 #include <new>
+#include <stdexcept>
 
 #include "sched/config_params.h"
 #include "sched/recovery/recovery.h"
@@ -73,16 +74,28 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   estimate_source_ = *parse_estimate_source(config_.estimator);
   accounting_ = parse_memory_accounting(config_.memory_accounting);
   // The filters the config names, in the registry's order (stage_registry.cpp).
+  // The roles come from the entries' declarations (stage_registry.h), not from names.
+  unsigned roles_seen = 0;  // bit r: a composed filter has role r
   for (const FilterEntry& e : filters_for(config_)) {
     filters_.push_back(e.make(config_));
-    all_filters_.push_back(filters_.back().get());
-    if (e.binds_alone) alone_rules_.push_back(filters_.back().get());
-    if (filters_.back()->name() == "pressure") pressure_ = filters_.back().get();
-    if (filters_.back()->name() == "observing") gate_ = filters_.back().get();
-    // A GPU that fails memory must meet neither the gate nor the pressure filter, whose
-    // refusals tell the driver when to ask again (room_refuses skips the tick).
-    if (filters_.back()->name() == "memory" && !gate_ && !pressure_) memory_ = filters_.back().get();
-    if (filters_.back()->name() == "exclusive") exclusive_guard_ = true;
+    const Filter* f = filters_.back().get();
+    all_filters_.push_back(f);
+    if (e.binds_alone) alone_rules_.push_back(f);
+    const unsigned role_bit = 1u << static_cast<unsigned>(e.role);
+    if (e.role != StageRole::None && (roles_seen & role_bit))
+      throw std::logic_error(fmt::format("stage registry: {} declares a role another composed filter has", e.name));
+    roles_seen |= role_bit;
+    switch (e.role) {
+      case StageRole::None: break;
+      case StageRole::Pressure: pressure_ = f; break;
+      case StageRole::Gate: gate_ = f; break;
+      // A GPU that fails memory must meet neither the gate nor the pressure filter, whose
+      // refusals tell the driver when to ask again (room_refuses skips the tick).
+      case StageRole::Memory:
+        if (!gate_ && !pressure_) memory_ = f;
+        break;
+      case StageRole::ExclusiveGuard: exclusive_guard_ = true; break;
+    }
   }
   order_ = make_order(config_.order, config_);
   lazy_pressure_ = pressure_ && filters_.back().get() == pressure_ && order_->ranks_each_gpu_alone();
@@ -291,19 +304,9 @@ Decisions Engine::tick(const Snapshot& snap) const {
 
 void Engine::tick(const Snapshot& snap, Decisions& d) const {
   d.reset(snap.state);
+  if (!snap.job) return;
+  const QueuedJob& job = *snap.job;
   const EngineConfig& cfg = config_;
-
-  // --- Stage 5, first half: what happens to jobs that just failed.
-  std::vector<QueuedJob> requeued;
-  for (const auto& f : snap.failures) {
-    auto outcome = recover(f);
-    if (auto* r = std::get_if<Requeue>(&outcome)) {
-      requeued.push_back({f.job.spec, r->recovery});
-      d.requeues.push_back(std::move(*r));
-    } else {
-      d.stops.push_back(std::get<Stop>(std::move(outcome)));
-    }
-  }
 
   // --- The GPUs as the stages see them.
   // Per-thread scratch storage: the engine keeps no state between ticks, but drivers that
@@ -346,183 +349,159 @@ void Engine::tick(const Snapshot& snap, Decisions& d) const {
     for (auto& g : t.gpus) g.free_mib = effective_free(g, accounting_);
   }
 
-  // --- Queue order: recovery queue, then jobs requeued this tick, then the main queue.
-  // Walked lazily: with strict head-of-line only the first few entries are looked at.
-  std::size_t main_pos = 0, rec_pos = 0;
-  const std::size_t rec_size = snap.recovery_queue ? snap.recovery_queue->size() : 0;
-  const std::size_t main_size = snap.main_queue ? snap.main_queue->size() : 0;
-  std::size_t req_pos = 0;
-  bool only_taken = false;
-  auto next_job = [&]() -> const QueuedJob* {
-    if (snap.only_job) {
-      if (only_taken) return nullptr;
-      only_taken = true;
-      return snap.only_job;
-    }
-    if (rec_pos < rec_size) return &(*snap.recovery_queue)[rec_pos++];
-    if (req_pos < requeued.size()) return &requeued[req_pos++];
-    if (main_pos < main_size) return &(*snap.main_queue)[main_pos++];
-    return nullptr;
-  };
-
   thread_local std::vector<const GpuCandidate*> pick;
   GpuIndices pressure_gpus;
   std::string why;
   bool by_pressure = false;
-  bool any_waiting = false;
   Seconds gate_wake = kNever;  // earliest opening of a gate that was the first to refuse a GPU
-  while (const QueuedJob* job = next_job()) {
-    const int n = job->spec.num_gpus;
-    if (n <= static_cast<int>(t.gpus.size())) {
-      // could_ever_run on this server's GPUs, counted without sorting: at least n of them
-      // must hold what the job needs alone after the guard.
-      const MiB need = need_alone(*job);
-      int hold = static_cast<int>(t.gpus.size());
-      if (need > least_usable) {
-        hold = 0;
-        for (const auto& g : t.gpus) hold += g.view->total_mib - g.guard_mib >= need ? 1 : 0;
-      }
-      if (n < 1 || hold < n) {
-        // It needs more memory alone than any GPU here has: waiting would block the queue forever.
-        d.stops.push_back({job->spec.id, fmt::format("needs {} MiB on a GPU alone; no GPU here has that much", need)});
-        continue;
+  const int n = job.spec.num_gpus;
+  if (n <= static_cast<int>(t.gpus.size())) {
+    // could_ever_run on this server's GPUs, counted without sorting: at least n of them
+    // must hold what the job needs alone after the guard.
+    const MiB need = need_alone(job);
+    int hold = static_cast<int>(t.gpus.size());
+    if (need > least_usable) {
+      hold = 0;
+      for (const auto& g : t.gpus) hold += g.view->total_mib - g.guard_mib >= need ? 1 : 0;
+    }
+    if (n < 1 || hold < n) {
+      // It needs more memory alone than any GPU here has: waiting would block the queue forever.
+      d.stops.push_back({job.spec.id, fmt::format("needs {} MiB on a GPU alone; no GPU here has that much", need)});
+      return;
+    }
+  }
+  PlacementRequest req;
+  fill_requirement(job, req);
+  req.now = snap.now;
+
+  pick.clear();
+  bool exclusive = false;
+  bool alone = false;
+  if (n < 1 || n > static_cast<int>(t.gpus.size())) {
+    // Without `explain`, a short word assigned in place (no string built and moved).
+    if (snap.explain) why = fmt::format("needs {} GPUs; this server has {}", n, t.gpus.size());
+    else why = "too large";
+  } else {
+    // Exclusive first: enough idle, open GPUs give the job GPUs to itself.
+    if (cfg.exclusive_first || job.recovery.exclusive_only || !cfg.collocate) {
+      // Alone, a job needs no margin, but a GPU that cannot hold its estimate or its
+      // recovery floor at all is no use to it (mixed GPU sizes).
+      const MiB alone_need = std::max(req.estimate.value_or(0), job.recovery.floor_mib);
+      auto alone_rules_admit = [&](const GpuCandidate& g) {
+        for (const Filter* f : alone_rules_)
+          if (!f->admits(req, g, nullptr)) return false;
+        return true;
+      };
+      for (const auto& g : t.gpus)
+        if (g.idle() && !g.observing && g.free_mib >= alone_need && alone_rules_admit(g)) pick.push_back(&g);
+      if (static_cast<int>(pick.size()) >= n) {
+        order_->sort(pick, req, d.state);
+        exclusive = job.recovery.exclusive_only || !cfg.collocate;
+        alone = true;
+      } else {
+        pick.clear();
+        if (job.recovery.exclusive_only || !cfg.collocate) {
+          if (snap.explain) why = fmt::format("waiting for {} idle GPU{}", n, n > 1 ? "s" : "");
+          else why = "idle";
+        }
       }
     }
-    PlacementRequest req;
-    fill_requirement(*job, req);
-    req.now = snap.now;
-
-    pick.clear();
-    bool exclusive = false;
-    bool alone = false;
-    why.clear();
-    by_pressure = false;
-    pressure_gpus.clear();
-    if (n < 1 || n > static_cast<int>(t.gpus.size())) {
-      // Without `explain`, a short word assigned in place (no string built and moved).
-      if (snap.explain) why = fmt::format("needs {} GPUs; this server has {}", n, t.gpus.size());
-      else why = "too large";
-    } else {
-      // Exclusive first: enough idle, open GPUs give the head job GPUs to itself.
-      if (cfg.exclusive_first || job->recovery.exclusive_only || !cfg.collocate) {
-        // Alone, a job needs no margin, but a GPU that cannot hold its estimate or its
-        // recovery floor at all is no use to it (mixed GPU sizes).
-        const MiB alone_need = std::max(req.estimate.value_or(0), job->recovery.floor_mib);
-        auto alone_rules_admit = [&](const GpuCandidate& g) {
-          for (const Filter* f : alone_rules_)
-            if (!f->admits(req, g)) return false;
-          return true;
-        };
-        for (const auto& g : t.gpus)
-          if (g.idle() && !g.observing && g.free_mib >= alone_need && alone_rules_admit(g)) pick.push_back(&g);
-        if (static_cast<int>(pick.size()) >= n) {
-          order_->sort(pick, req, d.state);
-          exclusive = job->recovery.exclusive_only || !cfg.collocate;
-          alone = true;
+    // Otherwise collocate: every filter must admit a GPU.
+    if (pick.empty() && why.empty()) {
+      // With a pressure filter last and an order that ranks each GPU alone, the GPUs
+      // that pass the other filters are ranked first and the pressure filter (telemetry,
+      // the costly one) asked in that order until n pass: the same n as filtering all and
+      // ranking those that pass. The bookkeeping of a refusal is the same (every GPU asked).
+      const bool lazy = lazy_pressure_ && !snap.explain;
+      // A GPU short of memory is turned down before any stage is asked (a quarter of the
+      // GPUs an aegis ask shows, each a virtual call per stage before memory): whichever
+      // stage refuses it first comes no later than the memory stage, so before the gate
+      // and the pressure filter, the only refusals a tick tells apart. The comparison is
+      // the memory stage's own (memory_fit.cpp), as room_refuses reads it; with
+      // `explain` every GPU is asked, for the stage's own words.
+      // The GPUs left then pass memory: the stages are asked without it (past_memory_),
+      // and the first to refuse is the one the whole chain would name. For a job of one
+      // GPU, without the stages that admit every such job (Filter::least_gpus_refused):
+      // they never refuse, so never first.
+      const bool short_of_memory_skips = memory_ && !snap.explain;
+      const auto& past_memory = n <= 1 ? past_memory_one_ : past_memory_;
+      const std::size_t chain_size = short_of_memory_skips ? past_memory.size() : filters_.size();
+      const Filter* const* chain = short_of_memory_skips ? past_memory.data() : all_filters_.data();
+      const std::size_t asked_first = chain_size - (lazy ? 1 : 0);
+      // The refusing stage's own words, asked for only when explaining.
+      std::string words;
+      std::string* const wants_words = snap.explain ? &words : nullptr;
+      for (const auto& g : t.gpus) {
+        if (short_of_memory_skips && g.free_mib < req.required_free_mib) continue;
+        const Filter* failed = nullptr;
+        for (std::size_t k = 0; k < asked_first; ++k)
+          if (!chain[k]->admits(req, g, wants_words)) { failed = chain[k]; break; }
+        if (!failed) {
+          pick.push_back(&g);
         } else {
-          pick.clear();
-          if (job->recovery.exclusive_only || !cfg.collocate) {
-            if (snap.explain) why = fmt::format("waiting for {} idle GPU{}", n, n > 1 ? "s" : "");
-            else why = "idle";
+          // The gate's opening matters only where the gate is what refuses: the stages
+          // before it (memory, caps) stand until the driver reports a change.
+          if (failed == gate_ && g.opens_at < gate_wake) gate_wake = g.opens_at;
+          if (failed == pressure_) {
+            by_pressure = true;
+            pressure_gpus.push_back(g.view->index);
+          }
+          if (snap.explain) {
+            why += fmt::format("{}gpu{}: {}{}{}", why.empty() ? "" : "; ", g.view->index, failed->name(),
+                               words.empty() ? "" : ": ", words);
+            words.clear();
           }
         }
       }
-      // Otherwise collocate: every filter must admit a GPU.
-      if (pick.empty() && why.empty()) {
-        // With a pressure filter last and an order that ranks each GPU alone, the GPUs
-        // that pass the other filters are ranked first and the pressure filter (telemetry,
-        // the costly one) asked in that order until n pass: the same n as filtering all and
-        // ranking those that pass. The bookkeeping of a refusal is the same (every GPU asked).
-        const bool lazy = lazy_pressure_ && !snap.explain;
-        // A GPU short of memory is turned down before any stage is asked (a quarter of the
-        // GPUs an aegis ask shows, each a virtual call per stage before memory): whichever
-        // stage refuses it first comes no later than the memory stage, so before the gate
-        // and the pressure filter, the only refusals a tick tells apart. The comparison is
-        // the memory stage's own (memory_fit.cpp), as room_refuses reads it; with
-        // `explain` every GPU is asked, for the name of the stage.
-        // The GPUs left then pass memory: the stages are asked without it (past_memory_),
-        // and the first to refuse is the one the whole chain would name. For a job of one
-        // GPU, without the stages that admit every such job (Filter::least_gpus_refused):
-        // they never refuse, so never first.
-        const bool short_of_memory_skips = memory_ && !snap.explain;
-        const auto& past_memory = n <= 1 ? past_memory_one_ : past_memory_;
-        const std::size_t chain_size = short_of_memory_skips ? past_memory.size() : filters_.size();
-        const Filter* const* chain = short_of_memory_skips ? past_memory.data() : all_filters_.data();
-        const std::size_t asked_first = chain_size - (lazy ? 1 : 0);
-        for (const auto& g : t.gpus) {
-          if (short_of_memory_skips && g.free_mib < req.required_free_mib) continue;
-          const Filter* failed = nullptr;
-          for (std::size_t k = 0; k < asked_first; ++k)
-            if (!chain[k]->admits(req, g)) { failed = chain[k]; break; }
-          if (!failed) {
-            pick.push_back(&g);
+      if (lazy) {
+        if (static_cast<int>(pick.size()) >= n) order_->sort(pick, req, d.state);
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < pick.size() && static_cast<int>(kept) < n; ++i) {
+          const GpuCandidate* g = pick[i];
+          if (pressure_->admits(req, *g, nullptr)) {
+            pick[kept++] = g;
           } else {
-            // The gate's opening matters only where the gate is what refuses: the stages
-            // before it (memory, caps) stand until the driver reports a change.
-            if (failed == gate_ && g.opens_at < gate_wake) gate_wake = g.opens_at;
-            if (failed == pressure_) {
-              by_pressure = true;
-              pressure_gpus.push_back(g.view->index);
-            }
-            if (snap.explain) why += fmt::format("{}gpu{}: {}", why.empty() ? "" : ", ", g.view->index, failed->name());
+            by_pressure = true;
+            pressure_gpus.push_back(g->view->index);
           }
         }
-        if (lazy) {
-          if (static_cast<int>(pick.size()) >= n) order_->sort(pick, req, d.state);
-          std::size_t kept = 0;
-          for (std::size_t i = 0; i < pick.size() && static_cast<int>(kept) < n; ++i) {
-            const GpuCandidate* g = pick[i];
-            if (pressure_->admits(req, *g)) {
-              pick[kept++] = g;
-            } else {
-              by_pressure = true;
-              pressure_gpus.push_back(g->view->index);
-            }
-          }
-          pick.resize(kept);
-          if (pressure_gpus.size() > 1)  // mostly one: no call then
-            std::sort(pressure_gpus.begin(), pressure_gpus.end());  // in GPU order, as asked in turn
-        }
-        if (static_cast<int>(pick.size()) >= n) {
-          if (!lazy) order_->sort(pick, req, d.state);
-        } else {
-          if (snap.explain)
-            why = fmt::format("needs {} GPU{} with {} MiB free; {}", n, n > 1 ? "s" : "", req.required_free_mib,
-                              why.empty() ? "none admitted" : why);
-          else why = "filtered";
-          pick.clear();
-        }
+        pick.resize(kept);
+        if (pressure_gpus.size() > 1)  // mostly one: no call then
+          std::sort(pressure_gpus.begin(), pressure_gpus.end());  // in GPU order, as asked in turn
+      }
+      if (static_cast<int>(pick.size()) >= n) {
+        if (!lazy) order_->sort(pick, req, d.state);
+      } else {
+        if (snap.explain)
+          why = fmt::format("needs {} GPU{} with {} MiB free; {}", n, n > 1 ? "s" : "", req.required_free_mib,
+                            why.empty() ? "none admitted" : why);
+        else why = "filtered";
+        pick.clear();
       }
     }
-
-    if (pick.empty()) {
-      any_waiting = true;
-      // Moved, not copied: both are made afresh for the next job.
-      if (!d.blocked) d.blocked = Blocked{job->spec.id, std::move(why), by_pressure, std::move(pressure_gpus)};
-      if (cfg.strict_head_of_line) break;
-      continue;
-    }
-
-    Launch l;
-    l.job = job->spec.id;
-    l.exclusive = exclusive;
-    l.alone = alone;
-    l.admitted_mib = req.admitted_mib;
-    l.free_at_placement = std::numeric_limits<MiB>::max();
-    for (int k = 0; k < n; ++k) {
-      l.gpus.push_back(pick[k]->view->index);
-      l.free_at_placement = std::min(l.free_at_placement, pick[k]->free_mib);
-    }
-    std::sort(l.gpus.begin(), l.gpus.end());
-    d.state.rr_cursor = pick[n - 1]->view->index;
-    t.add_job(job->spec, l.gpus, l.exclusive, l.admitted_mib, snap.now, std::nullopt);
-    for (int g : l.gpus) t.gpus[g].free_mib = effective_free(t.gpus[g], accounting_);
-    d.launches.push_back(std::move(l));
   }
 
-  // The next time a gate that held a waiting job back opens, for drivers that sleep
-  // between events.
-  if (any_waiting && gate_wake < kNever) d.wake_at = gate_wake;
+  if (pick.empty()) {
+    // Moved, not copied: both were made for this ask.
+    d.blocked = Blocked{job.spec.id, std::move(why), by_pressure, std::move(pressure_gpus)};
+    // The next time a gate that held the job back opens, for drivers that sleep between events.
+    if (gate_wake < kNever) d.wake_at = gate_wake;
+    return;
+  }
+
+  Launch l;
+  l.job = job.spec.id;
+  l.exclusive = exclusive;
+  l.alone = alone;
+  l.admitted_mib = req.admitted_mib;
+  l.free_at_placement = std::numeric_limits<MiB>::max();
+  for (int k = 0; k < n; ++k) {
+    l.gpus.push_back(pick[k]->view->index);
+    l.free_at_placement = std::min(l.free_at_placement, pick[k]->free_mib);
+  }
+  std::sort(l.gpus.begin(), l.gpus.end());
+  d.state.rr_cursor = pick[n - 1]->view->index;
+  d.launches.push_back(std::move(l));
 }
 
 }  // namespace aegis

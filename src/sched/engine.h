@@ -1,7 +1,8 @@
 // The scheduling engine: a pure function from a Snapshot to Decisions. It reads no
-// clock, opens no file and starts no process; the simulator and the daemon drive it.
-// One tick: classify failures (recovery rule), then place queued jobs head first:
-// idle GPUs to the head job alone (exclusive first), else the policy's filters and order.
+// clock, opens no file and starts no process; the job lifecycle asks it, through the
+// drivers' placers, about one job at a time (the queues are the lifecycle's). One tick:
+// idle GPUs to the job alone (exclusive first), else the policy's filters and order;
+// recover() is the recovery rule for a job that failed.
 #pragma once
 #include <algorithm>
 #include <limits>
@@ -59,9 +60,8 @@ class Engine {
   };
   std::vector<GpuReport> report(const Snapshot& s) const;
 
-  // The recovery half of a tick on its own: what becomes of a job that failed. Drivers
-  // that place jobs one at a time (the cluster simulator's dispatcher) use it directly;
-  // tick() applies it to Snapshot::failures. `explain`: as RecoveryRule::after_oom's.
+  // What becomes of a job that failed (the recovery rule; the lifecycle asks it through
+  // its placer). `explain`: as RecoveryRule::after_oom's.
   std::variant<Requeue, Stop> recover(const Failure& f, bool explain = true) const;
 
   // What `job` asks of a GPU, in the terms of this engine's stages. Drivers that ask many

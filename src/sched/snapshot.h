@@ -1,6 +1,5 @@
-// The engine's whole input: the world at one instant, owned by the driver.
+// The engine's whole input: the world at one instant and the job to place, owned by the driver.
 #pragma once
-#include <deque>
 #include <limits>
 #include <span>
 
@@ -14,8 +13,6 @@
 
 namespace aegis {
 
-using JobQueue = std::deque<QueuedJob>;
-
 // What the running jobs put on one GPU, as the engine sums it from Snapshot::running
 // (Engine::add_load, in running order). A driver that keeps these in step with its
 // running jobs (the simulator, through ServerPlacer) hands them over instead, so a tick
@@ -26,18 +23,15 @@ struct GpuLoad : GpuJobSums {  // the sums (sched/stage.h), and:
 
 struct Snapshot {
   Seconds now = 0;
-  const JobQueue* main_queue = nullptr;      // FIFO of new jobs
-  const JobQueue* recovery_queue = nullptr;  // FIFO of jobs retrying after an OOM; served first
-  // One job to place instead of the queues: drivers that ask job by job (the lifecycle's
-  // placers) hand it by pointer, without copying it into a queue. Failures are still
-  // classified, but jobs they requeue are not placed in that tick.
-  const QueuedJob* only_job = nullptr;
+  // The one job to place, by pointer (no copy per ask). The queues, their order,
+  // head-of-line and failures are the lifecycle's (src/lifecycle): a tick places this job
+  // or says why not. None: an empty answer.
+  const QueuedJob* job = nullptr;
   std::span<const GpuView> gpus;             // gpus[i].index == i
   std::span<const RunningJob> running;
   // When not empty (one per GPU), the sums of `running` per GPU: the engine uses them
   // instead of walking `running` (which must still describe the same jobs).
   std::span<const GpuLoad> loads;
-  std::span<const Failure> failures;         // jobs that failed since the last tick
   // When set, the stages read window statistics from it instead of GpuView::window.
   WindowStatsSource* window_stats = nullptr;
   EngineState state;                         // returned by the previous tick

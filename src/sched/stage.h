@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -157,7 +158,12 @@ class Filter {
  public:
   virtual ~Filter() = default;
   virtual std::string_view name() const = 0;
-  virtual bool admits(const PlacementRequest& r, const GpuCandidate& g) const = 0;
+  // Whether it admits GPU `g` for the request. `why` is null on the hot path (a tick that
+  // does not explain: the simulator asks millions of times), so the answer costs a bool;
+  // when a tick explains (Snapshot::explain) it passes a string, and a refusal writes the
+  // stage's own words there ("needs 20480 MiB, 8000 free"), which the engine shows after
+  // the stage's name in Blocked::reason. A refusal may leave it empty: the name alone.
+  virtual bool admits(const PlacementRequest& r, const GpuCandidate& g, std::string* why) const = 0;
   virtual StageReads reads() const = 0;
   virtual bool monotone() const = 0;
   // The fewest GPUs a job it may refuse asks for: it admits every GPU for a job of fewer.

@@ -15,17 +15,17 @@ bool always(const EngineConfig&) { return true; }
 // The filter chain. Cheap, structural filters first; the pressure filter (telemetry)
 // last, so that a GPU it rejects passed everything else (Blocked::by_pressure).
 constexpr FilterEntry kFilters[] = {
-    // name           place  composed when                                             factory
-    {"exclusive",       10, always,                                                    make_exclusive_guard},
+    // name           place  composed when                                             factory, binds alone, role
+    {"exclusive",       10, always,                                                    make_exclusive_guard, false, StageRole::ExclusiveGuard},
     {"mig-single-gpu",  20, always,                                                    make_mig_single_gpu, true},
     {"job-count",       30, [](const EngineConfig& c) { return c.max_jobs_per_gpu > 0; },  make_job_count_cap},
     {"gpu-count",       40, [](const EngineConfig& c) { return c.same_gpu_count; },        make_same_gpu_count},
     {"mps-one-user",    45, [](const EngineConfig& c) { return c.mps && c.mps_one_user_per_gpu; }, make_mps_one_user},
     {"sharing-score",   50, [](const EngineConfig& c) { return c.sharing_score_cap >= 0; }, make_sharing_score_cap},
     {"util-cap",        60, [](const EngineConfig& c) { return c.util_cap > 0; },          make_util_cap},
-    {"memory",          70, always,                                                    make_memory_fit},
-    {"observing",       80, [](const EngineConfig& c) { return c.observation; },           make_observation_gate},
-    {"pressure",        90, [](const EngineConfig& c) { return c.pressure_filter; },       make_pressure_filter},
+    {"memory",          70, always,                                                    make_memory_fit, false, StageRole::Memory},
+    {"observing",       80, [](const EngineConfig& c) { return c.observation; },           make_observation_gate, false, StageRole::Gate},
+    {"pressure",        90, [](const EngineConfig& c) { return c.pressure_filter; },       make_pressure_filter, false, StageRole::Pressure},
 };
 
 // The orders, by their `order = "..."` names.

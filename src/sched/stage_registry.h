@@ -11,12 +11,20 @@
 
 namespace aegis {
 
+// What the engine itself needs to know of a filter, declared in its registry entry rather
+// than read from its display name: the memory stage (Room summarises it), the observation
+// gate (its openings are wake times), the pressure filter (its refusals are told apart,
+// Blocked::by_pressure) and the exclusive guard (Room skips GPUs it guards). At most one
+// composed filter has each role other than None.
+enum class StageRole { None, Memory, Gate, Pressure, ExclusiveGuard };
+
 struct FilterEntry {
   std::string_view name;                              // the filter's name(), as describe() shows it
   int place = 0;                                      // its place in the chain, lowest first
   bool (*used)(const EngineConfig&) = nullptr;        // whether a policy with this config composes it
   std::unique_ptr<Filter> (*make)(const EngineConfig&) = nullptr;
   bool binds_alone = false;                           // a hardware limit: also checked for GPUs a job takes alone
+  StageRole role = StageRole::None;                   // what the engine treats it as (above)
 };
 
 struct OrderEntry {

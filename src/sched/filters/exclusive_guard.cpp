@@ -6,7 +6,11 @@ namespace {
 class ExclusiveGuard final : public Filter {
  public:
   std::string_view name() const override { return "exclusive"; }
-  bool admits(const PlacementRequest&, const GpuCandidate& g) const override { return !g.has_exclusive; }
+  bool admits(const PlacementRequest&, const GpuCandidate& g, std::string* why) const override {
+    if (!g.has_exclusive) return true;
+    if (why) *why = "a job placed to run alone holds it";
+    return false;
+  }
   // Only whether a job on the GPU runs alone; a job added never clears that: monotone.
   StageReads reads() const override { return {{}, {GpuFact::Jobs}}; }
   bool monotone() const override { return true; }

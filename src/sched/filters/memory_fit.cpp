@@ -1,5 +1,7 @@
 #include "sched/filters/filters.h"
 
+#include <fmt/format.h>
+
 namespace aegis {
 namespace {
 
@@ -8,8 +10,10 @@ namespace {
 class MemoryFit final : public Filter {
  public:
   std::string_view name() const override { return "memory"; }
-  bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
-    return g.free_mib >= r.required_free_mib;
+  bool admits(const PlacementRequest& r, const GpuCandidate& g, std::string* why) const override {
+    if (g.free_mib >= r.required_free_mib) return true;
+    if (why) *why = fmt::format("needs {} MiB, {} free", r.required_free_mib, g.free_mib);
+    return false;
   }
   // One comparison: a larger requirement or less free memory keeps failing it (more jobs
   // only book or use more): monotone.

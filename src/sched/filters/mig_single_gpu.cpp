@@ -1,5 +1,7 @@
 #include "sched/filters/filters.h"
 
+#include <fmt/format.h>
+
 namespace aegis {
 namespace {
 
@@ -8,8 +10,10 @@ namespace {
 class MigSingleGpu final : public Filter {
  public:
   std::string_view name() const override { return "mig-single-gpu"; }
-  bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
-    return r.job->spec.num_gpus <= 1 || !g.view->mig_instance;
+  bool admits(const PlacementRequest& r, const GpuCandidate& g, std::string* why) const override {
+    if (r.job->spec.num_gpus <= 1 || !g.view->mig_instance) return true;
+    if (why) *why = fmt::format("a MIG instance; a job on {} GPUs needs whole ones", r.job->spec.num_gpus);
+    return false;
   }
   // The job's GPU count and a fact of the hardware; no load can change either: monotone.
   StageReads reads() const override { return {{JobField::GpuCount}, {GpuFact::Mig}}; }

@@ -9,8 +9,10 @@ namespace {
 class MpsOneUser final : public Filter {
  public:
   std::string_view name() const override { return "mps-one-user"; }
-  bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
-    return g.job_count == 0 || (!g.owners_differ && g.owner == r.job->spec.owner);
+  bool admits(const PlacementRequest& r, const GpuCandidate& g, std::string* why) const override {
+    if (g.job_count == 0 || (!g.owners_differ && g.owner == r.job->spec.owner)) return true;
+    if (why) *why = "another user's job runs there (one MPS server per user)";
+    return false;
   }
   // A refusal means another user's job is on the GPU; more jobs never take it away: monotone.
   StageReads reads() const override { return {{JobField::Owner}, {GpuFact::Jobs}}; }

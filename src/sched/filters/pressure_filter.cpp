@@ -1,5 +1,7 @@
 #include "sched/filters/filters.h"
 
+#include <fmt/format.h>
+
 namespace aegis {
 namespace {
 
@@ -12,14 +14,25 @@ class PressureFilter final : public Filter {
       : w_(c.risk_weights), a_(c.smact_threshold), b_(c.smocc_threshold),
         c_(c.drama_threshold), util_(c.util_threshold) {}
   std::string_view name() const override { return "pressure"; }
-  bool admits(const PlacementRequest&, const GpuCandidate& g) const override {
+  bool admits(const PlacementRequest&, const GpuCandidate& g, std::string* why) const override {
+    using M = GpuCandidate::Metric;
     switch (g.view->level) {
       case TelemetryLevel::MemoryOnly: return true;
-      case TelemetryLevel::Coarse: return g.risk(GpuCandidate::Metric::Util, w_) < util_;
+      case TelemetryLevel::Coarse: {
+        if (g.risk(M::Util, w_) < util_) return true;
+        if (why) *why = fmt::format("busy: utilisation risk {:.2f} >= {:.2f}", g.risk(M::Util, w_), util_);
+        return false;
+      }
       case TelemetryLevel::Full: {
-        using M = GpuCandidate::Metric;
         const bool busy = g.risk(M::SmAct, w_) >= a_ && (g.risk(M::SmOcc, w_) >= b_ || g.risk(M::Drama, w_) >= c_);
-        return !busy;
+        if (!busy) return true;
+        if (why) {
+          const bool occ = g.risk(M::SmOcc, w_) >= b_;
+          *why = fmt::format("busy: SM activity risk {:.2f} >= {:.2f} and {} risk {:.2f} >= {:.2f}", g.risk(M::SmAct, w_),
+                             a_, occ ? "SM occupancy" : "DRAM activity", occ ? g.risk(M::SmOcc, w_) : g.risk(M::Drama, w_),
+                             occ ? b_ : c_);
+        }
+        return false;
       }
     }
     return true;

@@ -2,6 +2,8 @@
 // live telemetry (Lucid's sharing scores and equal GPU counts, Horus's utilisation sum).
 #include "sched/filters/filters.h"
 
+#include <fmt/format.h>
+
 namespace aegis {
 namespace {
 
@@ -9,8 +11,10 @@ class JobCountCap final : public Filter {
  public:
   explicit JobCountCap(int m) : max_(m) {}
   std::string_view name() const override { return "job-count"; }
-  bool admits(const PlacementRequest&, const GpuCandidate& g) const override {
-    return g.job_count < max_;
+  bool admits(const PlacementRequest&, const GpuCandidate& g, std::string* why) const override {
+    if (g.job_count < max_) return true;
+    if (why) *why = fmt::format("{} jobs there, at most {}", g.job_count, max_);
+    return false;
   }
   // Jobs only add to the count: monotone.
   StageReads reads() const override { return {{}, {GpuFact::Jobs}}; }
@@ -25,9 +29,11 @@ class UtilCap final : public Filter {
  public:
   explicit UtilCap(double cap) : cap_(cap) {}
   std::string_view name() const override { return "util-cap"; }
-  bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
+  bool admits(const PlacementRequest& r, const GpuCandidate& g, std::string* why) const override {
     const double own = r.job->spec.hints.util_or_most();
-    return g.util_sum + own <= cap_ + 1e-9;
+    if (g.util_sum + own <= cap_ + 1e-9) return true;
+    if (why) *why = fmt::format("utilisation {:.2f} there + {:.2f} > {:.2f}", g.util_sum, own, cap_);
+    return false;
   }
   // The job's own utilisation plus the GPU's sum, which jobs only add to (utilisation
   // >= 0): monotone. A larger (or missing: 1) utilisation only fails more: a need.
@@ -45,9 +51,12 @@ class SharingScoreCap final : public Filter {
  public:
   explicit SharingScoreCap(int cap) : cap_(cap) {}
   std::string_view name() const override { return "sharing-score"; }
-  bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
+  bool admits(const PlacementRequest& r, const GpuCandidate& g, std::string* why) const override {
     if (g.job_count == 0) return true;
-    return g.score_sum + r.job->spec.hints.score_or_most() <= cap_;
+    const int own = r.job->spec.hints.score_or_most();
+    if (g.score_sum + own <= cap_) return true;
+    if (why) *why = fmt::format("scores {} there + {} > {}", g.score_sum, own, cap_);
+    return false;
   }
   // The job's own score plus the GPU's sum; an empty GPU always admits, and jobs only add
   // to the sum (scores >= 0), so a refused GPU stays refused with more jobs: monotone.
@@ -64,10 +73,15 @@ class SharingScoreCap final : public Filter {
 class SameGpuCount final : public Filter {
  public:
   std::string_view name() const override { return "gpu-count"; }
-  bool admits(const PlacementRequest& r, const GpuCandidate& g) const override {
+  bool admits(const PlacementRequest& r, const GpuCandidate& g, std::string* why) const override {
     if (g.job_count == 0) return true;
     const int n = r.job->spec.num_gpus;
-    return g.min_gpu_count == n && g.max_gpu_count == n;
+    if (g.min_gpu_count == n && g.max_gpu_count == n) return true;
+    if (why)
+      *why = g.min_gpu_count == g.max_gpu_count
+                 ? fmt::format("its jobs use {} GPUs each, this one {}", g.min_gpu_count, n)
+                 : fmt::format("its jobs use {} to {} GPUs, this one {}", g.min_gpu_count, g.max_gpu_count, n);
+    return false;
   }
   // A refusal means the GPU holds a job with another GPU count; more jobs keep it there
   // (the minimum only falls, the maximum only rises): monotone.

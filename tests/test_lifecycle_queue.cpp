@@ -65,8 +65,8 @@ TEST(LifecycleQueue, StrictHeadOfLineBlocksLaterJobs) {
   ASSERT_TRUE(fx.blocked);
   EXPECT_EQ(fx.blocked->job, 2);
 
-  // Relaxed, the job behind starts, and the head is still the one said to wait (its reason
-  // was dropped at the end of the pass before).
+  // Relaxed, the job behind starts, and the head is still the one said to wait, in the
+  // stages' words (the end of the pass used to drop it: issue 32).
   Rig relaxed(w, "aegis", [](EngineConfig& c) { c.strict_head_of_line = false; });
   relaxed.submit(test::job(2, 2));
   relaxed.submit(test::job(3, 1));

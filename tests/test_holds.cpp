@@ -263,3 +263,18 @@ TEST(Holds, AfterARestartTheDriverTellsTheFinalStateOfJobsNoLongerHeld) {
 
 }  // namespace
 }  // namespace aegis
+
+namespace aegis {
+namespace {
+
+// The simulator numbers jobs from 0: an array whose first element is job 0 is probed too.
+TEST(Holds, AnArrayWhoseIdIsZeroIsProbed) {
+  Lifecycle life(config(), {});
+  submit_array(life, 0, 3);
+  Placer1 p;
+  EXPECT_EQ(started(life.schedule(0, p)), (std::set<JobId>{0}));
+  EXPECT_EQ(life.find(1)->state, JobState::Queued);
+}
+
+}  // namespace
+}  // namespace aegis

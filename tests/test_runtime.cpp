@@ -509,7 +509,7 @@ TEST(Store, EveryFieldOfAJobRoundTrips) {
             "GPU-eeee");
   EXPECT_EQ(raw_sql(path, "SELECT outcome || ' ' || exit_code FROM attempts WHERE number = 1 AND job_id = " + id),
             "oom 1");
-  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "2");
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
   EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM sqlite_master WHERE sql LIKE '%data%'"), "1");  // quarantine only
   remove_db(path);
 }
@@ -723,7 +723,7 @@ TEST(Store, MigratesASchema1Database) {
   make_schema1(path);
   {
     Store s(path, false);
-    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "2");
+    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
     const auto jobs = s.unfinished();
     // The bad row: set aside with its record as it was, and reported once.
     ASSERT_EQ(s.last_quarantined().size(), 1u);

@@ -792,3 +792,87 @@ TEST(ContainerImage, TheCommandStaysInTheJobsCgroupWithItsGpus) {
   EXPECT_TRUE(aegis::api::container_command("debian:12", {"x"}, "/w:x", true, &error).empty());
   EXPECT_EQ(error.rfind("--workdir: ", 0), 0u);
 }
+
+// --- issue 32 items 3-4: arrays, dependencies, wait ---
+namespace aegis::api {
+namespace {
+
+std::vector<int> indices_of(std::string_view text) {
+  const auto r = parse_array(text);
+  if (const auto* e = std::get_if<ParseError>(&r)) {
+    ADD_FAILURE() << text << ": " << e->message;
+    return {};
+  }
+  return std::get<ArraySpec>(r).indices;
+}
+
+std::string array_error(std::string_view text) {
+  const auto r = parse_array(text, "--array");
+  const auto* e = std::get_if<ParseError>(&r);
+  return e ? e->message : "<accepted>";
+}
+
+TEST(ApiArrays, RangesListsAndTheCap) {
+  EXPECT_EQ(indices_of("0-3"), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(indices_of("1,3,5-7"), (std::vector<int>{1, 3, 5, 6, 7}));
+  EXPECT_EQ(indices_of("7"), (std::vector<int>{7}));
+  const auto r = parse_array("0-49%8");
+  ASSERT_TRUE(std::holds_alternative<ArraySpec>(r));
+  EXPECT_EQ(std::get<ArraySpec>(r).indices.size(), 50u);
+  EXPECT_EQ(std::get<ArraySpec>(r).limit, 8);
+  EXPECT_EQ(std::get<ArraySpec>(parse_array("0-9")).limit, 0);
+  EXPECT_EQ(indices_of("0-999").size(), kMaxArrayElements);
+}
+
+TEST(ApiArrays, BadSyntaxIsOneLineNamingTheField) {
+  const std::vector<Case> cases = {
+      {"5-2", "--array: '5-2': range 5-2 goes down"},
+      {"0-100000", "--array: '0-100000': more than 1000 elements"},
+      {"0-9%0", "--array: '0-9%0': the cap after % must be a whole number from 1 to 1000"},
+      {"0-9%", "--array: '0-9%': the cap after % must be a whole number from 1 to 1000"},
+      {"", "--array: empty: give indices such as 0-49, 1,3,5-9 or 0-49%8"},
+      {"a-b", "--array: 'a-b': 'a-b' is not an index or a range such as 0-49"},
+      {"-1", "--array: '-1': '-1' is not an index or a range such as 0-49"},
+      {"1,", "--array: '1,': ends with a comma"},
+      {"1,1", "--array: '1,1': index 1 given twice"},
+      {"2000000", "--array: '2000000': indices go up to 999999"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(array_error(c.input), c.expected) << c.input;
+}
+
+TEST(ApiArrays, SubmitCarriesArrayAndAfterAndChecksThem) {
+  const JobRequest j = submitted(R"({"command":["python","t.py","--seed","{i}"],"array":"0-3%2","after":["5","6:any"]})");
+  EXPECT_EQ(j.array, "0-3%2");
+  EXPECT_EQ(j.after, (std::vector<std::string>{"5", "6:any"}));
+  EXPECT_EQ(job_error(R"({"command":["x"],"array":"5-2"})"), "job.array: '5-2': range 5-2 goes down");
+  EXPECT_EQ(job_error(R"({"command":["x"],"array":3})"), "job.array: must be a string");
+  EXPECT_EQ(job_error(R"({"command":["x"],"after":["x1"]})"),
+            "job.after[0]: 'x1': must be a job id, then :ok, :any or :failed");
+  EXPECT_EQ(job_error(R"({"command":["x"],"after":["4:maybe"]})"),
+            "job.after[0]: '4:maybe': the condition after ':' must be ok, any or failed");
+  EXPECT_EQ(job_error(R"({"command":["x"],"after":["0"]})"),
+            "job.after[0]: '0': must be a job id, then :ok, :any or :failed");
+  // Round trip through to_json.
+  const JobRequest back = submitted(to_json(j));
+  EXPECT_EQ(back.array, j.array);
+  EXPECT_EQ(back.after, j.after);
+}
+
+TEST(ApiArrays, AnElementsRequestHasItsIndex) {
+  JobRequest j;
+  j.command = {"python", "train.py", "--seed", "{i}", "--out=run{i}/{i}.pt"};
+  j.array = "0-3";
+  const JobRequest e = element_request(j, 12);
+  EXPECT_EQ(e.command, (std::vector<std::string>{"python", "train.py", "--seed", "12", "--out=run12/12.pt"}));
+  EXPECT_EQ(e.env.at("AEGIS_ARRAY_INDEX"), "12");
+  EXPECT_TRUE(e.array.empty());
+}
+
+TEST(ApiArrays, WaitTakesIds) {
+  EXPECT_EQ(parsed<WaitRequest>(R"({"op":"wait","ids":[3,4]})").ids, (std::vector<std::int64_t>{3, 4}));
+  EXPECT_EQ(error_of(R"({"op":"wait","ids":[]})"), "ids: must be an array of 1 to 1000 ids");
+  EXPECT_EQ(error_of(R"({"op":"wait"})"), "ids: required");
+}
+
+}  // namespace
+}  // namespace aegis::api

@@ -509,7 +509,7 @@ TEST(Store, EveryFieldOfAJobRoundTrips) {
             "GPU-eeee");
   EXPECT_EQ(raw_sql(path, "SELECT outcome || ' ' || exit_code FROM attempts WHERE number = 1 AND job_id = " + id),
             "oom 1");
-  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "2");
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
   EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM sqlite_master WHERE sql LIKE '%data%'"), "1");  // quarantine only
   remove_db(path);
 }
@@ -539,6 +539,41 @@ TEST(Store, APredictedUtilisationComesBackAndOneWithoutItsSourceIsSetAside) {
   EXPECT_EQ(jobs[1].predicted_util_source, "");
   ASSERT_EQ(s.last_quarantined().size(), 1u);
   EXPECT_EQ(s.last_quarantined()[0].reason, "jobs.predicted_util_source: 'model-spec' with predicted_util NULL");
+  remove_db(path);
+}
+
+// Issue 32: an array element's place and a job's dependencies come back after a reopen, and
+// an array's elements are listed by its id.
+TEST(Store, ArraysAndDependenciesComeBack) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  DaemonJob first = make_job("e0"), second = make_job("e1"), after = make_job("after");
+  {
+    Store s(path, false);
+    s.insert(first);
+    first.array_id = first.id;
+    first.array_index = 0;
+    first.array_limit = 8;
+    s.write_links(first.id, first);
+    s.insert(second);
+    second.array_id = first.id;
+    second.array_index = 3;
+    second.array_limit = 8;
+    s.write_links(second.id, second);
+    s.insert(after);
+    after.after = {{first.id, "ok"}, {second.id, "failed"}};
+    s.write_links(after.id, after);
+  }
+  Store s(path, false);
+  const auto e1 = s.get(second.id);
+  ASSERT_TRUE(e1);
+  EXPECT_EQ(e1->array_id, first.id);
+  EXPECT_EQ(e1->array_index, 3);
+  EXPECT_EQ(e1->array_limit, 8);
+  EXPECT_EQ(s.get(after.id)->after, after.after);
+  EXPECT_FALSE(s.get(after.id)->array_id);
+  EXPECT_EQ(s.array_elements(first.id), (std::vector<JobId>{first.id, second.id}));
+  EXPECT_TRUE(s.array_elements(after.id).empty());
   remove_db(path);
 }
 
@@ -688,7 +723,7 @@ TEST(Store, MigratesASchema1Database) {
   make_schema1(path);
   {
     Store s(path, false);
-    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "2");
+    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
     const auto jobs = s.unfinished();
     // The bad row: set aside with its record as it was, and reported once.
     ASSERT_EQ(s.last_quarantined().size(), 1u);
@@ -785,14 +820,20 @@ TEST(Store, ANewerSchemaIsRefused) {
     }
     return std::string();
   };
-  raw_sql(path, "UPDATE meta SET value = '3' WHERE key = 'schema'");
-  EXPECT_EQ(error(), path + ": database schema 3 is newer than this aegisd knows (2): written by a newer aegisd; "
+  raw_sql(path, "UPDATE meta SET value = '4' WHERE key = 'schema'");
+  EXPECT_EQ(error(), path + ": database schema 4 is newer than this aegisd knows (3): written by a newer aegisd; "
                             "refusing to use it");
-  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");  // untouched
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "4");  // untouched
   raw_sql(path, "UPDATE meta SET value = 'two' WHERE key = 'schema'");
   EXPECT_EQ(error(), path + ": unknown database schema 'two' (table meta): refusing to use it");
+  // Schema 2 (before issue 32) is migrated additively: the new tables, version 3.
   raw_sql(path, "UPDATE meta SET value = '2' WHERE key = 'schema'");
+  raw_sql(path, "DROP TABLE job_after");
+  raw_sql(path, "DROP TABLE job_array");
   EXPECT_EQ(error(), "");
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
+  EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM job_after"), "0");
+  EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM job_array"), "0");
   remove_db(path);
 }
 

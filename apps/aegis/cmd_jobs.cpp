@@ -229,6 +229,8 @@ struct SubmitArgs {
   bool exclusive = false;
   bool restartable = false;
   std::vector<std::string> env, tags, command;
+  std::string array;               // issue 32 item 3: --array (submit only)
+  std::vector<std::string> after;  // issue 32 item 4: --after (submit only)
 };
 
 api::JobRequest build_request(const SubmitArgs& a) {
@@ -306,6 +308,8 @@ api::JobRequest build_request(const SubmitArgs& a) {
   }
   for (const auto& t : a.tags) r.tags.push_back(t);
   if (!a.workdir.empty()) r.workdir = a.workdir;
+  if (!a.array.empty()) r.array = a.array;
+  for (const auto& d : a.after) r.after.push_back(d);
   if (r.workdir.empty()) {
     char buf[4096];
     if (!getcwd(buf, sizeof buf)) throw ClientError("cannot tell the current directory; give --workdir");
@@ -441,6 +445,27 @@ void add_job_listings(CLI::App& app) {
     for (const auto& e : items(reply, "already_ended")) fmt::print("job {}: already {}\n", text(e, "id"), text(e, "state"));
   });
 
+  // Issue 32 item 4: blocks until every job named (an array's id: each element) is final;
+  // exit 0 when all completed, 1 otherwise. Asks aegisd once a second (counting nothing).
+  static std::vector<std::string> wait_ids;
+  auto* wait = app.add_subcommand("wait", "Wait until jobs have ended (an array's id: all its elements); "
+                                          "exit 0 if all completed, 1 otherwise");
+  wait->add_option("ids", wait_ids, "Job or array ids")->required();
+  wait->callback([] {
+    json ids = json::array();
+    for (const auto& s : wait_ids) ids.push_back(parse_id(s));
+    while (true) {
+      const auto reply = ask({{"op", "wait"}, {"ids", ids}});
+      if (const auto& m = field(reply, "missing"); m.is_array() && !m.empty())
+        throw ClientError("wait: job " + text(m.front()) + " does not exist");
+      if (field(reply, "all_final").get<bool>()) {
+        for (const auto& j : items(reply, "jobs")) fmt::print("{} {}\n", text(j, "id"), text(j, "state"));
+        std::exit(field(reply, "all_completed").get<bool>() ? 0 : 1);
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  });
+
   static std::string logs_id;
   static bool follow = false, err_stream = false;
   auto* logs = app.add_subcommand("logs", "A job's output (its latest attempt)");
@@ -515,6 +540,30 @@ void add_job_commands(CLI::App& app) {
   static SubmitArgs sa;
   auto* submit = app.add_subcommand("submit", "Queue a job on this server's GPUs; prints its id");
   add_request_options(submit, sa);
+  // Issue 32 items 3-4: checked while parsing, so that bad syntax is one line naming the flag.
+  submit->add_option("--array", sa.array,
+                     "Submit an array: one job per index, e.g. 0-49, 1,3,5-9, 0-49%8 (%N: at most N run at once); "
+                     "{i} in the command becomes the index, and AEGIS_ARRAY_INDEX holds it. The first element runs "
+                     "first and the others get its measured memory peak (docs/lab-policies.md)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            auto r = api::parse_array(v, "");
+            auto* e = std::get_if<api::ParseError>(&r);
+            return e ? e->message.substr(2) : std::string();
+          },
+          ""));
+  submit->add_option("--after", sa.after,
+                     "Start only after job ID ended: ID[:ok|any|failed] (default ok: completed); an array's id means "
+                     "all its elements; repeatable. A dependency that can no longer be met cancels the job")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            auto r = api::parse_after(v, "");
+            auto* e = std::get_if<api::ParseError>(&r);
+            return e ? e->message.substr(2) : std::string();
+          },
+          ""));
   static SlurmArgs slurm;
   submit->add_flag("--slurm", slurm.enabled,
                    "Submit through Slurm instead (from a login node): writes an sbatch script that runs the job "
@@ -556,7 +605,7 @@ void add_job_commands(CLI::App& app) {
                                                     "check `aegis queue --mine` before submitting again",
                             true);
     }
-    fmt::print("{}\n", reply.at("id").get<std::int64_t>());
+    fmt::print("{}\n", reply.at("id").get<std::int64_t>());  // an array: its id (its first element's)
   });
 
   static SubmitArgs ra;

@@ -82,6 +82,7 @@ void Lifecycle::finish(LifeJob& j, JobState s, std::string_view reason, Seconds 
   j.state = s;
   j.ended_at = t;
   j.reason = reason;
+  if (holds_.active()) holds_.finished(j.id(), s);  // [issue 32] what its dependents wait for
   fx.finished.push_back(j.id());
   change(fx, j.id(), event, reason);
 }
@@ -101,6 +102,21 @@ Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Sec
   (void)t;
   change(fx, id, "submit", "");
   return fx;
+}
+
+Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Seconds t, const JobLinks& links) {
+  const JobId id = spec.id;
+  const bool linked = spec.array_id || !links.after.empty();
+  Effects fx = submitted(std::move(spec), exclusive, restartable, t);
+  if (linked) holds_.add(job(id), links);  // [issue 32]
+  return fx;
+}
+
+void Lifecycle::restore(LifeJob j, const JobLinks& links) {
+  const JobId id = j.id();
+  const bool linked = j.spec().array_id || !links.after.empty();
+  restore(std::move(j));
+  if (linked) holds_.add(job(id), links);  // [issue 32]
 }
 
 void Lifecycle::restore(LifeJob j) {
@@ -305,6 +321,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
     }
   }
   failures_.clear();
+  if (holds_.active()) cancel_doomed(now, fx);  // [issue 32] dependencies that can no longer be met
   // Then the queues, head first: the recovery queue before the main queue.
   const bool strict = config_.strict_head_of_line;
   // The first job passed over because only processes outside aegis keep it from running:
@@ -317,10 +334,13 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       if (!queued) continue;  // left the queue
       LifeJob& j = *queued;
       const QueuedJob& qj = j.queued;
+      if (holds_.active() && held(j, now, fx)) continue;  // [issue 32] held: keeps its place, blocks nothing
       if (auto why = placer.never_runs(qj)) {
         // It can never run here: it leaves the queue instead of blocking everything behind
         // it, unless it was only an estimator's guess that no GPU can offer (dropped here).
-        if (!drop_guessed_estimates(j.queued.spec.estimates) || placer.never_runs(qj)) {
+        bool dropped = drop_guessed_estimates(j.queued.spec.estimates);
+        if (holds_.active()) dropped = holds_.drop_floor(j) || dropped;  // [issue 32] an array's learned floor, likewise
+        if (!dropped || placer.never_runs(qj)) {
           finish(j, JobState::Failed, *why, now, fx, "failed");
           continue;
         }
@@ -345,6 +365,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       }
       // The placer's view of its GPUs includes the job before anything else is placed.
       placer.started(qj, *p, now);
+      if (holds_.active()) holds_.started(j);  // [issue 32] its array's running count
       j.placed_from = j.queue;
       dequeue(j);
       j.state = JobState::Running;
@@ -401,6 +422,7 @@ void Lifecycle::forget(JobId id) {
   LifeJob* j = jobs_.find(id);
   if (!j) return;
   dequeue(*j);
+  holds_.forget(id);
   jobs_.erase(id);
 }
 

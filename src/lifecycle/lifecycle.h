@@ -22,6 +22,7 @@
 #include "core/job_state.h"
 #include "core/small_list.h"
 #include "lifecycle/activity_anchor.h"
+#include "lifecycle/holds.h"
 #include "lifecycle/id_table.h"
 #include "lifecycle/placer.h"
 #include "lifecycle/seq_queue.h"
@@ -133,8 +134,24 @@ class Lifecycle {
   // A new job, at the back of the main queue. Its spec carries the estimates the driver
   // could give it (the estimate chain is the driver's: it knows the sources).
   Effects submitted(JobSpec spec, bool exclusive, bool restartable, Seconds t);
+  // [issue 32 items 3-4] The same with its dependencies and its array's cap (lifecycle/holds.h).
+  Effects submitted(JobSpec spec, bool exclusive, bool restartable, Seconds t, const JobLinks& links);
   // A job as a driver persisted it (after a restart): queued, or running its last attempt.
   void restore(LifeJob job);
+  void restore(LifeJob job, const JobLinks& links);  // [issue 32] with its links
+  // [issue 32] The final state of a job the lifecycle no longer holds (forgotten, or ended
+  // before a restart) that a restored job depends on or whose array it is in.
+  void known_final(JobId id, JobState s) { holds_.finished(id, s); }
+  // [issue 32] The same of an array's element, which joins its array (its probe may have ended).
+  void known_element(JobId id, JobId array_id, int index, JobState s) { holds_.ended_element(id, array_id, index, s); }
+  // [issue 32] The memory a running job's processes use now, per GPU at most (the simulator;
+  // aegisd's readings come through observe()): an array's probe is learned from it.
+  void memory_seen(JobId id, MiB mib, Seconds t);
+  // [issue 32] Links will come: remember how every job ends from now on (holds.h activate()).
+  void expect_links() { holds_.activate(); }
+  // [issue 32] Its dependencies as expanded at submit (an array's id: its elements).
+  std::vector<After> after_of(JobId id) const { return holds_.after_of(id); }
+  int array_limit_of(JobId array) const { return holds_.array_limit_of(array); }
   // The driver could not start an attempt the lifecycle placed (no process exists): a
   // transient failure (full disk, no descriptors) puts it back in its place, another ends it.
   Effects start_failed(JobId id, bool transient, const std::string& why, Seconds t);
@@ -196,6 +213,11 @@ class Lifecycle {
   void dequeue(LifeJob& j);
   void finish(LifeJob& j, JobState s, std::string_view reason, Seconds t, Effects& fx, std::string_view event);
   RunningJob running_view(const LifeJob& j, const Placement::Part& part) const;
+  // [issue 32] lifecycle_holds.cpp: jobs whose dependency can no longer be met are cancelled;
+  // whether a queued job is held (it keeps its place and blocks nothing behind it).
+  void cancel_doomed(Seconds now, Effects& fx);
+  bool held(LifeJob& j, Seconds now, Effects& fx);
+  Holds::Lookup lookup();
 
   EngineConfig config_;
   LifecycleOptions opt_;
@@ -207,6 +229,7 @@ class Lifecycle {
   std::int64_t next_seq_ = 1;
   std::vector<std::pair<JobId, Failure>> pending_failures_;  // ended Oom/Failed, for the recovery rule
   std::vector<std::pair<JobId, Failure>> failures_;          // schedule()'s, kept for its storage
+  Holds holds_;  // [issue 32] dependencies and arrays; inactive (asked nothing) while no job has any
 };
 
 }  // namespace aegis

@@ -21,6 +21,11 @@ Effects Lifecycle::observe(const ActivityReadings& readings, Seconds t) {
     LifeJob* j = jobs_.find(id);
     if (!j || !j->holds_gpus()) continue;
     LifeAttempt& a = *j->current();
+    if (holds_.active()) {  // [issue 32] an array's probe learns its peak from its memory
+      MiB most = 0;
+      for (const JobGpuReading& r : seen) most = std::max(most, r.mib);
+      holds_.memory(*j, most, t, config_.anchor_plateau_tolerance_mib);
+    }
     if (a.first_activity) continue;
     const auto& gpus = a.placement.parts.front().launch.gpus;
     std::optional<AnchorWatch::Found> found;

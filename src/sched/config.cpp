@@ -56,6 +56,9 @@ std::span<const ParamEntry<EngineConfig>> entries() {
                 "aegisd, last resort: the job's memory, grown past its context, steady this long"),
     P("anchor_plateau_tolerance_mib", anchor_plateau_tolerance_mib, 0, kInf, "",
                 "Memory change the plateau rule still counts as steady"),
+    P("array_probe_settle_s", array_probe_settle_s, 0, kInf, "",
+                "Arrays: the probe's memory peak is reached when its memory has not grown this long "
+                "after its first activity (or it completed)"),
     P("pressure_filter", pressure_filter, 0, 0, "",
                 "Exclude GPUs whose recent activity shows they are already busy"),
     P("telemetry_window_samples", telemetry_window_samples, 1, 100000, "",

@@ -30,6 +30,10 @@ struct EngineConfig {
   int anchor_sustained_samples = 3;      // ... in this many samples in a row (warm-up kernels are not training)
   Seconds anchor_plateau_s = 10;         // else its memory, grown past its context, steady this long
   MiB anchor_plateau_tolerance_mib = 64; // "steady": within this much
+  // Arrays (issue 32 item 3, lifecycle/holds.h): an array's probe has reached its memory
+  // peak when its memory has not grown (past the tolerance above) this long after its first
+  // activity, or when it completed; then the other elements go, with its peak + margin.
+  Seconds array_probe_settle_s = 60;
 
   // --- Stage 3: runtime-pressure filter ------------------------------------------------
   bool pressure_filter = true;

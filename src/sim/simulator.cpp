@@ -48,6 +48,7 @@ class Run {
   Run(const WorkloadCatalog& cat, const Trace& trace, const SimOptions& o)
       : opt_(o),
         trace_jobs_(trace.jobs),
+        links_(trace.links.empty() ? nullptr : &trace.links),
         engine_(engine_config(o)),
         life_(engine_config(o), lifecycle_options(o)),
         rec_(trace.jobs.size(), o.cluster.total_gpus(), o.record_timeline),
@@ -60,6 +61,11 @@ class Run {
       if (s.gpu_memory_mib < 1) throw InputError("--gpu-memory: must be positive");
     }
     const int total = o.cluster.total_gpus();
+    // Issue 32: job ids of trace indices, for arrays and dependencies (only when a trace has them).
+    if (links_) {
+      for (std::size_t i = 0; i < trace.jobs.size(); ++i) id_of_index_[trace.jobs[i].index] = static_cast<JobId>(i);
+      life_.expect_links();  // it forgets each job as it ends; its dependents may come later
+    }
     st_.jobs.reserve(trace.jobs.size());
     // Each job's record is put at once where the result wants it, in trace-index order:
     // the result then moves no record (a million of them, in a random order of places).
@@ -198,8 +204,33 @@ class Run {
     spec.hints = j.w->hints;
     spec.predicted_util = j.w->predicted_util;
     estimates_.submitted(spec, *j.w);  // the history of its signature, as aegisd's chain has it
+    if (links_) {  // issue 32: its array and dependencies (trace columns), as aegisd gives them
+      if (auto l = links_->find(tj.index); l != links_->end()) {
+        const JobLinks links = links_of(l->second, spec);  // (sets its array fields first)
+        life_.submitted(std::move(spec), false, false, t, links);
+        st_.dirty = true;
+        return;
+      }
+    }
     life_.submitted(std::move(spec), false, false, t);
     st_.dirty = true;
+  }
+
+  // Issue 32: the lifecycle's links of a trace job (ids of trace indices; an index not in the
+  // trace names no job, and a dependency on it can never be met).
+  JobLinks links_of(const TraceLinks& l, JobSpec& spec) const {
+    auto id_of = [&](std::int64_t index) {
+      auto it = id_of_index_.find(index);
+      return it == id_of_index_.end() ? std::numeric_limits<JobId>::max() : it->second;
+    };
+    if (l.array) {
+      spec.array_id = id_of(*l.array);
+      spec.array_index = l.array_index;
+    }
+    JobLinks out;
+    out.array_limit = l.array_limit;
+    for (const auto& [index, kind] : l.after) out.after.push_back({id_of(index), *parse_after_kind(kind)});
+    return out;
   }
 
   // The job's activity began (its observation window starts): its servers, the lifecycle
@@ -208,6 +239,9 @@ class Run {
     const Job& j = st_.jobs[static_cast<std::size_t>(id)];
     j.live->anchored = true;
     physics_.first_activity(id, t);
+    // Issue 32: an array's probe learns its peak from its memory: here its true peak, at its
+    // first activity (aegisd reads what NVML shows, from then on).
+    if (links_) life_.memory_seen(id, j.w->peak_mib, t);
     life_.first_activity(id, t);
     dispatcher_->activity_began(j, t);
   }
@@ -276,9 +310,14 @@ class Run {
       for (const auto& s : fx.starts) st_.jobs[s.job].live->mps_limit = s.mps_limit_mib;
       // A job requeued after an OOM is queued again in the lifecycle (its attempt's parts
       // are gone: on_gpus() is false) until its next launch.
+      // A probe's peak or a dependency: ask again then (issue 32; the placer's own gates
+      // wake their servers).
+      if (links_ && fx.wake_at) st_.push_wake(0, *fx.wake_at);
       for (JobId id : fx.finished) {
         const LifeJob* lj = life_.find(id);
-        if (lj->state != JobState::Failed) continue;  // completions are recorded as they happen
+        // Completions are recorded as they happen; failures and (issue 32: a dependency
+        // that can no longer be met) cancellations here.
+        if (lj->state == JobState::Completed) continue;
         Job& j = st_.jobs[id];
         JobRecord& r = rec_.of(j);
         r.end = t;
@@ -293,6 +332,8 @@ class Run {
 
   const SimOptions& opt_;
   const std::vector<TraceJob>& trace_jobs_;  // job id = position here
+  const std::map<std::int64_t, TraceLinks>* links_;  // issue 32: null when the trace has none
+  std::unordered_map<std::int64_t, JobId> id_of_index_;
   Engine engine_;
   Lifecycle life_;
   ClusterState st_;

@@ -1,5 +1,8 @@
 #include "sim/trace.h"
 
+#include <charconv>
+#include <sstream>
+
 #include <algorithm>
 #include <filesystem>
 #include <fmt/format.h>
@@ -108,6 +111,9 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   // An optional `user` column: jobs of different users never share a GPU under MPS.
   const bool users = r.has_column("user");
   std::map<std::string, std::int64_t> user_ids;
+  // Issue 32: optional array and dependency columns (TraceLinks).
+  const bool arrays = r.has_column("array_id"), limits = r.has_column("array_limit"), afters = r.has_column("after");
+  std::map<std::int64_t, int> array_sizes;
   while (r.next()) {
     TraceJob j;
     if (users)
@@ -128,6 +134,33 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
       r.fail("workload_name", fmt::format("workload '{}' cannot be simulated: {} ({})", j.workload, w->problem, w->where));
     if (w->num_gpus != j.num_gpus)
       r.fail("num_gpus", fmt::format("{} but workload '{}' is profiled on {} GPUs", j.num_gpus, j.workload, w->num_gpus));
+    if (arrays)
+      if (auto a = r.opt_int("array_id")) {
+        TraceLinks& l = t.links[j.index];
+        l.array = *a;
+        l.array_index = array_sizes[*a]++;
+        if (l.array_index == 0 && *a != j.index)
+          r.fail("array_id", fmt::format("{}: an array's id is the job_index of its first element", *a));
+        if (limits)
+          if (auto n = r.opt_int("array_limit")) {
+            if (*n < 0 || *n > 1000000) r.fail("array_limit", "must be between 0 and 1000000");
+            l.array_limit = static_cast<int>(*n);
+          }
+      }
+    if (afters && !r.field("after").empty()) {
+      std::istringstream words(r.field("after"));
+      for (std::string word; words >> word;) {
+        const auto colon = word.find(':');
+        std::string kind = colon == std::string::npos ? "ok" : word.substr(colon + 1);
+        if (kind != "ok" && kind != "any" && kind != "failed")
+          r.fail("after", fmt::format("'{}': the condition after ':' must be ok, any or failed", word));
+        std::int64_t id = 0;
+        const std::string num = word.substr(0, colon);
+        auto [end, ec] = std::from_chars(num.data(), num.data() + num.size(), id);
+        if (ec != std::errc() || end != num.data() + num.size()) r.fail("after", fmt::format("'{}' is not a job index", word));
+        t.links[j.index].after.emplace_back(id, std::move(kind));
+      }
+    }
     t.jobs.push_back(std::move(j));
   }
   if (t.jobs.empty()) throw InputError(fmt::format("{}: no jobs", path));

@@ -35,6 +35,18 @@ struct TraceJob {
   std::int32_t owner = -1;               // its user, numbered in order of appearance (-1: no user column)
 };
 
+// Issue 32 items 3-4: a job's array and dependencies, from the aegis format's optional
+// `array_id` (the job_index of its array's first element; elements in order of appearance),
+// `array_limit` (the array's %N, on any element) and `after` ("ID[:ok|any|failed]",
+// space-separated job_index values) columns. Kept beside the jobs, only for jobs that have
+// them: a trace without those columns is read and run exactly as before.
+struct TraceLinks {
+  std::optional<std::int64_t> array;  // job_index of its array's first element
+  int array_index = -1;
+  int array_limit = 0;
+  std::vector<std::pair<std::int64_t, std::string>> after;  // (job_index, ok|any|failed)
+};
+
 enum class TraceFormat { Aegis, Philly, Alibaba };
 
 // How production traces borrow workload profiles and which duration a job runs.
@@ -61,6 +73,7 @@ struct Trace {
   // Ids of the jobs in the source trace (pod name, Philly cluster, ...), each distinct one
   // once, in the order its loader met them; [0] is the empty id, a job's without one.
   std::vector<std::string> source_ids{std::string()};
+  std::map<std::int64_t, TraceLinks> links;  // issue 32: by job index, only jobs with links
 
   const std::string& source_id(const TraceJob& j) const { return source_ids[j.source]; }
   // The number of `id` in source_ids (added if new; "" is 0). `seen` remembers the ids

@@ -135,6 +135,9 @@ void read_job_field(JobRequest& job, const std::string& key, const typename A::N
       {"tags", [](JobRequest& j, const Node& n) { j.tags = read_strings<A>(n, "tags"); }},
       {"hints", [](JobRequest& j, const Node& n) { read_hints<A>(j, n); }},
       {"model", [](JobRequest& j, const Node& n) { read_model<A>(j, n); }},
+      // Issue 32 items 3-4: an array and dependencies, checked by check_job.
+      {"array", [](JobRequest& j, const Node& n) { j.array = read_string<A>(n, "array"); }},
+      {"after", [](JobRequest& j, const Node& n) { j.after = read_strings<A>(n, "after"); }},
   };
   auto it = readers.find(key);
   if (it == readers.end()) fail(printable(key), "unknown field");

@@ -230,6 +230,13 @@ void check_job(const JobRequest& job) {
   check_env(job.env);
   check_numbers(job);
   check_tags(job.tags);
+  // Issue 32 items 3-4.
+  if (!job.array.empty())
+    if (auto r = parse_array(job.array); std::holds_alternative<ParseError>(r)) throw Invalid{std::get<ParseError>(r).message};
+  if (job.after.size() > kMaxAfter) fail("after", "more than " + std::to_string(kMaxAfter) + " entries");
+  for (std::size_t i = 0; i < job.after.size(); ++i)
+    if (auto r = parse_after(job.after[i], "after[" + std::to_string(i) + "]"); std::holds_alternative<ParseError>(r))
+      throw Invalid{std::get<ParseError>(r).message};
 }
 
 void complete(JobRequest& job) {
@@ -407,6 +414,17 @@ Request parse_cancel(const json& req) {
   return r;
 }
 
+// Issue 32 item 4: `aegis wait`'s question, asked again until every job is final.
+Request parse_wait(const json& req) {
+  allow_only(req, {"op", "ids"});
+  const json& ids = required(req, "ids");
+  if (!ids.is_array() || ids.empty() || ids.size() > kMaxIdsPerRequest)
+    fail("ids", "must be an array of 1 to " + std::to_string(kMaxIdsPerRequest) + " ids");
+  WaitRequest r;
+  for (std::size_t i = 0; i < ids.size(); ++i) r.ids.push_back(read_id(ids[i], "ids[" + std::to_string(i) + "]"));
+  return r;
+}
+
 bool read_stream_is_stderr(const json& n) {
   if (n == "stderr") return true;
   if (n != "stdout") fail("stream", "must be 'stdout' or 'stderr'");
@@ -455,7 +473,8 @@ Request parse_checked(std::string_view line) {
   if (!op.is_string()) fail("op", "must be a string");
   static const std::map<std::string, Request (*)(const json&), std::less<>> ops = {
       {"submit", parse_submit}, {"queue", parse_queue}, {"show", parse_show}, {"cancel", parse_cancel},
-      {"logs", parse_logs},     {"gpus", parse_gpus},   {"history", parse_history}, {"ping", parse_ping}};
+      {"logs", parse_logs},     {"gpus", parse_gpus},   {"history", parse_history}, {"ping", parse_ping},
+      {"wait", parse_wait}};
   const auto& name = op.get_ref<const std::string&>();
   const auto it = ops.find(name);
   if (it == ops.end()) fail("op", "unknown operation '" + printable(name) + "'");
@@ -496,6 +515,8 @@ std::string to_json(const JobRequest& job) {
   if (job.hint_sharing_score) hints["sharing_score"] = *job.hint_sharing_score;
   if (!hints.empty()) j["hints"] = std::move(hints);
   if (job.model) j["model"] = aegis::to_json(*job.model);
+  if (!job.array.empty()) j["array"] = job.array;
+  if (!job.after.empty()) j["after"] = job.after;
   // Replaces rather than throws on invalid UTF-8: only a job that validate() rejects has
   // any, and the daemon will reject it by name.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);

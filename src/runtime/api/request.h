@@ -23,6 +23,11 @@ inline constexpr std::size_t kMaxEnvEntries = 1024;
 inline constexpr std::size_t kMaxNameLength = 128;
 inline constexpr int kMaxGpus = 64;
 inline constexpr std::size_t kMaxIdsPerRequest = 1000;
+// Issue 32 items 3-4 (docs/api.md): an array has at most this many elements, indices up to
+// kMaxArrayIndex; a job at most kMaxAfter dependencies.
+inline constexpr std::size_t kMaxArrayElements = 1000;
+inline constexpr int kMaxArrayIndex = 999999;
+inline constexpr std::size_t kMaxAfter = 64;
 
 // What a user asks to run. The same fields come from `aegis submit` flags, a YAML job
 // spec, or the JSON API.
@@ -44,6 +49,11 @@ struct JobRequest {
   std::optional<double> hint_gpu_util;       // [0,1]
   std::optional<int> hint_sharing_score;     // 0, 1 or 2
   std::optional<ModelFeatures> model;        // for the learned estimator (aegis submit --model-spec)
+  // Issue 32 item 3: an array, "0-49%8" or "1,3,5-9" (parse_array); empty: one job. Each
+  // element is a job of its own (element_request: {i} in argv, AEGIS_ARRAY_INDEX).
+  std::string array;
+  // Issue 32 item 4: dependencies, "ID[:ok|any|failed]" each (parse_after).
+  std::vector<std::string> after;
 };
 
 struct SubmitRequest {
@@ -59,6 +69,16 @@ struct ListRequest {
   bool mine = false;
 };
 struct ShowRequest { std::int64_t id = 0; };
+// Issue 32 item 3: the parsed --array: its indices, ascending, and its cap (%N; 0: none).
+struct ArraySpec {
+  std::vector<int> indices;
+  int limit = 0;
+};
+// Issue 32 item 4: one parsed --after.
+struct AfterRef {
+  std::int64_t id = 0;
+  std::string kind = "ok";  // ok | any | failed
+};
 struct CancelRequest { std::vector<std::int64_t> ids; };
 struct LogsRequest {
   std::int64_t id = 0;
@@ -69,9 +89,12 @@ struct LogsRequest {
 struct GpusRequest {};
 struct HistoryRequest { std::int64_t limit = 100; };      // 1..100000
 struct PingRequest {};
+// Issue 32 item 4, op "wait": the state of each job (an array's id: of each element), so that
+// `aegis wait` can tell when all are final. Answers at once; the client asks again.
+struct WaitRequest { std::vector<std::int64_t> ids; };
 
 using Request = std::variant<SubmitRequest, ListRequest, ShowRequest, CancelRequest, LogsRequest, GpusRequest,
-                             HistoryRequest, PingRequest>;
+                             HistoryRequest, PingRequest, WaitRequest>;
 
 struct ParseError {
   std::string message;  // one line, names the field: "job.gpus: must be between 1 and 64"
@@ -82,6 +105,15 @@ std::variant<Request, ParseError> parse_request(std::string_view line);
 
 // Validates a job request built elsewhere (CLI flags, YAML); empty when valid.
 std::optional<ParseError> validate(const JobRequest& job);
+
+// Issue 32: "0-49%8", "1,3,5-9" (ranges ascending, no index twice, at most
+// kMaxArrayElements, indices 0..kMaxArrayIndex, %N at least 1); the error names `field`.
+std::variant<ArraySpec, ParseError> parse_array(std::string_view text, std::string_view field = "array");
+// Issue 32: "ID", "ID:ok", "ID:any", "ID:failed" (ID a positive integer).
+std::variant<AfterRef, ParseError> parse_after(std::string_view text, std::string_view field = "after");
+// The request of an array's element: "{i}" in each argv entry replaced by the index, the
+// environment given AEGIS_ARRAY_INDEX; no array field left.
+JobRequest element_request(const JobRequest& job, int index);
 
 // The name a job gets when it has none: from its command's argv[0].
 std::string default_job_name(std::string_view argv0);

@@ -152,9 +152,10 @@ void Daemon::recover_jobs(Seconds now, bool restarted) {
       }
     }
     if (running && rec.cancel_requested && !rec.current()->ended_at) stop_signals_.push_back(rec.id);  // maybe unsent
-    life_.restore(life_of(rec));
+    life_.restore(life_of(rec), links_of(rec));  // issue 32: with its array and dependencies
     records_.emplace(rec.id, std::move(rec));
   }
+  restore_finals();  // issue 32: what the restored jobs' dependencies and arrays ended as
   for (const auto& q : store_.last_quarantined())
     fmt::print(stderr, "aegisd: warning: job {}: unreadable record set aside (table quarantine): {}\n", q.id, q.reason);
   send_stop_signals();
@@ -200,6 +201,8 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   spec.hints.sharing_score = u.sharing_score;
   // Made once, at submission (submit()), and stored with the job: a restart reads it back.
   spec.predicted_util = j.predicted_util;
+  spec.array_id = j.array_id;  // issue 32: an array's element
+  spec.array_index = j.array_index;
   return spec;
 }
 

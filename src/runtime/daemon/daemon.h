@@ -168,6 +168,13 @@ class Daemon {
   nlohmann::json show(const api::ShowRequest& r, const Caller& c);
   nlohmann::json cancel(const api::CancelRequest& r, const Caller& c);
   nlohmann::json logs(const api::LogsRequest& r, const Caller& c);
+  // Issue 32 items 3-4 (daemon_links.cpp): a submission's dependencies checked (each job
+  // there and the caller's), a restored job's links, the final states of the jobs they
+  // name that are no longer held, and `wait`'s answer.
+  std::optional<std::string> check_after(const api::JobRequest& req, const Caller& c, std::vector<After>& out);
+  JobLinks links_of(const DaemonJob& j) const;
+  void restore_finals();
+  nlohmann::json wait_reply(const api::WaitRequest& r);
 
   DaemonConfig cfg_;
   Env& env_;

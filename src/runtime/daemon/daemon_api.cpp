@@ -83,6 +83,7 @@ json Daemon::handle(const api::Request& request, const Caller& caller) {
           else if constexpr (std::is_same_v<T, api::LogsRequest>) return logs(r, caller);
           else if constexpr (std::is_same_v<T, api::GpusRequest>) return gpus_reply();
           else if constexpr (std::is_same_v<T, api::HistoryRequest>) return error_reply("internal: listings stream");
+          else if constexpr (std::is_same_v<T, api::WaitRequest>) return wait_reply(r);
           else {
             return {{"ok", true}, {"version", "aegisd 0.1.0"}};
           }
@@ -109,10 +110,22 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
     return error_reply(fmt::format("permission denied: aegisd runs as uid {} and can only run that user's jobs", geteuid()));
   if (!req.workdir.empty() && !env_.is_directory_for(req.workdir, c.uid, c.gid))
     return error_reply("job.workdir: " + req.workdir + " is not a directory on this server (that you can reach)");
+  // Issue 32 items 3-4: the array's elements and the dependencies, checked before anything
+  // is queued (the syntax was checked with the request; here: what it names).
+  std::vector<int> indices{-1};
+  JobLinks links;
+  if (!req.array.empty()) {
+    auto a = api::parse_array(req.array);
+    if (auto* e = std::get_if<api::ParseError>(&a)) return error_reply("job." + e->message);
+    indices = std::get<api::ArraySpec>(a).indices;
+    links.array_limit = std::get<api::ArraySpec>(a).limit;
+  }
+  if (auto why = check_after(req, c, links.after)) return error_reply(*why);
+  const auto count = static_cast<std::int64_t>(indices.size());
   if (cfg_.daemon.max_jobs_per_user > 0) {
     std::int64_t mine = 0;
     for (const auto& [id, j] : records_) mine += j.uid == c.uid;
-    if (mine >= cfg_.daemon.max_jobs_per_user)
+    if (mine + count > cfg_.daemon.max_jobs_per_user)
       return error_reply(fmt::format("job: {} has {} jobs queued or running, the most one user may have "
                                      "(max_jobs_per_user); submit more when some have ended",
                                      *user, mine));
@@ -139,22 +152,39 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
     j.attached_to = ClientProcess{c.pid, *start};
   }
   // The watermark first: nothing is inserted when it cannot be written (a full disk).
-  if (const JobId next = store_.next_id(); next > id_floor_recorded_) {
-    record_id_floor(cfg_.daemon.state_dir, next + kIdFloorStep - 1);
-    id_floor_recorded_ = next + kIdFloorStep - 1;
+  if (const JobId last = store_.next_id() + count - 1; last > id_floor_recorded_) {
+    record_id_floor(cfg_.daemon.state_dir, last + kIdFloorStep - 1);
+    id_floor_recorded_ = last + kIdFloorStep - 1;
   }
   Tx tx(store_);
-  store_.insert(j);
-  const JobId id = j.id;
-  JobSpec with_id = spec;
-  with_id.id = id;
-  Effects fx = life_.submitted(with_id, req.exclusive, req.restartable, j.submitted_at);
-  for (auto& ch : fx.changes) ch.detail = fmt::format("by {} (uid {})", j.user, j.uid);
-  records_.emplace(id, std::move(j));
-  persist(fx, records_.at(id).submitted_at);
+  JobId first = 0;
+  json ids = json::array();
+  // One job, or each element of the array in index order (element 0 first: the probe).
+  for (const int index : indices) {
+    DaemonJob e = j;
+    if (index >= 0) {
+      e.request = api::element_request(req, index);
+      e.array_id = first;  // 0 for the first: its own id, known after the insert
+      e.array_index = index;
+      e.array_limit = links.array_limit;
+    }
+    store_.insert(e);
+    const JobId id = e.id;
+    if (index >= 0 && !first) e.array_id = first = id;
+    JobSpec with_id = spec_of(e);
+    with_id.id = id;
+    Effects fx = life_.submitted(with_id, req.exclusive, req.restartable, e.submitted_at, links);
+    for (const After& d : life_.after_of(id)) e.after.emplace_back(d.job, std::string(to_string(d.kind)));
+    store_.write_links(id, e);
+    for (auto& ch : fx.changes) ch.detail = fmt::format("by {} (uid {})", e.user, e.uid);
+    records_.emplace(id, std::move(e));
+    persist(fx, records_.at(id).submitted_at);
+    ids.push_back(id);
+  }
   tx.commit();
-  stats_.submissions++;
-  return {{"ok", true}, {"id", id}};
+  stats_.submissions += count;
+  if (req.array.empty()) return {{"ok", true}, {"id", ids.front()}};
+  return {{"ok", true}, {"id", first}, {"array_id", first}, {"ids", ids}};
 }
 
 // `queue`: everyone's queued and running jobs (running first, then the queue in the order
@@ -196,6 +226,10 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
           else continue;
           if (auto n = never->find(id); n != never->end() && page.back()["state"] == "queued")
             page.back()["never_starts"] = n->second;
+          // Issue 32: why a held job waits (its dependencies, its array) is the lifecycle's
+          // word of the last pass, not written to the store at each pass.
+          if (const LifeJob* l = life_.find(id); l && l->state == JobState::Queued && !l->reason.empty())
+            page.back()["reason"] = l->reason;
         }
         return page;
       },

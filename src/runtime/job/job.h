@@ -63,6 +63,13 @@ struct DaemonJob {
   // once at submission, and where from: "history" or "model-spec" ("" when none).
   std::optional<double> predicted_util;
   std::string predicted_util_source;
+  // Issue 32 items 3-4 (store: job_array, job_after): the array it is an element of (the
+  // job id of its first element, its own for that one) and its index there, the array's
+  // cap (%N; 0: none), and its dependencies as the lifecycle expanded them: (job, ok|any|failed).
+  std::optional<JobId> array_id;
+  int array_index = -1;
+  int array_limit = 0;
+  std::vector<std::pair<JobId, std::string>> after;
 
   Attempt* current() { return attempts.empty() ? nullptr : &attempts.back(); }
   const Attempt* current() const { return attempts.empty() ? nullptr : &attempts.back(); }

@@ -106,6 +106,17 @@ json to_json(const DaemonJob& job) {
             // not an exit or not a signal): what `aegis run` ends with.
             {"exit_code", cur ? opt(cur->exit_code) : json(nullptr)},
             {"signal", cur ? opt(cur->signal) : json(nullptr)}};
+  // Issue 32: its array and dependencies, when it has them.
+  if (job.array_id) {
+    j["array_id"] = *job.array_id;
+    j["array_index"] = job.array_index;
+    if (job.array_limit > 0) j["array_limit"] = job.array_limit;
+  }
+  if (!job.after.empty()) {
+    json after = json::array();
+    for (const auto& [id, kind] : job.after) after.push_back(std::to_string(id) + ":" + kind);
+    j["after"] = std::move(after);
+  }
   return j;
 }
 

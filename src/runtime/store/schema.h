@@ -7,7 +7,11 @@
 // meta('schema') holds the layout's version as text:
 //   1  (aegisd up to issue 12) jobs(id, uid, state, queue_seq, submitted_at, data): each
 //      job was the API's JSON view of it in `data`. Migrated to 2 when the store opens.
-//   2  (this file) typed columns and child tables; no JSON anywhere.
+//   2  typed columns and child tables; no JSON anywhere.
+//   3  (this file) lab scheduling (issue 32): new child tables (and columns) only, so the
+//      migration from 2 is additive: CREATE TABLE IF NOT EXISTS for each new table, ALTER
+//      TABLE ADD COLUMN for each missing column (Store::add_later_columns), in the opening
+//      transaction; the rows already there get the defaults (no array, no dependency).
 // A database whose version is larger than kSchemaVersion is refused with one line: it was
 // written by a newer aegisd, whose rows this one could misread or damage.
 //
@@ -130,12 +134,22 @@
 //                                   schema-1 JSON as it was, or for a schema-2 job a text
 //                                   copy of its rows (table: column=value ...); `reason`
 //                                   says what was wrong; `t` when it was set aside
+// job_array(job_id, array_id, array_index, array_limit)   (schema 3, issue 32 item 3)
+//                                   the job is element `array_index` of the array whose id
+//                                   is `array_id` (its first element's job id: its own for
+//                                   that one); array_limit: the array's cap (%N), 0: none.
+//                                   No row: not an element. Written at submission only.
+// job_after(job_id, pos, dep_id, kind)                     (schema 3, issue 32 item 4)
+//                                   its dependencies (--after), as the lifecycle expanded
+//                                   them (an array's id: each element): it may start once
+//                                   job dep_id ended as `kind` asks (ok | any | failed).
+//                                   Written at submission only.
 // meta(key, value)                  'schema' -> the version above
 #pragma once
 
 namespace aegis::store_schema {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Creates every table of schema 2 that is missing (and meta, without its version row).
 inline constexpr const char* kCreateTables = R"(
@@ -203,6 +217,20 @@ CREATE TABLE IF NOT EXISTS job_model_layers (
   layer TEXT NOT NULL,
   count INTEGER NOT NULL,
   PRIMARY KEY (job_id, layer)
+) STRICT, WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS job_array (
+  job_id INTEGER PRIMARY KEY REFERENCES jobs(id) ON DELETE CASCADE,
+  array_id INTEGER NOT NULL,
+  array_index INTEGER NOT NULL CHECK (array_index >= 0),
+  array_limit INTEGER NOT NULL DEFAULT 0 CHECK (array_limit >= 0)
+) STRICT;
+CREATE INDEX IF NOT EXISTS job_array_id ON job_array(array_id);
+CREATE TABLE IF NOT EXISTS job_after (
+  job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
+  pos INTEGER NOT NULL,
+  dep_id INTEGER NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('ok', 'any', 'failed')),
+  PRIMARY KEY (job_id, pos)
 ) STRICT, WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS attempts (
   job_id INTEGER NOT NULL REFERENCES jobs(id) ON DELETE CASCADE,
@@ -283,6 +311,6 @@ inline constexpr const char* kJobPredictionColumns[][2] = {
 
 // The tables that hold a job (the quarantine copies their rows, in this order).
 inline constexpr const char* kJobTables[] = {"jobs", "job_args", "job_env", "job_tags", "job_model_layers",
-                                             "attempts", "attempt_gpus"};
+                                             "attempts", "attempt_gpus", "job_array", "job_after"};
 
 }  // namespace aegis::store_schema

@@ -425,8 +425,8 @@ void Store::open_schema(const std::string& path) {
     exec(store_schema::kCreateTables, "create tables");
     add_later_columns();
     if (version != kSchemaVersion)
-      exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '2')", "record the schema version");
-    static_assert(kSchemaVersion == 2, "the line above writes the version");
+      exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '3')", "record the schema version");
+    static_assert(kSchemaVersion == 3, "the line above writes the version");
     commit();
   } catch (...) {
     rollback();
@@ -713,6 +713,41 @@ JobId Store::write(const DaemonJob& job, Write how) {
   }
 }
 
+// Issue 32: its array and dependencies (schema.h job_array, job_after), at submission
+// only: they never change. An element 0 names its own id (not known before the insert).
+void Store::write_links(JobId id, const DaemonJob& job) {
+  const char* what = "write job links";
+  if (job.array_id) {
+    sqlite3_stmt* s = cached(db_, "INSERT INTO job_array(job_id, array_id, array_index, array_limit) VALUES(?1, ?2, ?3, ?4)");
+    Use use{s};
+    check(sqlite3_bind_int64(s, 1, id), what);
+    check(sqlite3_bind_int64(s, 2, *job.array_id > 0 ? *job.array_id : id), what);
+    check(sqlite3_bind_int64(s, 3, job.array_index), what);
+    check(sqlite3_bind_int64(s, 4, job.array_limit), what);
+    step_done(s, what);
+  }
+  sqlite3_stmt* s = cached(db_, "INSERT INTO job_after(job_id, pos, dep_id, kind) VALUES(?1, ?2, ?3, ?4)");
+  for (std::size_t i = 0; i < job.after.size(); ++i) {
+    Use use{s};
+    check(sqlite3_bind_int64(s, 1, id), what);
+    check(sqlite3_bind_int64(s, 2, static_cast<std::int64_t>(i)), what);
+    check(sqlite3_bind_int64(s, 3, job.after[i].first), what);
+    check(sqlite3_bind_text(s, 4, job.after[i].second.c_str(), -1, SQLITE_STATIC), what);
+    step_done(s, what);
+  }
+}
+
+std::vector<JobId> Store::array_elements(JobId array_id) {
+  sqlite3_stmt* s = cached(db_, "SELECT job_id FROM job_array WHERE array_id = ?1 ORDER BY array_index");
+  Use use{s};
+  check(sqlite3_bind_int64(s, 1, array_id), "read an array");
+  std::vector<JobId> out;
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) out.push_back(sqlite3_column_int64(s, 0));
+  if (rc != SQLITE_DONE) fail("read an array");
+  return out;
+}
+
 // The request's lists: argv, environment, tags, the model's layer counts. `replace`:
 // the job's old rows go first.
 void Store::write_request_lists(JobId id, const api::JobRequest& r, bool replace) {
@@ -962,6 +997,17 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
     const int count = l.int32(1, "count", 0);
     if (l.ok() && layer.empty()) l.wrong("layer", "empty");
     if (l.ok()) r.model->layer_counts.emplace_hint(r.model->layer_counts.end(), std::move(layer), count);
+  });
+  children("SELECT array_id, array_index, array_limit FROM job_array WHERE job_id = ?1", [&](sqlite3_stmt* c) {
+    Row a(c, "job_array", error);
+    j.array_id = a.integer(0, "array_id", 1);
+    j.array_index = a.int32(1, "array_index", 0);
+    j.array_limit = a.int32(2, "array_limit", 0);
+  });
+  children("SELECT pos, dep_id, kind FROM job_after WHERE job_id = ?1 ORDER BY pos", [&](sqlite3_stmt* c) {
+    Row a(c, "job_after", error);
+    if (a.integer(0, "pos") != static_cast<std::int64_t>(j.after.size())) a.wrong("pos", "not in sequence");
+    j.after.emplace_back(a.integer(1, "dep_id", 1), a.text(2, "kind"));
   });
   children(sql().select_attempts.c_str(), [&](sqlite3_stmt* c) {
     Row row_a(c, "attempts", error);

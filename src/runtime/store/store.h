@@ -77,6 +77,10 @@ class Store {
   // A quarantined id throws StoreError (its record is damaged and was set aside).
   // get, list and events read what is committed (see rdb_).
   std::optional<DaemonJob> get(JobId id);
+  // Issue 32: a job's array and dependencies (job_array, job_after), written once, after its
+  // insert (an array's first element names its own id); and every element of an array.
+  void write_links(JobId id, const DaemonJob& job);
+  std::vector<JobId> array_elements(JobId array_id);
   // Queued and running, by queue order. A job whose rows cannot be read (a value of the
   // wrong type or out of range, a request that no longer validates) is moved to the table
   // `quarantine` and listed in last_quarantined(); an error reading the tables throws.

@@ -2,7 +2,7 @@
 docs/lab-policies.md "Fair share"). Two Unix users; needs root (exit 77 otherwise).
 
 1. Weights (`fair_share_users`): on one GPU under `exclusive`, user 2 has used the GPU
-   (its blocker job runs); then user 2 submits a job and user 1 one. FIFO would start
+   (its blocker job runs until cancelled); meanwhile user 2 submits a job and user 1 one. FIFO would start
    user 2's next; fair share starts user 1's, which has used nothing, and `aegis queue`
    lists it first with its factor. After a SIGKILL of aegisd, the usage is recomputed from
    the store's attempts: user 2's factor still says it used the GPU.
@@ -30,7 +30,7 @@ def weights(build, u1, u2):
     try:
         d.start()
         work = shared_dir(d, "work")
-        blocker = d.submit("--name", "blocker", "--", "sleep", "4", user=u2, cwd=work)
+        blocker = d.submit("--name", "blocker", "--", "sleep", "600", user=u2, cwd=work)
         wait_for("the blocker to run", lambda: state(d, blocker) == "running", timeout=60)
         a = d.submit("--name", "second-of-u2", "--", "sleep", "600", user=u2, cwd=work)
         b = d.submit("--name", "first-of-u1", "--", "sleep", "600", user=u1, cwd=work)
@@ -40,6 +40,7 @@ def weights(build, u1, u2):
             rows = [line for line in out.splitlines() if "second-of-u2" in line or "first-of-u1" in line]
             return out if len(rows) == 2 and "first-of-u1" in rows[0] and "fair share" in rows[0] else None
         wait_for("the queue to list user 1's job first, with its fair-share factor", listed, timeout=30)
+        d.run_cli("cancel", str(blocker), user=u2)  # user 2 has used the GPU meanwhile
         wait_for("the blocker to end and the next job to start",
                  lambda: state(d, a) == "running" or state(d, b) == "running", timeout=60)
         if state(d, a) == "running":
@@ -65,9 +66,10 @@ def weights(build, u1, u2):
         wait_for("the queue to show user 2's factor", lambda: factor() is not None, timeout=30)
         if not factor() < 0.999:
             fail(f"after a restart user 2's factor is {factor()}: its usage before the restart was forgotten")
-        d.run_cli("cancel", str(hold), user=u1)
         d.run_cli("cancel", str(g), user=u2)
-        d.wait_all_final([hold, g], timeout=120)
+        d.run_cli("cancel", str(hold), user=u1)
+        states = d.wait_all_final([hold, g], timeout=120)
+        print("after the restart:", {k: v for k, v in states.items() if k in (hold, g)})
         print("OK: weights: user 1's job went ahead of user 2's earlier one; the factor shows in the queue")
     finally:
         d.cleanup()

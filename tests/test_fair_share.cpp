@@ -236,6 +236,23 @@ TEST(FairShare, BadWeightsAreOneLineNamingTheField) {
   EXPECT_EQ(w[1].second, 1.0);
 }
 
+// Without group weights the groups do not count: users each in a group of their own (a
+// group per user, the Debian default) still get shares by their user weights.
+TEST(FairShare, WithoutGroupWeightsUsersOfDifferentGroupsShareByTheirWeights) {
+  EngineConfig c;
+  c.fair_share_users = "1:2,2:1";
+  FairShare fs(c, resolve_share_weights(c, [](std::string_view n, bool) -> std::optional<std::int64_t> {
+                 return std::stoll(std::string(n));
+               }));
+  for (std::int64_t u : {1, 2}) {
+    fs.started(u, 1000 + u, 1.0, 40960, 0);  // group 1001 and group 1002
+    fs.stopped(u, 1.0, 40960, 100);
+  }
+  const auto f = fs.factors(100);
+  EXPECT_NEAR(f.at(1), std::exp2(-0.5 / (2.0 / 3)), 1e-9);
+  EXPECT_NEAR(f.at(2), std::exp2(-0.5 / (1.0 / 3)), 1e-9);
+}
+
 TEST(FairShare, GroupWeightsSplitBetweenGroupsThenTheirUsers) {
   EngineConfig c;
   c.fair_share_groups = "10:2,20:1";

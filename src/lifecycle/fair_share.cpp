@@ -50,6 +50,7 @@ bool fair_share_caps(const EngineConfig& c) { return c.user_max_gpu_mem_mib > 0 
 FairShare::FairShare(const EngineConfig& c, ShareWeights w)
     : orders_(fair_share_orders(c)),
       caps_(fair_share_caps(c)),
+      groups_(!c.fair_share_groups.empty()),
       w_(std::move(w)),
       half_life_s_(c.fair_share_half_life_s),
       max_mem_mib_(c.user_max_gpu_mem_mib),
@@ -132,13 +133,14 @@ double FairShare::shares(std::int64_t user) const {
     auto it = m.find(id);
     return it == m.end() ? other : it->second;
   };
+  auto group_of = [this](const Account& a) { return groups_ ? a.group : std::int64_t{-1}; };
   const auto me = accounts_.find(user);
-  const std::int64_t group = me == accounts_.end() ? -1 : me->second.group;
+  const std::int64_t group = me == accounts_.end() ? -1 : group_of(me->second);
   std::set<std::int64_t> groups;
   double users_in_group = 0;
   for (const auto& [u, a] : accounts_) {
-    groups.insert(a.group);
-    if (a.group == group) users_in_group += weight_of(w_.users, u, w_.other_user);
+    groups.insert(group_of(a));
+    if (group_of(a) == group) users_in_group += weight_of(w_.users, u, w_.other_user);
   }
   if (me == accounts_.end()) {
     groups.insert(group);

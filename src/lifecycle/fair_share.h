@@ -89,6 +89,10 @@ class FairShare {
   double shares(std::int64_t user) const;
 
   bool orders_ = false, caps_ = false;
+  // Groups count only when group weights are set: on a system with a group per user (the
+  // Debian default) each user would otherwise be alone in a group of weight 1, and the
+  // user weights would have no effect.
+  bool groups_ = false;
   ShareWeights w_;
   Seconds half_life_s_ = 0;
   MiB max_mem_mib_ = 0;

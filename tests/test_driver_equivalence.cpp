@@ -130,7 +130,7 @@ const std::string kWeights = kData + "models/gpumemnet_mlp.json";
 // processes show the workload's peak, so that aegisd learns its history from them as the
 // simulator's chain does.
 Replayed replay_world(const std::string& policy, const World& world, Server server, double activity_lag = 0,
-                      bool repeated = false) {
+                      bool repeated = false, const std::string& fair_share_users = "") {
   Replayed out;
   int& differing = out.differing;
   const int kServerGpus = server.gpus;
@@ -140,6 +140,7 @@ Replayed replay_world(const std::string& policy, const World& world, Server serv
   SimOptions o;
   o.policy_name = policy;
   o.engine = policy_config(policy);
+  o.engine.fair_share_users = fair_share_users;  // names of the trace's users: uids here
   o.cluster = ClusterSpec::uniform(1, kServerGpus, kServerMib);
   o.sim.gpu_driver_reserved_mib = server.reserved_mib;
   o.record_timeline = true;
@@ -151,7 +152,7 @@ Replayed replay_world(const std::string& policy, const World& world, Server serv
   env.gpus = test::fake_gpus(kServerGpus, kServerMib);
   for (auto& g : env.gpus) g.free_mib -= server.reserved_mib;
   DaemonConfig cfg;
-  cfg.daemon.state_dir = test::temp_path("state-" + policy);
+  cfg.daemon.state_dir = test::temp_path("state-" + policy + (fair_share_users.empty() ? "" : "-fair"));
   mkdir(cfg.daemon.state_dir.c_str(), 0700);
   cfg.daemon.policy = policy;
   cfg.daemon.durability = "normal";
@@ -223,7 +224,11 @@ Replayed replay_world(const std::string& policy, const World& world, Server serv
         if (auto f = world.features.find(j.workload); f != world.features.end()) r.job.model = f->second;
         r.job.hint_gpu_util = w.hints.gpu_util;
         r.job.hint_sharing_score = w.hints.sharing_score;
-        const auto reply = daemon.respond(r, Caller{1001, 1001, 1}).object;
+        // A trace with users: its users' names are the callers' uids (fair share).
+        const std::int64_t uid = world.trace.jobs[i].owner < 0
+                                    ? 1001
+                                    : std::stoll(world.trace.user_names[static_cast<std::size_t>(world.trace.jobs[i].owner)]);
+        const auto reply = daemon.respond(r, Caller{static_cast<uid_t>(uid), 1001, 1}).object;
         EXPECT_TRUE(reply["ok"].get<bool>()) << policy << ": " << reply.dump();
         if (!reply["ok"].get<bool>()) {
           out.differing = -1;
@@ -381,6 +386,22 @@ INSTANTIATE_TEST_SUITE_P(Policies, RepeatedEquivalence, ::testing::Values("aegis
                            std::replace(n.begin(), n.end(), '-', '_');
                            return n;
                          });
+
+// Fair share (issue 32 item 2): the Philly world's jobs alternate between two users with
+// weights 2:1 under `exclusive` (a queue forms on three GPUs); both drivers serve them in
+// the same order, and that order is not FIFO's (the simulator without weights launches
+// some job at another time).
+TEST(FairShareEquivalence, SimulatorAndDaemonServeUsersByTheSameFactors) {
+  World world = make_world(LearnedModel::load(kWeights));
+  world.trace.user_names = {"1001", "1002"};
+  for (std::size_t i = 0; i < world.trace.jobs.size(); ++i) world.trace.jobs[i].owner = static_cast<std::int32_t>(i % 2);
+  const Replayed fair = replay_world("exclusive", world, Server{}, 0, false, "1001:2,1002:1");
+  EXPECT_EQ(fair.differing, 0);
+  const Replayed fifo = replay_world("exclusive", world, Server{}, 0, false, "");
+  int moved = 0;
+  for (std::size_t i = 0; i < fair.sim.jobs.size(); ++i) moved += fair.sim.jobs[i].first_launch != fifo.sim.jobs[i].first_launch;
+  EXPECT_GT(moved, 0);
+}
 
 // The control: shown every first activity 2 s late, aegisd decides differently (the
 // observation window runs from it), and the comparison says so.

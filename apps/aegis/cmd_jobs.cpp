@@ -114,6 +114,8 @@ void print_jobs(const json& jobs) {
     const std::string state = text(j, "state");
     std::string where = state == "running" ? uuid_list(items(j, "gpu_uuids")) : str(j, "reason");
     if (const auto never = str(j, "never_starts"); !never.empty()) where = "can never start: " + never;
+    if (const json& f = field(j, "fair_share"); state == "queued" && f.is_number())  // fair share orders the queue
+      where = fmt::format("fair share {:.3f}{}{}", f.get<double>(), where.empty() ? "" : "; ", where);
     const char* since = state == "running" ? "started_at" : state == "queued" ? "submitted_at" : "ended_at";
     fmt::print("{:>6}  {:<20} {:<10} {:<9} {:>4} {:>3}  {:<8} {}\n", text(j, "id"), text(j, "name").substr(0, 20),
                text(j, "user").substr(0, 10), state, text(j, "gpus"), text(j, "attempts"), ago(field(j, since)), where);

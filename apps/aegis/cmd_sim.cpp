@@ -31,6 +31,21 @@ namespace aegis::cli {
 
 namespace {
 
+// The engine's parameters as a run records them. Issue 32's lab parameters (fair share,
+// per-user caps) are recorded only when set: a run without them records as before, byte
+// for byte (tests/sim_golden.py).
+Json engine_record(const EngineConfig& e) {
+  Json j = to_json(describe(e));
+  const EngineConfig d;
+  if (e.fair_share_users == d.fair_share_users && e.fair_share_groups == d.fair_share_groups &&
+      e.fair_share_half_life_s == d.fair_share_half_life_s && e.user_max_gpu_mem_mib == d.user_max_gpu_mem_mib &&
+      e.user_max_running_jobs == d.user_max_running_jobs)
+    for (const char* k : {"fair_share_users", "fair_share_groups", "fair_share_half_life_s", "user_max_gpu_mem_mib",
+                          "user_max_running_jobs"})
+      j.erase(k);
+  return j;
+}
+
 struct SimArgs {
   std::string workloads = "data/aegis/workloads.csv";
   std::string specs = "data/aegis/workload_specs.csv";
@@ -243,7 +258,7 @@ void run_sim(const SimArgs& a) {
       for (const auto& [param, value] : point) set_any(param, fmt::format("{}", value), e, s);
       sim_used = s;
       reads_predictions = reads_predictions || Engine(e).reads().has(GpuFact::Predictions);
-      if (point.empty()) policies_json[name] = Json{{"stages", Engine(e).describe()}, {"engine", to_json(describe(e))}};
+      if (point.empty()) policies_json[name] = Json{{"stages", Engine(e).describe()}, {"engine", engine_record(e)}};
       const bool from_specs = !find_policy(name)->published_estimates &&
                               (e.estimator == "analytical" || e.estimator == "horus" || e.estimator == "learned" ||
                                e.estimator == "gpumemnet" || e.estimator == "auto");

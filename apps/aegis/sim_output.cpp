@@ -54,6 +54,13 @@ void print_table(const Trace& trace, const std::string& cluster, std::uint64_t s
                m.exec_total_s, m.oom_attempts, m.neighbour_oom_attempts, m.failed_attempts, m.slowdown_max, m.energy_j / 1e6,
                excl ? ratio(m.energy_j, excl->energy_j) : "-");
   }
+  // A trace with users: each one's share of the charged GPU-seconds (docs/lab-policies.md).
+  for (const auto& m : ms) {
+    if (m.user_shares.empty()) continue;
+    std::string line;
+    for (const auto& [u, s] : m.user_shares) line += fmt::format(" {} {:.3f}", u, s);
+    fmt::print("{:<12} user GPU shares:{}\n", m.policy, line);
+  }
 }
 
 std::vector<std::pair<std::string, double>> print_normalised(const std::vector<const Trace*>& traces,

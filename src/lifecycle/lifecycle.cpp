@@ -41,7 +41,11 @@ void Effects::reset() {
   wake_at.reset();
 }
 
-Lifecycle::Lifecycle(const EngineConfig& config, LifecycleOptions options) : config_(config), opt_(options) {}
+Lifecycle::Lifecycle(const EngineConfig& config, LifecycleOptions options)
+    : config_(config),
+      opt_(std::move(options)),
+      share_(config, opt_.share_weights),
+      share_on_(share_.orders() || share_.caps() || opt_.track_usage) {}
 
 void Lifecycle::record_change(Effects& fx, JobId id, std::string_view event, std::string_view detail) const {
   fx.changes.push_back({id, std::string(event), std::string(detail)});
@@ -59,6 +63,7 @@ const LifeJob* Lifecycle::find(JobId id) const {
 
 void Lifecycle::enqueue(LifeJob& j, QueueName q, bool new_place) {
   j.queue = q;
+  if (j.spec().priority != 0) ++ranked_;  // [fair share] the queues are served by level then
   auto& queue = q == QueueName::Recovery ? recovery_ : main_;
   if (new_place) {
     // A new place is after every queued one (next_seq_ exceeds every position given or
@@ -71,6 +76,7 @@ void Lifecycle::enqueue(LifeJob& j, QueueName q, bool new_place) {
 }
 
 void Lifecycle::dequeue(LifeJob& j) {
+  if (j.queue != QueueName::None && j.spec().priority != 0) --ranked_;  // [fair share]
   if (j.queue == QueueName::Main) main_.erase(j.queue_seq);
   if (j.queue == QueueName::Recovery) recovery_.erase(j.queue_seq);
   j.queue = QueueName::None;
@@ -99,6 +105,7 @@ Effects Lifecycle::submitted(JobSpec spec, bool exclusive, bool restartable, Sec
   stored.queued.recovery.exclusive_only = exclusive || runs_alone_under_mps(config_, stored.queued.spec);
   stored.restartable = restartable;
   enqueue(stored, QueueName::Main, true);
+  if (share_on_) share_.seen(stored.spec().owner, stored.spec().group);  // [fair share]
   (void)t;
   change(fx, id, "submit", "");
   return fx;
@@ -124,6 +131,12 @@ void Lifecycle::restore(LifeJob j) {
   next_seq_ = std::max(next_seq_, j.queue_seq + 1);
   LifeJob& stored = jobs_.assign(id, std::move(j));
   if (runs_alone_under_mps(config_, stored.spec())) stored.queued.recovery.exclusive_only = true;  // queued before the rule
+  if (share_on_) {  // [fair share] its user, and its charge from the launch of a running attempt
+    share_.seen(stored.spec().owner, stored.spec().group);
+    if (stored.holds_gpus())
+      share_.started(stored.spec().owner, stored.spec().group, charged_gpus(stored.current()->placement),
+                     booked_mib(stored.current()->placement), stored.current()->launched_at);
+  }
   if (stored.state == JobState::Queued) {
     enqueue(stored, stored.queue == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
   } else {
@@ -142,6 +155,7 @@ void Lifecycle::restore(LifeJob j) {
 Effects Lifecycle::start_failed(JobId id, bool transient, const std::string& why, Seconds t) {
   Effects fx;
   LifeJob& j = job(id);
+  if (j.holds_gpus()) charge_stop(j, t);  // [fair share]
   LifeAttempt& a = *j.current();
   a.ended_at = t;
   if (transient) {
@@ -164,6 +178,7 @@ Effects Lifecycle::withdraw(JobId id, const std::string& why) {
   Effects fx;
   LifeJob& j = job(id);
   if (!j.holds_gpus()) return fx;
+  charge_stop(j, j.current()->launched_at);  // [fair share] it never ran
   j.attempts.pop_back();
   if (j.attempts.empty()) j.started_at.reset();
   j.state = JobState::Queued;
@@ -198,6 +213,7 @@ void Lifecycle::ended(JobId id, const Ended& e, Seconds t, Effects& fx) {
   fx.reset();
   LifeJob& j = job(id);
   if (!j.holds_gpus()) return;
+  charge_stop(j, t);  // [fair share]
   LifeAttempt& a = *j.current();
   a.ended_at = t;
   a.outcome = e.outcome;
@@ -327,10 +343,16 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
   // The first job passed over because only processes outside aegis keep it from running:
   // reported as the one that waits when it came first.
   std::optional<Blocked> outside;
+  last_pass_ = now;
   for (auto* q : {&recovery_, &main_}) {
-    // By index: a job leaving the queue below moves no entry (seq_queue.h).
-    for (std::size_t i = q->first(); i < q->end(); ++i) {
-      LifeJob* queued = q->at(i);
+    // [fair share] By priority level, then fair share, when either applies: a list made
+    // for this pass (a job leaving its queue below stays where the list points). Else FIFO
+    // by index: a job leaving the queue below moves no entry (seq_queue.h).
+    const bool sorted = reorders();
+    if (sorted) serving_order(*q, now, served_);
+    const std::size_t n = sorted ? served_.size() : q->end();
+    for (std::size_t i = sorted ? 0 : q->first(); i < n; ++i) {
+      LifeJob* queued = sorted ? served_[i] : q->at(i);
       if (!queued) continue;  // left the queue
       LifeJob& j = *queued;
       const QueuedJob& qj = j.queued;
@@ -355,7 +377,19 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         }
         continue;
       }
-      auto p = placer.place(qj, now);
+      // [fair share] A user at a cap waits for its own jobs: passed over, not blocking.
+      auto capped = share_.caps() ? share_.capped(j.spec().owner, std::nullopt) : std::nullopt;
+      auto p = capped ? std::nullopt : placer.place(qj, now);
+      if (p && share_.caps()) capped = share_.capped(j.spec().owner, booked_mib(*p));
+      if (capped) {
+        j.reason = "waiting: " + *capped;
+        if (!outside) {
+          outside.emplace();
+          outside->job = j.id();
+          outside->reason = j.reason;
+        }
+        continue;
+      }
       if (!p) {
         // The first job that waits keeps its reason (without strict head-of-line later ones wait too).
         if (!fx.blocked) fx.blocked = outside ? outside : placer.blocked();
@@ -366,6 +400,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       // The placer's view of its GPUs includes the job before anything else is placed.
       placer.started(qj, *p, now);
       if (holds_.active()) holds_.started(j);  // [issue 32] its array's running count
+      if (share_on_) share_.started(j.spec().owner, j.spec().group, charged_gpus(*p), booked_mib(*p), now);  // [fair share]
       j.placed_from = j.queue;
       dequeue(j);
       j.state = JobState::Running;
@@ -403,10 +438,45 @@ std::vector<RunningJob> Lifecycle::running_on(int server) const {
 
 std::vector<JobId> Lifecycle::queue_order() const {
   std::vector<JobId> out;
-  for (const auto* q : {&recovery_, &main_})
+  std::vector<LifeJob*> order;
+  for (const auto* q : {&recovery_, &main_}) {
+    if (reorders()) {
+      serving_order(*q, last_pass_, order);
+      for (const LifeJob* j : order) out.push_back(j->id());
+      continue;
+    }
     for (std::size_t i = q->first(); i < q->end(); ++i)
       if (const LifeJob* j = q->at(i)) out.push_back(j->id());
+  }
   return out;
+}
+
+// [fair share] Priority level (higher first), then the user's fair-share factor (higher
+// first), then the place in the queue. The factor is taken once per pass: the order is a
+// pass's, as Slurm's priorities are recomputed between passes.
+void Lifecycle::serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vector<LifeJob*>& out) const {
+  out.clear();
+  for (std::size_t i = q.first(); i < q.end(); ++i)
+    if (LifeJob* j = q.at(i)) out.push_back(j);
+  if (!share_.orders()) {
+    std::stable_sort(out.begin(), out.end(),
+                     [](const LifeJob* a, const LifeJob* b) { return a->spec().priority > b->spec().priority; });
+    return;
+  }
+  const auto factor = share_.factors(now);
+  auto f = [&](const LifeJob* j) {
+    auto it = factor.find(j->spec().owner);
+    return it == factor.end() ? 1.0 : it->second;
+  };
+  std::stable_sort(out.begin(), out.end(), [&](const LifeJob* a, const LifeJob* b) {
+    if (a->spec().priority != b->spec().priority) return a->spec().priority > b->spec().priority;
+    return f(a) > f(b);
+  });
+}
+
+void Lifecycle::charge_stop(const LifeJob& j, Seconds t) {
+  if (!share_on_ || !j.current()) return;
+  share_.stopped(j.spec().owner, charged_gpus(j.current()->placement), booked_mib(j.current()->placement), t);
 }
 
 std::vector<JobId> Lifecycle::holding_gpus() const {

@@ -23,6 +23,7 @@
 #include "core/small_list.h"
 #include "lifecycle/activity_anchor.h"
 #include "lifecycle/holds.h"
+#include "lifecycle/fair_share.h"
 #include "lifecycle/id_table.h"
 #include "lifecycle/placer.h"
 #include "lifecycle/seq_queue.h"
@@ -119,6 +120,12 @@ struct LifecycleOptions {
   // An attempt whose shim ended before starting the job goes back to its place; this many
   // in a row end the job (something is wrong with the host, not the job).
   int max_unstarted_attempts = 3;
+  // Fair share (issue 32 item 2, lifecycle/fair_share.h): the config's weights with the
+  // driver's ids. Used only when the config sets weights or caps (else FIFO, as published).
+  ShareWeights share_weights;
+  // Keep every user's charged GPU share even without weights (the simulator's per-user
+  // report of a trace with users).
+  bool track_usage = false;
 };
 
 class Lifecycle {
@@ -194,8 +201,17 @@ class Lifecycle {
   // Jobs holding GPUs now, as the engine sees them (RunningJob::gpus: indices of the
   // part on `server`).
   std::vector<RunningJob> running_on(int server) const;
-  // Queued jobs in the order they will be served (recovery queue first).
+  // Queued jobs in the order they will be served (recovery queue first; in each, by
+  // priority level, then fair share at the last pass's time, then FIFO).
   std::vector<JobId> queue_order() const;
+  // What each user used (charged, decayed, factor) and the caps (lifecycle/fair_share.h).
+  const FairShare& fair_share() const { return share_; }
+  // An attempt that ended before this lifecycle began (aegisd's store, at a restart): its
+  // user's usage counts it, decayed. Nothing when fair share is off.
+  void charged_before(std::int64_t owner, std::int64_t group, double gpus, Seconds from, Seconds to) {
+    if (share_on_) share_.charged_before(owner, group, gpus, from, to);
+  }
+  Seconds last_pass() const { return last_pass_; }
   std::vector<JobId> holding_gpus() const;
   // Drops a finished job (the daemon keeps finished jobs in its store only).
   void forget(JobId id);
@@ -218,6 +234,11 @@ class Lifecycle {
   void cancel_doomed(Seconds now, Effects& fx);
   bool held(LifeJob& j, Seconds now, Effects& fx);
   Holds::Lookup lookup();
+  // Fair share's hooks (issue 32 item 2): the order a queue is served in when it is not
+  // FIFO, and a job's charge from its start to its end.
+  bool reorders() const { return share_.orders() || ranked_ > 0; }
+  void serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vector<LifeJob*>& out) const;
+  void charge_stop(const LifeJob& j, Seconds t);
 
   EngineConfig config_;
   LifecycleOptions opt_;
@@ -230,6 +251,11 @@ class Lifecycle {
   std::vector<std::pair<JobId, Failure>> pending_failures_;  // ended Oom/Failed, for the recovery rule
   std::vector<std::pair<JobId, Failure>> failures_;          // schedule()'s, kept for its storage
   Holds holds_;  // [issue 32] dependencies and arrays; inactive (asked nothing) while no job has any
+  FairShare share_;
+  bool share_on_ = false;          // charge starts and ends (weights, caps or track_usage)
+  std::int64_t ranked_ = 0;        // queued jobs with a priority level other than 0
+  Seconds last_pass_ = 0;
+  std::vector<LifeJob*> served_;   // schedule()'s serving order when not FIFO, kept for its storage
 };
 
 }  // namespace aegis

@@ -6,6 +6,7 @@
 
 #include "estimate/source.h"
 #include "sched/config_params.h"
+#include "sched/share_weights.h"
 #include "sched/stage_registry.h"
 
 namespace aegis {
@@ -102,6 +103,17 @@ std::span<const ParamEntry<EngineConfig>> entries() {
                 "Ladder rungs are at most this far apart (extra rungs are inserted)"),
     P("retries_before_exclusive", retries_before_exclusive, 0, 1000, "",
                 "For recovery = retry: OOM retries under the same policy before running alone"),
+    P("fair_share_users", fair_share_users, 0, 0, "",
+                "Fair share: users' weights, NAME:WEIGHT,... (* = everyone else; \"\" with no group "
+                "weights = FIFO)"),
+    P("fair_share_groups", fair_share_groups, 0, 0, "",
+                "Fair share: groups' weights, NAME:WEIGHT,... (* = every other group)"),
+    P("fair_share_half_life_s", fair_share_half_life_s, 0, kInf, "",
+                "Fair share: a user's GPU usage decays by half in this many seconds (0 = never decays)"),
+    P("user_max_gpu_mem_mib", user_max_gpu_mem_mib, 0, kInf, "",
+                "A user's jobs book at most this much GPU memory at once, all GPUs (0 = no cap)"),
+    P("user_max_running_jobs", user_max_running_jobs, 0, 1000000, "",
+                "A user runs at most this many jobs at once (0 = no cap)"),
   };
   return kEntries;
 }
@@ -133,6 +145,8 @@ void validate(const EngineConfig& c) {
       throw ConfigError("ladder_fractions: must be strictly ascending");
   }
   check_params<EngineConfig>(entries(), c);
+  parse_share_weights(c.fair_share_users, "fair_share_users");  // throws naming the field
+  parse_share_weights(c.fair_share_groups, "fair_share_groups");
 }
 
 }  // namespace aegis

@@ -65,6 +65,15 @@ struct EngineConfig {
   MiB ladder_max_step_mib = 8192;
   int retries_before_exclusive = 1;      // for recovery = retry
 
+  // --- Lab scheduling: fair share and per-user caps (issue 32 item 2) -----------------
+  // Read by the lifecycle (lifecycle/fair_share.h), not by the engine. No weight and no
+  // cap set: the queues stay FIFO, exactly the published loop (docs/lab-policies.md).
+  std::string fair_share_users;          // "NAME:WEIGHT,...,*:WEIGHT" ("" = none)
+  std::string fair_share_groups;         // the same for Unix groups (a trace's group column)
+  Seconds fair_share_half_life_s = 604800;  // usage decays by half in this time (Slurm's 7 days)
+  MiB user_max_gpu_mem_mib = 0;          // a user's booked GPU memory at once, all GPUs (0 = no cap)
+  int user_max_running_jobs = 0;         // a user's running jobs at once (0 = no cap)
+
   // Memory guard for a GPU of this size: max(min, ceil(fraction * total)).
   MiB memory_guard(MiB total_mib) const;
 };

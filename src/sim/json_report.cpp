@@ -57,6 +57,10 @@ Json to_json(const RunMetrics& m) {
   j["energy_j"] = m.energy_j;
   j["gpu_mem_util_mean"] = m.gpu_mem_util_mean;
   j["sm_util_mean"] = m.sm_util_mean;
+  if (!m.user_shares.empty()) {  // a trace with users only: runs without keep their bytes
+    j["user_shares"] = Json::object();
+    for (const auto& [u, s] : m.user_shares) j["user_shares"][u] = s;
+  }
   return j;
 }
 

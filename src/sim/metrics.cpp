@@ -143,6 +143,9 @@ RunMetrics summarize(const SimResult& r) {
   m.energy_j = r.energy_j;
   m.gpu_mem_util_mean = r.gpu_mem_util_mean;
   m.sm_util_mean = r.sm_util_mean;
+  double charged = 0;
+  for (const auto& [u, s] : r.user_gpu_seconds) charged += s;
+  for (const auto& [u, s] : r.user_gpu_seconds) m.user_shares.emplace_back(u, charged > 0 ? s / charged : 0);
   // The lists go before count_collocated makes its spans (24 bytes per attempt and GPU):
   // a million-job summary holds one or the other, and their pages are the ones the
   // simulation let go (held by the allocator), not new ones on top of its peak.

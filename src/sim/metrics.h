@@ -30,6 +30,8 @@ struct RunMetrics {
   double energy_j = 0;
   double gpu_mem_util_mean = 0;
   double sm_util_mean = 0;
+  // Each user's share of the charged GPU-seconds (a trace with users; fair share, issue 32).
+  std::vector<std::pair<std::string, double>> user_shares;
 };
 
 RunMetrics summarize(const SimResult& r);

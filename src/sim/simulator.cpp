@@ -32,8 +32,19 @@ EngineConfig engine_config(const SimOptions& o) {
   return c;
 }
 
-LifecycleOptions lifecycle_options(const SimOptions& o) {
+LifecycleOptions lifecycle_options(const SimOptions& o, const Trace& trace) {
   LifecycleOptions l;
+  // Fair share (issue 32 item 2): weights name the trace's users and groups; with a user
+  // column each user's charged GPU share is reported (docs/lab-policies.md).
+  auto index_of = [](const std::vector<std::string>& names, std::string_view name) -> std::optional<std::int64_t> {
+    for (std::size_t i = 0; i < names.size(); ++i)
+      if (names[i] == name) return static_cast<std::int64_t>(i);
+    return std::nullopt;
+  };
+  l.share_weights = resolve_share_weights(o.engine, [&](std::string_view name, bool group) {
+    return index_of(group ? trace.group_names : trace.user_names, name);
+  });
+  l.track_usage = !trace.user_names.empty();
   l.report_changes = false;  // no store: the jobs that finished are all it needs
   l.start_placements = false;  // its dispatcher hears of each start directly
   l.mps_limits = o.sim.sharing == "mps" && o.sim.mps_memory_limits;
@@ -49,8 +60,9 @@ class Run {
       : opt_(o),
         trace_jobs_(trace.jobs),
         links_(trace.links.empty() ? nullptr : &trace.links),
+        user_names_(trace.user_names),
         engine_(engine_config(o)),
-        life_(engine_config(o), lifecycle_options(o)),
+        life_(engine_config(o), lifecycle_options(o, trace)),
         rec_(trace.jobs.size(), o.cluster.total_gpus(), o.record_timeline),
         physics_(st_, rec_, o),
         windows_(st_, o) {
@@ -137,7 +149,12 @@ class Run {
     }
     const Seconds end = rec_.end(st_.start);
     physics_.integrate_all(end);
-    return rec_.finish(st_, end, opt_.policy_name, engine_.describe());
+    SimResult r = rec_.finish(st_, end, opt_.policy_name, engine_.describe());
+    // Each user's charged GPU-seconds (booked share of a GPU x time), the lifecycle's own.
+    for (std::int64_t u : life_.fair_share().users())
+      if (u >= 0 && static_cast<std::size_t>(u) < user_names_.size())
+        r.user_gpu_seconds.emplace_back(user_names_[static_cast<std::size_t>(u)], life_.fair_share().charged(u, end));
+    return r;
   }
 
  private:
@@ -200,6 +217,7 @@ class Run {
     spec.num_gpus = tj.num_gpus;
     spec.submit_time = tj.submit_time;
     spec.owner = tj.owner;
+    spec.group = tj.group;
     spec.estimates = j.w->estimates;
     spec.hints = j.w->hints;
     spec.predicted_util = j.w->predicted_util;
@@ -334,6 +352,7 @@ class Run {
   const std::vector<TraceJob>& trace_jobs_;  // job id = position here
   const std::map<std::int64_t, TraceLinks>* links_;  // issue 32: null when the trace has none
   std::unordered_map<std::int64_t, JobId> id_of_index_;
+  const std::vector<std::string>& user_names_;  // the trace's users (owner n: [n])
   Engine engine_;
   Lifecycle life_;
   ClusterState st_;

@@ -120,6 +120,9 @@ struct SimResult {
   std::uint64_t events = 0;
   std::uint64_t ticks = 0;
   std::uint64_t visits = 0;
+  // A trace with users: each one's charged GPU-seconds (fair share's measure: its booked
+  // share of each GPU x time, docs/lab-policies.md), in the order of their numbers.
+  std::vector<std::pair<std::string, double>> user_gpu_seconds;
 };
 
 struct SimError : std::runtime_error {

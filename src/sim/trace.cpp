@@ -114,11 +114,18 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   // Issue 32: optional array and dependency columns (TraceLinks).
   const bool arrays = r.has_column("array_id"), limits = r.has_column("array_limit"), afters = r.has_column("after");
   std::map<std::int64_t, int> array_sizes;
+  // An optional `group` column: the users' groups, for fair-share group weights.
+  const bool groups = r.has_column("group");
+  std::map<std::string, std::int64_t> group_ids;
+  auto number = [](std::map<std::string, std::int64_t>& ids, std::vector<std::string>& names, const std::string& name) {
+    auto [it, fresh] = ids.emplace(name, static_cast<std::int64_t>(ids.size()));
+    if (fresh) names.push_back(name);
+    return static_cast<std::int32_t>(it->second);
+  };
   while (r.next()) {
     TraceJob j;
-    if (users)
-      j.owner = static_cast<std::int32_t>(
-          user_ids.emplace(r.get_text("user"), static_cast<std::int64_t>(user_ids.size())).first->second);
+    if (users) j.owner = number(user_ids, t.user_names, r.get_text("user"));
+    if (groups) j.group = number(group_ids, t.group_names, r.get_text("group"));
     j.line = static_cast<std::uint32_t>(r.line());
     j.index = r.get_int("job_index");
     if (!seen.insert(j.index).second) r.fail("job_index", fmt::format("duplicate job index {}", j.index));

@@ -33,6 +33,7 @@ struct TraceJob {
   std::uint32_t line = 0;                // line of the source file it came from (0: not from a file)
   std::uint32_t source = 0;              // its id in the source trace: Trace::source_ids[source]
   std::int32_t owner = -1;               // its user, numbered in order of appearance (-1: no user column)
+  std::int32_t group = -1;               // its group, likewise (-1: no group column; fair share, issue 32)
 };
 
 // Issue 32 items 3-4: a job's array and dependencies, from the aegis format's optional
@@ -74,6 +75,9 @@ struct Trace {
   // once, in the order its loader met them; [0] is the empty id, a job's without one.
   std::vector<std::string> source_ids{std::string()};
   std::map<std::int64_t, TraceLinks> links;  // issue 32: by job index, only jobs with links
+  // The names of its users and groups: [n] is TraceJob::owner (group) n. Empty without the
+  // column. Fair-share weights name them (docs/lab-policies.md).
+  std::vector<std::string> user_names, group_names;
 
   const std::string& source_id(const TraceJob& j) const { return source_ids[j.source]; }
   // The number of `id` in source_ids (added if new; "" is 0). `seen` remembers the ids

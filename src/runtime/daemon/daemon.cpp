@@ -27,7 +27,7 @@ Daemon::Daemon(DaemonConfig config, Env& env)
       env_(env),
       store_(cfg_.daemon.state_dir + "/aegis.db", cfg_.daemon.durability == "full"),
       engine_(cfg_.engine),
-      life_(cfg_.engine, lifecycle_options(cfg_)) {
+      life_(cfg_.engine, lifecycle_options(cfg_, env)) {
   // Ids are never reused on this host, even if the database was lost (id_floor.h).
   id_floor_recorded_ = highest_job_id_on_disk(cfg_.daemon.state_dir);
   store_.reserve_ids_above(id_floor_recorded_);
@@ -75,8 +75,12 @@ DaemonConfig Daemon::with_sharing(DaemonConfig c) {
   return c;
 }
 
-LifecycleOptions Daemon::lifecycle_options(const DaemonConfig& c) {
+LifecycleOptions Daemon::lifecycle_options(const DaemonConfig& c, Env& env) {
   LifecycleOptions o;
+  // Fair-share weights name users and groups (issue 32 item 2): resolved once, at start
+  // (a name the system does not know has no job here). A name given is checked at start.
+  o.share_weights =
+      resolve_share_weights(c.engine, [&env](std::string_view name, bool group) { return env.id_of(name, group); });
   o.mps_limits = c.daemon.sharing == "mps";
   o.max_unstarted_attempts = kMaxUnstartedAttempts;
   return o;
@@ -156,6 +160,15 @@ void Daemon::recover_jobs(Seconds now, bool restarted) {
     records_.emplace(rec.id, std::move(rec));
   }
   restore_finals();  // issue 32: what the restored jobs' dependencies and arrays ended as
+  // Fair share's usage is recomputed from the attempts the store keeps (no table of its
+  // own): those that ended within 10 half-lives (older ones weigh under 2^-10), all of
+  // them when usage does not decay (issue 32 item 2, docs/lab-policies.md).
+  if (life_.fair_share().orders()) {
+    const Seconds half = cfg_.engine.fair_share_half_life_s;
+    for (const auto& a : store_.attempts_ended_since(half > 0 ? now - 10 * half : 0))
+      life_.charged_before(a.uid, a.gid, charged_gpus(a.gpus, a.exclusive, a.admitted_mib, a.gpu_total_mib),
+                           a.launched_at, a.ended_at);
+  }
   for (const auto& q : store_.last_quarantined())
     fmt::print(stderr, "aegisd: warning: job {}: unreadable record set aside (table quarantine): {}\n", q.id, q.reason);
   send_stop_signals();
@@ -169,7 +182,7 @@ void Daemon::reload_after_store_error(Seconds now, const std::string& what) {
   if (store_.in_transaction()) store_.rollback();
   records_.clear();
   stop_signals_.clear();
-  life_ = Lifecycle(cfg_.engine, lifecycle_options(cfg_));
+  life_ = Lifecycle(cfg_.engine, lifecycle_options(cfg_, env_));
   try {
     recover_jobs(now, false);
   } catch (const std::exception& e) {
@@ -193,6 +206,7 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   spec.num_gpus = j.request.gpus;
   spec.submit_time = j.submitted_at;
   spec.owner = j.uid;  // MPS serves one user per GPU at a time (filters/mps_one_user.cpp)
+  spec.group = j.gid;  // fair share's group weights (lifecycle/fair_share.h)
   // The estimate chain: whatever this server can know of the job's memory; the policy's
   // estimator picks one (estimate/source.h), and a job lacking what it needs was refused.
   spec.estimates = chain_.estimates(chain_job(j));

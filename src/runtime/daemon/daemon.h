@@ -111,7 +111,7 @@ class Daemon {
   std::string describe_gpus() const { return env_.describe_gpus(); }
   // The estimates aegisd can give a job (for the policy check and `aegis config`).
   static JobInputs provided_inputs(const DaemonConfig& c);
-  static LifecycleOptions lifecycle_options(const DaemonConfig& c);
+  static LifecycleOptions lifecycle_options(const DaemonConfig& c, Env& env);
   static DaemonConfig with_sharing(DaemonConfig c);
 
  private:

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <map>
 #include <memory>
 #include <unistd.h>
 
@@ -193,9 +194,19 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
   const std::optional<uid_t> only = r.mine ? std::optional<uid_t>(c.uid) : std::nullopt;
   if (r.all) return jobs_from_store(kMaxListed, only, json::object());
   std::vector<std::pair<std::tuple<int, std::int64_t>, JobId>> order;
+  // Queued jobs in the lifecycle's serving order (priority level, fair share, FIFO).
+  std::map<JobId, std::int64_t> served_at;
+  for (JobId id : life_.queue_order()) served_at.emplace(id, static_cast<std::int64_t>(served_at.size()));
   for (const auto& [id, j] : records_)
-    if (!only || j.uid == *only)
-      order.push_back({{j.state == JobState::Running ? 0 : j.in_recovery_queue ? 1 : 2, j.queue_seq}, id});
+    if (!only || j.uid == *only) {
+      const auto at = served_at.find(id);
+      order.push_back({{j.state == JobState::Running ? 0 : at != served_at.end() ? 1 : 2,
+                        at != served_at.end() ? at->second : j.queue_seq},
+                       id});
+    }
+  // [fair share] Each user's factor at the last pass, shown beside its queued jobs.
+  auto factors = std::make_shared<std::map<std::int64_t, double>>();
+  if (life_.fair_share().orders()) *factors = life_.fair_share().factors(life_.last_pass());
   std::sort(order.begin(), order.end());
   auto ids = std::make_shared<std::vector<JobId>>();
   for (const auto& o : order) ids->push_back(o.second);
@@ -217,7 +228,7 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
     tail = {{"waiting_because", never->at(served.front())}, {"waiting_job", served.front()}, {"waiting_never_starts", true}};
   // Built as the client reads: a job that ended meanwhile is shown as it is by then.
   return stream_jobs(
-      [this, ids, pos, never] {
+      [this, ids, pos, never, factors] {
         std::vector<json> page;
         for (; *pos < ids->size() && page.size() < kListPage; ++*pos) {
           const JobId id = (*ids)[*pos];
@@ -230,6 +241,11 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
           // word of the last pass, not written to the store at each pass.
           if (const LifeJob* l = life_.find(id); l && l->state == JobState::Queued && !l->reason.empty())
             page.back()["reason"] = l->reason;
+          if (page.back()["state"] == "queued" && !factors->empty()) {
+            const auto it = records_.find(id);
+            const auto f = it == records_.end() ? factors->end() : factors->find(static_cast<std::int64_t>(it->second.uid));
+            page.back()["fair_share"] = f == factors->end() ? 1.0 : f->second;
+          }
         }
         return page;
       },

@@ -4,11 +4,13 @@
 // one) and on the fake environment of the unit tests (tests/test_daemon_lifecycle.cpp).
 // The database is not here: it is a real SQLite file in both (src/runtime/store).
 #pragma once
+#include <charconv>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <sys/types.h>
 #include <utility>
 #include <vector>
@@ -92,6 +94,15 @@ class Env {
   // When a process started (clock ticks after boot), empty if it is gone.
   virtual std::optional<std::uint64_t> process_start_ticks(pid_t pid) = 0;
   virtual std::optional<std::string> user_name(uid_t uid) = 0;
+  // The uid of user `name` (the gid of group `name` when `group`), for the fair-share
+  // weights of the config. This default knows numbers only ("1001"); OsEnv asks the system.
+  virtual std::optional<std::int64_t> id_of(std::string_view name, bool group) {
+    (void)group;
+    std::int64_t n = 0;
+    const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), n);
+    if (ec != std::errc() || end != name.data() + name.size() || n < 0) return std::nullopt;
+    return n;
+  }
   // Whether `uid` (primary group `gid`) belongs to the Unix group `group`.
   virtual bool in_group(uid_t uid, gid_t gid, const std::string& group) = 0;
   // Whether `path` is a directory that `uid`/`gid` can reach (looked up as them).

@@ -243,6 +243,22 @@ std::optional<std::string> OsEnv::user_name(uid_t uid) {
   return std::string(pw.pw_name);
 }
 
+std::optional<std::int64_t> OsEnv::id_of(std::string_view name, bool is_group) {
+  if (auto n = Env::id_of(name, is_group)) return n;
+  std::vector<char> buf(16384);
+  const std::string s(name);
+  if (is_group) {
+    group g{};
+    group* res = nullptr;
+    if (getgrnam_r(s.c_str(), &g, buf.data(), buf.size(), &res) != 0 || !res) return std::nullopt;
+    return static_cast<std::int64_t>(g.gr_gid);
+  }
+  passwd pw{};
+  passwd* res = nullptr;
+  if (getpwnam_r(s.c_str(), &pw, buf.data(), buf.size(), &res) != 0 || !res) return std::nullopt;
+  return static_cast<std::int64_t>(pw.pw_uid);
+}
+
 bool OsEnv::in_group(uid_t uid, gid_t gid, const std::string& name) {
   group* g = getgrnam(name.c_str());
   if (!g) return false;

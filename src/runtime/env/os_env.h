@@ -41,6 +41,7 @@ class OsEnv : public Env {
   std::string tracking() const override;
   std::optional<std::uint64_t> process_start_ticks(pid_t pid) override;
   std::optional<std::string> user_name(uid_t uid) override;
+  std::optional<std::int64_t> id_of(std::string_view name, bool group) override;
   bool in_group(uid_t uid, gid_t gid, const std::string& group) override;
   bool is_directory_for(const std::string& path, uid_t uid, gid_t gid) override;
   std::vector<std::pair<std::string, std::string>> passed_on() override;

@@ -1311,6 +1311,31 @@ void Store::record_run_peak(const std::string& signature, const std::string& gpu
   step_done(st, "prune run peaks");
 }
 
+std::vector<Store::EndedAttempt> Store::attempts_ended_since(Seconds since) {
+  Stmt st{prepare(
+      "SELECT j.uid, j.gid, a.launched_at, a.ended_at, a.exclusive, a.admitted_mib, a.gpu_total_mib, "
+      "(SELECT COUNT(*) FROM attempt_gpus g WHERE g.job_id = a.job_id AND g.number = a.number) "
+      "FROM attempts a JOIN jobs j ON j.id = a.job_id "
+      "WHERE a.ended_at IS NOT NULL AND a.ended_at >= ?1 AND a.outcome != 'lost' ORDER BY a.ended_at")};
+  check(sqlite3_bind_double(st.s, 1, since), "select ended attempts");
+  std::vector<EndedAttempt> out;
+  int rc;
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
+    EndedAttempt a;
+    a.uid = sqlite3_column_int64(st.s, 0);
+    a.gid = sqlite3_column_int64(st.s, 1);
+    a.launched_at = sqlite3_column_double(st.s, 2);
+    a.ended_at = sqlite3_column_double(st.s, 3);
+    a.exclusive = sqlite3_column_int64(st.s, 4) != 0;
+    a.admitted_mib = sqlite3_column_int64(st.s, 5);
+    a.gpu_total_mib = sqlite3_column_int64(st.s, 6);
+    a.gpus = static_cast<int>(sqlite3_column_int64(st.s, 7));
+    out.push_back(a);
+  }
+  if (rc != SQLITE_DONE) fail("select ended attempts");
+  return out;
+}
+
 Store::HistoryRuns Store::history_runs() {
   Stmt st{prepare("SELECT signature, gpu_model, peak_mib, gpu_util FROM history_runs ORDER BY id")};
   HistoryRuns out;

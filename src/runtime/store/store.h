@@ -120,6 +120,16 @@ class Store {
     RunUtils utils;  // signature -> GPU model -> coarse utilisation of the runs that have one, oldest first
   };
   HistoryRuns history_runs();
+  // Every attempt that ended at or after `since` (a launch that never started left out),
+  // with its job's user and group: fair share's usage, recomputed at start (issue 32 item 2).
+  struct EndedAttempt {
+    std::int64_t uid = 0, gid = 0;
+    Seconds launched_at = 0, ended_at = 0;
+    bool exclusive = false;
+    MiB admitted_mib = 0, gpu_total_mib = 0;
+    int gpus = 0;
+  };
+  std::vector<EndedAttempt> attempts_ended_since(Seconds since);
 
  private:
   enum class Write { Insert, InsertWithId, Update };

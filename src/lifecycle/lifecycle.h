@@ -25,6 +25,7 @@
 #include "lifecycle/id_table.h"
 #include "lifecycle/placer.h"
 #include "lifecycle/seq_queue.h"
+#include "lifecycle/time_limits.h"
 #include "sched/config.h"
 
 namespace aegis {
@@ -59,6 +60,7 @@ struct LifeJob {
   QueueName placed_from = QueueName::None;  // the queue its current attempt was placed from
   bool cancel_requested = false;
   bool restartable = false;        // may run again when an attempt's outcome is unknown
+  bool timed_out = false;          // its attempt passed its time limit and was signalled (issue 32 item 5)
   std::string reason;              // why it waits, failed or was cancelled
   std::optional<Seconds> started_at, ended_at;
   // Inline the first: most jobs run once, and the simulator forgets a job when it ends.
@@ -98,6 +100,7 @@ struct Effects {
   std::vector<JobId> finished;  // jobs that reached a final state (reported with or without changes)
   std::optional<Blocked> blocked;   // why the head of the queue waits (after schedule)
   std::optional<Seconds> wake_at;   // ask again then, even if nothing happens
+  std::optional<Seconds> reserved_start;  // backfill (item 5): the waiting head's reservation
 
   void merge(Effects&& o);
   // As a fresh one, keeping the lists' storage (the calls that fill an Effects the driver
@@ -160,6 +163,11 @@ class Lifecycle {
   void ended(JobId id, const Ended& e, Seconds t, Effects& fx);
   // A cancel: a queued job ends now; a running one is signalled and ends when it stops.
   Effects cancel(JobId id, const std::string& why, Seconds t);
+  // Time limits (issue 32 item 5, lifecycle/time_limits.h): each attempt past its job's
+  // limit at `t` is signalled; it ends failed, "timeout: ...", whatever its exit says
+  // (unless it completed first). wake_at: the next deadline. Drivers call it at their ticks.
+  Effects expire(Seconds t);
+  std::optional<Seconds> next_deadline() const { return deadlines_.next(); }
 
   // --- decisions ----------------------------------------------------------------------
   // Failures through the recovery rule, then the queues head first (recovery, then main):
@@ -196,6 +204,8 @@ class Lifecycle {
   void dequeue(LifeJob& j);
   void finish(LifeJob& j, JobState s, std::string_view reason, Seconds t, Effects& fx, std::string_view event);
   RunningJob running_view(const LifeJob& j, const Placement::Part& part) const;
+  // Backfill (lifecycle/backfill.h): the waiting head's reserved start, if one is known.
+  std::optional<Seconds> reservation(const LifeJob& head, Seconds now, const Placer& placer) const;
 
   EngineConfig config_;
   LifecycleOptions opt_;
@@ -207,6 +217,7 @@ class Lifecycle {
   std::int64_t next_seq_ = 1;
   std::vector<std::pair<JobId, Failure>> pending_failures_;  // ended Oom/Failed, for the recovery rule
   std::vector<std::pair<JobId, Failure>> failures_;          // schedule()'s, kept for its storage
+  Deadlines deadlines_;  // attempts' time limits (issue 32 item 5)
 };
 
 }  // namespace aegis

@@ -1,14 +1,33 @@
 #include "sim/json_report.h"
 
+#include <map>
+#include <string_view>
+
 namespace aegis {
 
 Json value_to_json(const ParamValue& v) {
   return std::visit([](const auto& x) { return Json(x); }, v);
 }
 
+namespace {
+
+// Issue 32's lab-scheduling parameters (docs/lab-policies.md) are recorded only when set off
+// their defaults, which are the published loop: records of runs that use none stay byte for
+// byte what they were (tests/sim_golden.py). Each item adds its parameters here.
+bool omitted_at_default(const ParamInfo& p) {
+  static const std::map<std::string_view, ParamValue> kLab = {
+      {"backfill", ParamValue(false)}, {"time_limit_factor", ParamValue(0.0)},  // item 5
+  };
+  const auto it = kLab.find(p.name);
+  return it != kLab.end() && it->second == p.value;
+}
+
+}  // namespace
+
 Json to_json(const std::vector<ParamInfo>& params) {
   Json j = Json::object();
-  for (const auto& p : params) j[std::string(p.name)] = value_to_json(p.value);
+  for (const auto& p : params)
+    if (!omitted_at_default(p)) j[std::string(p.name)] = value_to_json(p.value);
   return j;
 }
 

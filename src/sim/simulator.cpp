@@ -131,7 +131,9 @@ class Run {
     }
     const Seconds end = rec_.end(st_.start);
     physics_.integrate_all(end);
-    return rec_.finish(st_, end, opt_.policy_name, engine_.describe());
+    SimResult r = rec_.finish(st_, end, opt_.policy_name, engine_.describe());
+    r.reservations = std::move(reservations_);
+    return r;
   }
 
  private:
@@ -197,6 +199,9 @@ class Run {
     spec.estimates = j.w->estimates;
     spec.hints = j.w->hints;
     spec.predicted_util = j.w->predicted_util;
+    // Issue 32 item 5: the trace's limit, else sim.time_limit_factor times its solo runtime.
+    if (tj.time_limit_s > 0) spec.time_limit = static_cast<Seconds>(tj.time_limit_s);
+    else if (opt_.sim.time_limit_factor > 0) spec.time_limit = opt_.sim.time_limit_factor * work_of(tj, *j.w);
     estimates_.submitted(spec, *j.w);  // the history of its signature, as aegisd's chain has it
     life_.submitted(std::move(spec), false, false, t);
     st_.dirty = true;
@@ -255,7 +260,26 @@ class Run {
         erase_value(st_.servers[static_cast<std::size_t>(e.id)].wakes, t);
         st_.bump(e.id);
         break;
+      case EvKind::Timeout: {  // issue 32 item 5: the lifecycle stops what passed its limit
+        const Job& j = st_.jobs[static_cast<std::size_t>(e.id)];
+        if (!j.on_gpus() || j.attempt != e.version) break;
+        for (JobId id : life_.expire(t).signals) time_out(static_cast<int>(id), t);
+        break;
+      }
     }
+  }
+
+  // Job id's attempt was stopped at its time limit: it ends, failed ("timeout").
+  void time_out(int id, Seconds t) {
+    Job& j = st_.jobs[static_cast<std::size_t>(id)];
+    physics_.stop(id, t);
+    life_.ended(id, {aegis::AttemptOutcome::Failed, "stopped at its time limit"}, t, fx_);
+    JobRecord& r = rec_.of(j);
+    r.end = t;
+    r.stop_reason = life_.find(id)->reason;
+    life_.forget(id);
+    j.live.reset();
+    ++n_finished_;
   }
 
   // Job id's attempt died of OOM (the physics ended it and recorded which limit it met).
@@ -273,7 +297,14 @@ class Run {
       Effects& fx = fx_;
       life_.schedule(t, *dispatcher_, fx);
       dispatcher_->pass_over();
-      for (const auto& s : fx.starts) st_.jobs[s.job].live->mps_limit = s.mps_limit_mib;
+      if (fx.reserved_start && opt_.record_reservations)  // issue 32 item 5
+        reservations_.push_back({static_cast<std::int64_t>(life_.queue_order().front()), *fx.reserved_start});
+      for (const auto& s : fx.starts) {
+        st_.jobs[s.job].live->mps_limit = s.mps_limit_mib;
+        // Issue 32 item 5: its time limit, as an event of this attempt.
+        if (const auto& lim = life_.find(s.job)->spec().time_limit)
+          st_.events.push(t + *lim, EvKind::Timeout, static_cast<int>(s.job), st_.jobs[s.job].attempt);
+      }
       // A job requeued after an OOM is queued again in the lifecycle (its attempt's parts
       // are gone: on_gpus() is false) until its next launch.
       for (JobId id : fx.finished) {
@@ -303,6 +334,7 @@ class Run {
   Effects fx_;  // the lifecycle's answers, kept for their lists' storage (read at once)
   SimEstimates estimates_{opt_.engine};  // the estimate chain, fed as aegisd feeds it
   std::size_t n_finished_ = 0;
+  std::vector<std::pair<std::int64_t, Seconds>> reservations_;  // SimOptions::record_reservations
 };
 
 }  // namespace

@@ -107,9 +107,16 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   std::set<std::int64_t> seen;
   // An optional `user` column: jobs of different users never share a GPU under MPS.
   const bool users = r.has_column("user");
+  // Issue 32 item 5: an optional `time_limit_s` column, each job's time limit (empty: none).
+  const bool limits = r.has_column("time_limit_s");
   std::map<std::string, std::int64_t> user_ids;
   while (r.next()) {
     TraceJob j;
+    if (limits && !r.get_text("time_limit_s").empty()) {
+      const double v = r.get_double("time_limit_s");
+      if (!(v > 0 && v <= 365.0 * 86400)) r.fail("time_limit_s", "must be a number of seconds from 1 to 365 days");
+      j.time_limit_s = static_cast<float>(v);
+    }
     if (users)
       j.owner = static_cast<std::int32_t>(
           user_ids.emplace(r.get_text("user"), static_cast<std::int64_t>(user_ids.size())).first->second);

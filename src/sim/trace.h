@@ -21,7 +21,7 @@
 
 namespace aegis {
 
-// 64 bytes: a million-job trace (--repeat) holds a million of these for the whole run, so
+// 72 bytes: a million-job trace (--repeat) holds a million of these for the whole run, so
 // the id in the source trace is a number into its Trace's table, not a string of its own.
 struct TraceJob {
   std::int64_t index = 0;                // position or id in the source trace
@@ -33,6 +33,7 @@ struct TraceJob {
   std::uint32_t line = 0;                // line of the source file it came from (0: not from a file)
   std::uint32_t source = 0;              // its id in the source trace: Trace::source_ids[source]
   std::int32_t owner = -1;               // its user, numbered in order of appearance (-1: no user column)
+  float time_limit_s = 0;                // issue 32 item 5: its `time_limit_s` column (0: none given)
 };
 
 enum class TraceFormat { Aegis, Philly, Alibaba };

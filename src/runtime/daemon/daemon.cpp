@@ -200,6 +200,7 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   spec.hints.sharing_score = u.sharing_score;
   // Made once, at submission (submit()), and stored with the job: a restart reads it back.
   spec.predicted_util = j.predicted_util;
+  if (j.request.time_limit_s) spec.time_limit = static_cast<Seconds>(*j.request.time_limit_s);  // item 5
   return spec;
 }
 
@@ -425,6 +426,7 @@ void Daemon::after_sample(Seconds now, bool observe) {
     cancel_orphans(now);
     tx.commit();
   }
+  apply(life_.expire(now), now);  // attempts past their time limit are stopped (item 5)
   send_stop_signals();
   schedule(now);
 }

@@ -823,5 +823,11 @@ TEST(ApiTimeLimit, TheJobFieldTakesSecondsOrAStringAndNamesItselfWhenWrong) {
   v.time_limit_s = 0;
   EXPECT_EQ(validate_error(v), "time: must be an integer between 1 and 31536000");
 }
+TEST(ApiRequest, QueueEta) {  // issue 32 item 5: aegis queue --eta
+  EXPECT_TRUE(parsed<ListRequest>(R"({"op":"queue","eta":true})").eta);
+  EXPECT_FALSE(parsed<ListRequest>(R"({"op":"queue"})").eta);
+  EXPECT_EQ(error_of(R"({"op":"queue","eta":1})"), "eta: must be true or false");
+}
+
 }  // namespace
 }  // namespace aegis::api

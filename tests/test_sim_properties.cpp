@@ -4,6 +4,8 @@
 // result.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <map>
 
 #include "sched/policies.h"
@@ -206,6 +208,42 @@ TEST(Backfill, NeverDelaysTheHeadsReservationOnThePublishedTraces) {
     }
   }
   EXPECT_GT(reservations, 0u);
+}
+
+// A trace's time_limit_s column (issue 32 item 5): a job past its limit is stopped and fails
+// with the reason; an empty cell is no limit; a bad one names the column.
+TEST(TimeLimitColumn, AJobPastItsTraceLimitIsStopped) {
+  const Trace& pub = published().traces.at("philly");
+  const std::string path = ::testing::TempDir() + "/trace_limits.csv";
+  {
+    std::ofstream f(path);
+    f << "job_index,submit_time_s,workload_name,num_gpus,time_limit_s\n";
+    f << "0,0," << pub.jobs[0].workload.str() << "," << pub.jobs[0].num_gpus << ",60\n";
+    f << "1,0," << pub.jobs[1].workload.str() << "," << pub.jobs[1].num_gpus << ",\n";
+  }
+  const Trace t = load_aegis_trace(path, published().catalog);
+  SimOptions o;
+  o.policy_name = "exclusive";
+  o.engine = policy_config("exclusive");
+  o.cluster = ClusterSpec::uniform(1, 3, 40960);
+  const SimResult r = simulate(published().catalog, t, o);
+  ASSERT_EQ(r.jobs.size(), 2u);
+  EXPECT_FALSE(r.jobs[0].completed);
+  EXPECT_EQ(r.jobs[0].end - r.jobs[0].first_launch, 60);
+  EXPECT_EQ(r.jobs[0].stop_reason.str(), "timeout: ran past its time limit of 1m");
+  EXPECT_TRUE(r.jobs[1].completed);
+  {
+    std::ofstream f(path);
+    f << "job_index,submit_time_s,workload_name,num_gpus,time_limit_s\n";
+    f << "0,0," << pub.jobs[0].workload.str() << "," << pub.jobs[0].num_gpus << ",-5\n";
+  }
+  try {
+    load_aegis_trace(path, published().catalog);
+    ADD_FAILURE() << "a negative limit was read";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("time_limit_s"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
 }
 
 }  // namespace

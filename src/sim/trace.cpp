@@ -112,10 +112,9 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   std::map<std::string, std::int64_t> user_ids;
   while (r.next()) {
     TraceJob j;
-    if (limits && !r.get_text("time_limit_s").empty()) {
-      const double v = r.get_double("time_limit_s");
-      if (!(v > 0 && v <= 365.0 * 86400)) r.fail("time_limit_s", "must be a number of seconds from 1 to 365 days");
-      j.time_limit_s = static_cast<float>(v);
+    if (const auto v = limits ? r.opt_double("time_limit_s") : std::nullopt) {
+      if (!(*v >= 1 && *v <= 365.0 * 86400)) r.fail("time_limit_s", "must be a number of seconds from 1 to 365 days");
+      j.time_limit_s = static_cast<float>(*v);
     }
     if (users)
       j.owner = static_cast<std::int32_t>(

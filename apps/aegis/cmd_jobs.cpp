@@ -383,7 +383,7 @@ void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
   // Issue 32 item 5.
   cmd->add_option("--time", sa.time,
                   "Wall-clock limit of each attempt: seconds, or 90m, 2h, 1d, H:MM:SS, D-HH:MM:SS; past it the job is "
-                  "stopped and fails (timeout). Omitted: the server's default_time_limit")
+                  "stopped and fails (timeout). Omitted: the server's default_time_limit_s")
       ->check(CLI::Validator(
           [](std::string& v) {
             return api::parse_time_limit(v) ? std::string()

@@ -793,6 +793,50 @@ TEST(ContainerImage, TheCommandStaysInTheJobsCgroupWithItsGpus) {
   EXPECT_EQ(error.rfind("--workdir: ", 0), 0u);
 }
 
+namespace aegis::api {
+namespace {
+
+// --- issue 32 item 5: time limits (`time`, aegis submit --time) ---
+
+TEST(ApiTimeLimit, EveryFormParses) {
+  EXPECT_EQ(parse_time_limit("5400"), 5400);
+  EXPECT_EQ(parse_time_limit("90m"), 5400);
+  EXPECT_EQ(parse_time_limit("2h"), 7200);
+  EXPECT_EQ(parse_time_limit("1d"), 86400);
+  EXPECT_EQ(parse_time_limit("45s"), 45);
+  EXPECT_EQ(parse_time_limit("1:30:00"), 5400);
+  EXPECT_EQ(parse_time_limit("1-00:00:00"), 86400);
+  EXPECT_EQ(parse_time_limit("2-12:00:01"), 2 * 86400 + 12 * 3600 + 1);
+  for (const char* bad : {"", "0", "0m", "-5", "1.5h", "90x", "m", "1:60:00", "1:3:00", "1:30", "1-2", "366d",
+                          "1:00:00:00", "12345678901", " 90m"})
+    EXPECT_FALSE(parse_time_limit(bad)) << bad;
+}
+
+TEST(ApiTimeLimit, TheJobFieldTakesSecondsOrAStringAndNamesItselfWhenWrong) {
+  EXPECT_EQ(submitted(R"({"command":["ls"],"time":"90m"})").time_limit_s, 5400);
+  EXPECT_EQ(submitted(R"({"command":["ls"],"time":600})").time_limit_s, 600);
+  EXPECT_FALSE(submitted(R"({"command":["ls"]})").time_limit_s);
+  const std::string what = "job.time: must be a time limit from 1 s to 365 days (seconds, or such as 90m, 2h, 1-00:00:00)";
+  for (const char* bad : {R"("time":0)", R"("time":"soon")", R"("time":1.5)", R"("time":true)", R"("time":31536001)"})
+    EXPECT_EQ(job_error(std::string(R"({"command":["ls"],)") + bad + "}"), what) << bad;
+  // Round trip, and the YAML spec reads it the same way.
+  const JobRequest j = submitted(R"({"command":["ls"],"time":"1-00:00:00"})");
+  EXPECT_EQ(submitted(to_json(j)).time_limit_s, 86400);
+  EXPECT_EQ(yaml_job("command: [a]\ntime: 2h\n").time_limit_s, 7200);
+  EXPECT_EQ(yaml_job("command: [a]\ntime: 30\n").time_limit_s, 30);
+  JobRequest v = submitted(R"({"command":["ls"]})");
+  v.time_limit_s = 0;
+  EXPECT_EQ(validate_error(v), "time: must be an integer between 1 and 31536000");
+}
+TEST(ApiRequest, QueueEta) {  // issue 32 item 5: aegis queue --eta
+  EXPECT_TRUE(parsed<ListRequest>(R"({"op":"queue","eta":true})").eta);
+  EXPECT_FALSE(parsed<ListRequest>(R"({"op":"queue"})").eta);
+  EXPECT_EQ(error_of(R"({"op":"queue","eta":1})"), "eta: must be true or false");
+}
+
+}  // namespace
+}  // namespace aegis::api
+
 // --- issue 32 items 3-4: arrays, dependencies, wait ---
 namespace aegis::api {
 namespace {

@@ -4,6 +4,8 @@
 // result.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <map>
 
 #include "sched/policies.h"
@@ -168,6 +170,80 @@ TEST(Published, CollocationBeatsExclusiveOnEveryTrace) {
     const double ex = summarize(run(t, "exclusive", 1)).makespan_s;
     EXPECT_LT(summarize(run(t, "aegis", 1)).makespan_s, ex) << t;
   }
+}
+
+// Backfill (issue 32 item 5, src/lifecycle/backfill.h) on the published traces, with time
+// limits of 3x each job's solo runtime (enforced): each waiting head starts by the start it
+// was reserved, and its reservation never moves later while it waits. Without the switch,
+// nothing is reserved. (Policy `exclusive`: no OOM sends a job to the recovery queue, which
+// is served before the head by the published queue order, not by backfill.)
+TEST(Backfill, NeverDelaysTheHeadsReservationOnThePublishedTraces) {
+  std::size_t reservations = 0;
+  for (const char* trace : {"philly", "saturn", "venus"}) {
+    for (bool on : {false, true}) {
+      SimOptions o;
+      o.policy_name = "exclusive";
+      o.engine = policy_config("exclusive");
+      o.engine.backfill = on;
+      o.sim.time_limit_factor = 3;
+      o.record_reservations = true;
+      o.cluster = ClusterSpec::uniform(1, 3, 40960);
+      o.seed = 1;
+      const SimResult r = simulate(published().catalog, published().traces.at(trace), o);
+      if (!on) {
+        EXPECT_TRUE(r.reservations.empty()) << trace;
+        continue;
+      }
+      std::map<std::int64_t, Seconds> held;
+      for (const auto& [job, at] : r.reservations) {
+        auto [it, fresh] = held.try_emplace(job, at);
+        if (!fresh) {
+          EXPECT_LE(at, it->second + 1e-6) << trace << " job " << job;
+          it->second = std::min(it->second, at);
+        }
+      }
+      for (const auto& [job, at] : held)
+        EXPECT_LE(r.jobs[static_cast<std::size_t>(job)].first_launch, at + 1e-6) << trace << " job " << job;
+      reservations += held.size();
+    }
+  }
+  EXPECT_GT(reservations, 0u);
+}
+
+// A trace's time_limit_s column (issue 32 item 5): a job past its limit is stopped and fails
+// with the reason; an empty cell is no limit; a bad one names the column.
+TEST(TimeLimitColumn, AJobPastItsTraceLimitIsStopped) {
+  const Trace& pub = published().traces.at("philly");
+  const std::string path = ::testing::TempDir() + "/trace_limits.csv";
+  {
+    std::ofstream f(path);
+    f << "job_index,submit_time_s,workload_name,num_gpus,time_limit_s\n";
+    f << "0,0," << pub.jobs[0].workload.str() << "," << pub.jobs[0].num_gpus << ",60\n";
+    f << "1,0," << pub.jobs[1].workload.str() << "," << pub.jobs[1].num_gpus << ",\n";
+  }
+  const Trace t = load_aegis_trace(path, published().catalog);
+  SimOptions o;
+  o.policy_name = "exclusive";
+  o.engine = policy_config("exclusive");
+  o.cluster = ClusterSpec::uniform(1, 3, 40960);
+  const SimResult r = simulate(published().catalog, t, o);
+  ASSERT_EQ(r.jobs.size(), 2u);
+  EXPECT_FALSE(r.jobs[0].completed);
+  EXPECT_EQ(r.jobs[0].end - r.jobs[0].first_launch, 60);
+  EXPECT_EQ(r.jobs[0].stop_reason.str(), "timeout: ran past its time limit of 1m");
+  EXPECT_TRUE(r.jobs[1].completed);
+  {
+    std::ofstream f(path);
+    f << "job_index,submit_time_s,workload_name,num_gpus,time_limit_s\n";
+    f << "0,0," << pub.jobs[0].workload.str() << "," << pub.jobs[0].num_gpus << ",-5\n";
+  }
+  try {
+    load_aegis_trace(path, published().catalog);
+    ADD_FAILURE() << "a negative limit was read";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("time_limit_s"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
 }
 
 }  // namespace

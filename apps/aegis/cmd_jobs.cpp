@@ -18,6 +18,7 @@
 #include "apps/aegis/commands.h"
 #include "apps/aegis/job_runner.h"
 #include "estimate/features.h"
+#include "lifecycle/time_limits.h"
 #include "runtime/api/container.h"
 #include "runtime/api/request.h"
 #include "runtime/slurm/gres.h"
@@ -106,7 +107,17 @@ std::string uuid_list(const json& uuids) {
   return out;
 }
 
-void print_jobs(const json& jobs) {
+// `queue --eta` (issue 32 item 5): a waiting job's expected start, from now.
+std::string eta_of(const json& j, double now) {
+  const json& at = field(j, "eta");
+  if (!at.is_number()) return text(j, "state") == "queued" ? "unknown" : "-";
+  const double in = at.get<double>() - now;
+  return in <= 0 ? "now" : "in " + format_time_limit(std::ceil(in));
+}
+
+void print_jobs(const json& jobs, bool eta = false) {
+  const double now = static_cast<double>(std::time(nullptr));
+  if (eta) fmt::print("{:<12} ", "ETA");
   fmt::print("{:>6}  {:<20} {:<10} {:<9} {:>4} {:>3}  {:<8} {}\n", "ID", "NAME", "USER", "STATE", "GPUS", "TRY", "TIME",
              "WHERE / WHY");
   if (!jobs.is_array()) return;
@@ -117,6 +128,7 @@ void print_jobs(const json& jobs) {
     if (const json& f = field(j, "fair_share"); state == "queued" && f.is_number())  // fair share orders the queue
       where = fmt::format("fair share {:.3f}{}{}", f.get<double>(), where.empty() ? "" : "; ", where);
     const char* since = state == "running" ? "started_at" : state == "queued" ? "submitted_at" : "ended_at";
+    if (eta) fmt::print("{:<12} ", eta_of(j, now));
     fmt::print("{:>6}  {:<20} {:<10} {:<9} {:>4} {:>3}  {:<8} {}\n", text(j, "id"), text(j, "name").substr(0, 20),
                text(j, "user").substr(0, 10), state, text(j, "gpus"), text(j, "attempts"), ago(field(j, since)), where);
   }
@@ -225,6 +237,7 @@ std::int64_t parse_id(const std::string& s) {
 struct SubmitArgs {
   int gpus = 0;
   std::string mem, name, spec, workdir, model_spec, profiled_mem, faketensor_mem, container;
+  std::string time;  // issue 32 item 5: --time
   ModelHelperArgs model;  // --model FILE.py:NAME and its input: the helpers run here
   std::optional<double> hint_gpu_util;
   std::optional<int> hint_sharing_score;
@@ -276,6 +289,11 @@ api::JobRequest build_request(const SubmitArgs& a) {
     auto m = api::parse_mem_size(*text);
     if (!m) throw ClientError(std::string(flag) + ": '" + *text + "' is not a memory size (e.g. 12000, 12G, 1.5GiB)");
     *field = *m;
+  }
+  if (!a.time.empty()) {  // issue 32 item 5
+    auto t = api::parse_time_limit(a.time);
+    if (!t) throw ClientError("--time: '" + a.time + "' is not a time limit (e.g. 5400, 90m, 2h, 1-00:00:00)");
+    r.time_limit_s = *t;
   }
   if (a.hint_gpu_util) r.hint_gpu_util = a.hint_gpu_util;
   if (a.hint_sharing_score) r.hint_sharing_score = a.hint_sharing_score;
@@ -368,6 +386,16 @@ void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
   cmd->add_option("--name", sa.name, "Name shown in listings (default: the command's name)")
       ->check(non_empty("leave --name out to name the job after its command"));
   cmd->add_flag("--exclusive", sa.exclusive, "Run alone on its GPUs");
+  // Issue 32 item 5.
+  cmd->add_option("--time", sa.time,
+                  "Wall-clock limit of each attempt: seconds, or 90m, 2h, 1d, H:MM:SS, D-HH:MM:SS; past it the job is "
+                  "stopped and fails (timeout). Omitted: the server's default_time_limit_s")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return api::parse_time_limit(v) ? std::string()
+                                            : "'" + v + "' is not a time limit (e.g. 5400, 90m, 2h, 1-00:00:00)";
+          },
+          ""));
   cmd->add_flag("--restartable", sa.restartable,
                 "Safe to run again: if an attempt's outcome is lost (its shim killed, a failed disk), run it again "
                 "instead of failing it (docs/security.md)");
@@ -402,19 +430,24 @@ void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
 
 void add_job_listings(CLI::App& app) {
 
-  static bool q_all = false, q_json = false, q_mine = false;
+  static bool q_all = false, q_json = false, q_mine = false, q_eta = false;
   auto* queue = app.add_subcommand("queue", "Everyone's jobs, waiting and running (like squeue)");
   queue->add_flag("--all", q_all, "Include finished jobs");
   queue->add_flag("--mine", q_mine, "Only your own jobs");
   queue->add_flag("--json", q_json, "Print JSON");
+  queue->add_flag("--eta", q_eta,
+                  "Each waiting job's expected start: the queue served forward, running jobs ending at their time "
+                  "limits (unknown behind a job without one)");
   queue->callback([] {
-    const auto reply = ask({{"op", "queue"}, {"all", q_all}, {"mine", q_mine}});
+    json q{{"op", "queue"}, {"all", q_all}, {"mine", q_mine}};
+    if (q_eta) q["eta"] = true;  // item 5
+    const auto reply = ask(q);
     if (q_json) {
       // ASCII only (ensure_ascii): another user's strings reach this terminal as \u escapes.
       fmt::print("{}\n", field(reply, "jobs").dump(2, ' ', true));
       return;
     }
-    print_jobs(field(reply, "jobs"));
+    print_jobs(field(reply, "jobs"), q_eta);
     const json& never = field(reply, "waiting_never_starts");
     if (const auto why = str(reply, "waiting_because"); !why.empty())
       fmt::print("\nhead of the queue {}: {}\n",

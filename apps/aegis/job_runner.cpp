@@ -303,6 +303,7 @@ std::string sbatch_script(const api::JobRequest& job, const SlurmArgs& args, MiB
   if (!job.name.empty()) run += " --name " + sh_quote(job.name);
   if (job.exclusive) run += " --exclusive";
   if (job.restartable) run += " --restartable";
+  if (job.time_limit_s) run += fmt::format(" --time {}", *job.time_limit_s);  // issue 32 item 5
   for (const auto& t : job.tags) run += " --tag " + sh_quote(t);
   // sbatch carries this shell's environment to the node; what the job sets beyond it goes
   // with the command (a spec's environment comes with the spec).

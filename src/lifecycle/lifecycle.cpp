@@ -1,5 +1,6 @@
 #include "lifecycle/lifecycle.h"
 
+#include "lifecycle/backfill.h"
 #include "lifecycle/mps_limit.h"
 
 #include <algorithm>
@@ -30,6 +31,7 @@ void Effects::merge(Effects&& o) {
   finished.insert(finished.end(), o.finished.begin(), o.finished.end());
   if (o.blocked) blocked = std::move(o.blocked);
   if (o.wake_at) wake_at = wake_at ? std::min(*wake_at, *o.wake_at) : *o.wake_at;
+  if (o.reserved_start) reserved_start = o.reserved_start;
 }
 
 void Effects::reset() {
@@ -39,6 +41,7 @@ void Effects::reset() {
   finished.clear();
   blocked.reset();
   wake_at.reset();
+  reserved_start.reset();
 }
 
 Lifecycle::Lifecycle(const EngineConfig& config, LifecycleOptions options)
@@ -141,6 +144,12 @@ void Lifecycle::restore(LifeJob j) {
     enqueue(stored, stored.queue == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
   } else {
     stored.queue = QueueName::None;
+    // Issue 32 item 5: a running attempt keeps its deadline across a restart.
+    // (Its signal may have been sent: the reason the driver kept says so.)
+    if (const LifeAttempt* a = stored.current(); stored.holds_gpus() && stored.spec().time_limit) {
+      deadlines_.add(id, a->number, a->launched_at + *stored.spec().time_limit);
+      stored.timed_out = stored.reason.starts_with("timeout:");
+    }
     // It ended and was classified, but the recovery rule had not decided yet: ask again.
     const LifeAttempt* a = stored.current();
     if (stored.state == JobState::Running && a && a->ended_at &&
@@ -218,6 +227,12 @@ void Lifecycle::ended(JobId id, const Ended& e, Seconds t, Effects& fx) {
   a.ended_at = t;
   a.outcome = e.outcome;
   a.detail = e.detail;
+  // Issue 32 item 5: stopped at its time limit, it failed, whatever its exit says (a job
+  // that completed before the signal reached it keeps its completion).
+  if (j.timed_out && e.outcome != AttemptOutcome::Completed && !j.cancel_requested) {
+    finish(j, JobState::Failed, j.reason, t, fx, "failed");
+    return;
+  }
   switch (e.outcome) {
     case AttemptOutcome::Running:
       throw std::logic_error("lifecycle: an attempt ended as running");
@@ -293,6 +308,43 @@ Effects Lifecycle::cancel(JobId id, const std::string& why, Seconds t) {
   return fx;
 }
 
+Effects Lifecycle::expire(Seconds t) {
+  Effects fx;
+  std::vector<Deadlines::Due> due;
+  deadlines_.take_due(t, due);
+  for (const auto& d : due) {
+    LifeJob* j = jobs_.find(d.job);
+    // Only the attempt the deadline was set for, still running and not being stopped.
+    if (!j || !j->holds_gpus() || j->current()->number != d.attempt || j->cancel_requested) continue;
+    if (j->timed_out) {  // signalled before a restart (restore()): again, it may not have been sent
+      fx.signals.push_back(d.job);
+      continue;
+    }
+    j->timed_out = true;
+    j->reason = "timeout: ran past its time limit of " + format_time_limit(*j->spec().time_limit);
+    change(fx, d.job, "timeout", j->reason);
+    fx.signals.push_back(d.job);
+  }
+  fx.wake_at = deadlines_.next();
+  return fx;
+}
+
+std::optional<Seconds> Lifecycle::reservation(const LifeJob& head, Seconds now, const Placer& placer) const {
+  const auto servers = placer.server_gpus();
+  if (servers.empty()) return std::nullopt;
+  std::vector<HeldGpu> held;
+  constexpr Seconds kOn = std::numeric_limits<Seconds>::infinity();
+  jobs_.for_each([&](const LifeJob& j) {
+    if (!j.holds_gpus()) return;
+    const LifeAttempt& a = *j.current();
+    // Ends at its limit (or now, when past it and being stopped); without one, it may run on.
+    const Seconds until = j.spec().time_limit ? std::max(now, a.launched_at + *j.spec().time_limit) : kOn;
+    for (const auto& part : a.placement.parts)
+      for (int g : part.launch.gpus) held.push_back({part.server, g, until});
+  });
+  return reserved_start(head.spec().num_gpus, servers, held, now);
+}
+
 RunningJob Lifecycle::running_view(const LifeJob& j, const Placement::Part& part) const {
   RunningJob r;
   const LifeAttempt* a = j.current();
@@ -344,6 +396,10 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
   // reported as the one that waits when it came first.
   std::optional<Blocked> outside;
   last_pass_ = now;
+  // Backfill (issue 32 item 5, lifecycle/backfill.h): once the head waits, with a reserved
+  // start, only jobs whose time limit ends them by then are tried; the head's reason stays.
+  std::optional<Seconds> reserved;
+  std::optional<Blocked> head_blocked;
   for (auto* q : {&recovery_, &main_}) {
     // [fair share] By priority level, then fair share, when either applies: a list made
     // for this pass (a job leaving its queue below stays where the list points). Else FIFO
@@ -377,6 +433,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         }
         continue;
       }
+      if (reserved && !may_backfill(qj.spec, now, *reserved)) continue;  // backfill hook (item 5)
       // [fair share] A user at a cap waits for its own jobs: passed over, not blocking.
       auto capped = share_.caps() ? share_.capped(j.spec().owner, std::nullopt) : std::nullopt;
       auto p = capped ? std::nullopt : placer.place(qj, now);
@@ -391,9 +448,15 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         continue;
       }
       if (!p) {
+        if (auto w = placer.wake_at()) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *w) : *w;
+        if (reserved) continue;  // backfill hook (item 5): a later job that does not fit now
         // The first job that waits keeps its reason (without strict head-of-line later ones wait too).
         if (!fx.blocked) fx.blocked = outside ? outside : placer.blocked();
-        if (auto w = placer.wake_at()) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *w) : *w;
+        if (strict && config_.backfill) reserved = reservation(j, now, placer);  // backfill hook (item 5)
+        if (reserved) {
+          head_blocked = fx.blocked;
+          continue;
+        }
         if (strict) return;
         continue;
       }
@@ -420,9 +483,15 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       a.launched_at = now;
       fx.starts.push_back(std::move(s));
       change(fx, j.id(), "launch", "");
+      if (j.spec().time_limit) deadlines_.add(j.id(), a.number, now + *j.spec().time_limit);  // item 5
     }
   }
-  if (!fx.blocked) fx.blocked = std::move(outside);  // none waits but the one passed over
+  if (reserved) {  // backfill hook (item 5): the head still waits
+    fx.blocked = std::move(head_blocked);
+    fx.reserved_start = reserved;
+  } else if (!fx.blocked) {
+    fx.blocked = std::move(outside);  // none waits but the one passed over
+  }
 }
 
 std::vector<RunningJob> Lifecycle::running_on(int server) const {

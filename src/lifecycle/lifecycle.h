@@ -27,6 +27,7 @@
 #include "lifecycle/id_table.h"
 #include "lifecycle/placer.h"
 #include "lifecycle/seq_queue.h"
+#include "lifecycle/time_limits.h"
 #include "sched/config.h"
 
 namespace aegis {
@@ -61,6 +62,7 @@ struct LifeJob {
   QueueName placed_from = QueueName::None;  // the queue its current attempt was placed from
   bool cancel_requested = false;
   bool restartable = false;        // may run again when an attempt's outcome is unknown
+  bool timed_out = false;          // its attempt passed its time limit and was signalled (issue 32 item 5)
   std::string reason;              // why it waits, failed or was cancelled
   std::optional<Seconds> started_at, ended_at;
   // Inline the first: most jobs run once, and the simulator forgets a job when it ends.
@@ -100,6 +102,7 @@ struct Effects {
   std::vector<JobId> finished;  // jobs that reached a final state (reported with or without changes)
   std::optional<Blocked> blocked;   // why the head of the queue waits (after schedule)
   std::optional<Seconds> wake_at;   // ask again then, even if nothing happens
+  std::optional<Seconds> reserved_start;  // backfill (item 5): the waiting head's reservation
 
   void merge(Effects&& o);
   // As a fresh one, keeping the lists' storage (the calls that fill an Effects the driver
@@ -184,6 +187,11 @@ class Lifecycle {
   void ended(JobId id, const Ended& e, Seconds t, Effects& fx);
   // A cancel: a queued job ends now; a running one is signalled and ends when it stops.
   Effects cancel(JobId id, const std::string& why, Seconds t);
+  // Time limits (issue 32 item 5, lifecycle/time_limits.h): each attempt past its job's
+  // limit at `t` is signalled; it ends failed, "timeout: ...", whatever its exit says
+  // (unless it completed first). wake_at: the next deadline. Drivers call it at their ticks.
+  Effects expire(Seconds t);
+  std::optional<Seconds> next_deadline() const { return deadlines_.next(); }
 
   // --- decisions ----------------------------------------------------------------------
   // Failures through the recovery rule, then the queues head first (recovery, then main):
@@ -239,6 +247,8 @@ class Lifecycle {
   bool reorders() const { return share_.orders() || ranked_ > 0; }
   void serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vector<LifeJob*>& out) const;
   void charge_stop(const LifeJob& j, Seconds t);
+  // Backfill (lifecycle/backfill.h): the waiting head's reserved start, if one is known.
+  std::optional<Seconds> reservation(const LifeJob& head, Seconds now, const Placer& placer) const;
 
   EngineConfig config_;
   LifecycleOptions opt_;
@@ -256,6 +266,7 @@ class Lifecycle {
   std::int64_t ranked_ = 0;        // queued jobs with a priority level other than 0
   Seconds last_pass_ = 0;
   std::vector<LifeJob*> served_;   // schedule()'s serving order when not FIFO, kept for its storage
+  Deadlines deadlines_;  // attempts' time limits (issue 32 item 5)
 };
 
 }  // namespace aegis

@@ -259,3 +259,19 @@ std::optional<Blocked> OneServerPlacer::blocked() const { return server.last().b
 std::optional<Seconds> OneServerPlacer::wake_at() const { return server.last().wake_at; }
 
 }  // namespace aegis
+
+namespace aegis {
+
+// One server: its GPU count, when they are alike (same memory, no MIG instance) and no
+// process outside aegis holds memory on any (an idle GPU then offers what any other does).
+std::span<const int> OneServerPlacer::server_gpus() const {
+  server_gpus_.clear();
+  const auto& v = server.views;
+  if (v.empty()) return {};
+  for (const GpuView& g : v)
+    if (g.total_mib != v.front().total_mib || g.mig_instance || g.foreign_mib > 0) return {};
+  server_gpus_.push_back(static_cast<int>(v.size()));
+  return server_gpus_;
+}
+
+}  // namespace aegis

@@ -70,6 +70,11 @@ class Placer {
   // Why the last place() came back empty, and the earliest time a time gate opens.
   virtual std::optional<Blocked> blocked() const { return std::nullopt; }
   virtual std::optional<Seconds> wake_at() const { return std::nullopt; }
+  // Backfill's reservations (lifecycle/backfill.h): each server's GPU count, when any job
+  // the feasibility rule admits can run on any set of that many idle GPUs of one server
+  // (all GPUs alike, none held by processes outside aegis). Empty: it cannot say, and
+  // nothing is backfilled.
+  virtual std::span<const int> server_gpus() const { return {}; }
 };
 
 // "Can this job ever run on these devices": the engine's rule (GPU count, memory alone
@@ -170,9 +175,11 @@ class OneServerPlacer : public Placer {
   std::variant<Requeue, Stop> recover(const Failure& f) const override;
   std::optional<Blocked> blocked() const override;
   std::optional<Seconds> wake_at() const override;
+  std::span<const int> server_gpus() const override;
 
  private:
   const Engine& engine_;
+  mutable std::vector<int> server_gpus_;  // server_gpus()'s answer, made when asked
 };
 
 }  // namespace aegis

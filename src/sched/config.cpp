@@ -82,6 +82,9 @@ std::span<const ParamEntry<EngineConfig>> entries() {
                 "Give the head job idle GPUs to itself when enough are idle and open"),
     P("strict_head_of_line", strict_head_of_line, 0, 0, "",
                 "If the head job cannot be placed, try no other job this tick"),
+    P("backfill", backfill, 0, 0, "",
+                "Conservative backfill: while the head waits, a later job may start if it fits now "
+                "and its time limit ends it before the head's reserved start"),
     P("order", order, 0, 0, order_names(),
                 "GPU order: most free memory, best fit, least SM activity, first fit, round "
                 "robin, least projected utilisation, least predicted activity"),

@@ -49,6 +49,9 @@ struct EngineConfig {
   bool collocate = true;                 // false = one job per GPU (the exclusive policy)
   bool exclusive_first = true;           // idle GPUs go to the head job alone first
   bool strict_head_of_line = true;       // if the head cannot be placed, nothing else is tried
+  // Issue 32 item 5 (lifecycle/backfill.h): with strict head-of-line, a later job with a time
+  // limit may start while the head waits if it ends before the head's reserved start.
+  bool backfill = false;
   std::string order = "magm";            // magm | bf | lug | ff | rr | lpu | lpa
   int max_jobs_per_gpu = 0;              // 0 = no cap
   double util_cap = 0;                   // Horus: sum of profiled utilisation <= cap (0 = off)

@@ -38,6 +38,8 @@ const ParamEntry<SimConfig> kEntries[] = {
       "MiB the driver keeps of every idle device, never free to a job (an H200 measured 616)"),
     P("refusal_cache", refusal_cache, 0, 0, "",
       "Remember servers' refusals while the policy's stages declare them monotone (false = ask every time)"),
+    P("time_limit_factor", time_limit_factor, 0, 1000, "",
+      "A job without a trace time limit gets this many times its solo runtime as one (0 = none); limits are enforced"),
 };
 
 #undef P

@@ -63,6 +63,11 @@ struct SimConfig {
   // Used only when every stage of the policy declares its refusals monotone; results are
   // the same either way (a test says so), only the time differs.
   bool refusal_cache = true;
+
+  // Issue 32 item 5 (docs/lab-policies.md, "Backfill"): a job the trace gives no time
+  // limit gets this many times its own solo runtime (0 = none). Limits are enforced: an
+  // attempt past its limit is stopped and the job fails ("timeout").
+  double time_limit_factor = 0;
 };
 
 std::span<const ParamEntry<SimConfig>> sim_param_table();

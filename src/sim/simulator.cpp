@@ -154,6 +154,7 @@ class Run {
     for (std::int64_t u : life_.fair_share().users())
       if (u >= 0 && static_cast<std::size_t>(u) < user_names_.size())
         r.user_gpu_seconds.emplace_back(user_names_[static_cast<std::size_t>(u)], life_.fair_share().charged(u, end));
+    r.reservations = std::move(reservations_);
     return r;
   }
 
@@ -221,6 +222,9 @@ class Run {
     spec.estimates = j.w->estimates;
     spec.hints = j.w->hints;
     spec.predicted_util = j.w->predicted_util;
+    // Issue 32 item 5: the trace's limit, else sim.time_limit_factor times its solo runtime.
+    if (tj.time_limit_s > 0) spec.time_limit = static_cast<Seconds>(tj.time_limit_s);
+    else if (opt_.sim.time_limit_factor > 0) spec.time_limit = opt_.sim.time_limit_factor * work_of(tj, *j.w);
     estimates_.submitted(spec, *j.w);  // the history of its signature, as aegisd's chain has it
     if (links_) {  // issue 32: its array and dependencies (trace columns), as aegisd gives them
       if (auto l = links_->find(tj.index); l != links_->end()) {
@@ -307,7 +311,26 @@ class Run {
         erase_value(st_.servers[static_cast<std::size_t>(e.id)].wakes, t);
         st_.bump(e.id);
         break;
+      case EvKind::Timeout: {  // issue 32 item 5: the lifecycle stops what passed its limit
+        const Job& j = st_.jobs[static_cast<std::size_t>(e.id)];
+        if (!j.on_gpus() || j.attempt != e.version) break;
+        for (JobId id : life_.expire(t).signals) time_out(static_cast<int>(id), t);
+        break;
+      }
     }
+  }
+
+  // Job id's attempt was stopped at its time limit: it ends, failed ("timeout").
+  void time_out(int id, Seconds t) {
+    Job& j = st_.jobs[static_cast<std::size_t>(id)];
+    physics_.stop(id, t);
+    life_.ended(id, {aegis::AttemptOutcome::Failed, "stopped at its time limit"}, t, fx_);
+    JobRecord& r = rec_.of(j);
+    r.end = t;
+    r.stop_reason = life_.find(id)->reason;
+    life_.forget(id);
+    j.live.reset();
+    ++n_finished_;
   }
 
   // Job id's attempt died of OOM (the physics ended it and recorded which limit it met).
@@ -325,7 +348,14 @@ class Run {
       Effects& fx = fx_;
       life_.schedule(t, *dispatcher_, fx);
       dispatcher_->pass_over();
-      for (const auto& s : fx.starts) st_.jobs[s.job].live->mps_limit = s.mps_limit_mib;
+      if (fx.reserved_start && opt_.record_reservations)  // issue 32 item 5
+        reservations_.push_back({static_cast<std::int64_t>(life_.queue_order().front()), *fx.reserved_start});
+      for (const auto& s : fx.starts) {
+        st_.jobs[s.job].live->mps_limit = s.mps_limit_mib;
+        // Issue 32 item 5: its time limit, as an event of this attempt.
+        if (const auto& lim = life_.find(s.job)->spec().time_limit)
+          st_.events.push(t + *lim, EvKind::Timeout, static_cast<int>(s.job), st_.jobs[s.job].attempt);
+      }
       // A job requeued after an OOM is queued again in the lifecycle (its attempt's parts
       // are gone: on_gpus() is false) until its next launch.
       // A probe's peak or a dependency: ask again then (issue 32; the placer's own gates
@@ -363,6 +393,7 @@ class Run {
   Effects fx_;  // the lifecycle's answers, kept for their lists' storage (read at once)
   SimEstimates estimates_{opt_.engine};  // the estimate chain, fed as aegisd feeds it
   std::size_t n_finished_ = 0;
+  std::vector<std::pair<std::int64_t, Seconds>> reservations_;  // SimOptions::record_reservations
 };
 
 }  // namespace

@@ -114,6 +114,9 @@ struct SimResult {
   std::vector<int> gpu_server;      // server of each GPU id
   std::vector<std::vector<GpuPoint>> gpu_timeline;         // per GPU, when recorded
   std::vector<std::pair<Seconds, int>> queue_timeline;     // jobs waiting, when recorded
+  // Backfill (issue 32 item 5), when recorded: (job, its reserved start) at each pass where
+  // the head of the queue waited with a reservation; the job is the trace position.
+  std::vector<std::pair<std::int64_t, Seconds>> reservations;
   // Work counts (deterministic, for tests that guard speed without a clock): events
   // handled, engine asks, and visits: servers the dispatcher considered, GPUs each engine
   // ask was shown, GPUs whose activity was recomputed.
@@ -136,6 +139,7 @@ struct SimOptions {
   ClusterSpec cluster;
   std::uint64_t seed = 1;
   bool record_timeline = false;   // fill gpu_timeline and queue_timeline (for reports)
+  bool record_reservations = false;  // fill SimResult::reservations (backfill's, issue 32 item 5)
   // Called now and then with the fraction of jobs finished, for progress bars.
   std::function<void(double)> progress;
 };

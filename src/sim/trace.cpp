@@ -110,6 +110,8 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   std::set<std::int64_t> seen;
   // An optional `user` column: jobs of different users never share a GPU under MPS.
   const bool users = r.has_column("user");
+  // Issue 32 item 5: an optional `time_limit_s` column, each job's time limit (empty: none).
+  const bool time_limits = r.has_column("time_limit_s");
   std::map<std::string, std::int64_t> user_ids;
   // Issue 32: optional array and dependency columns (TraceLinks).
   const bool arrays = r.has_column("array_id"), limits = r.has_column("array_limit"), afters = r.has_column("after");
@@ -124,6 +126,10 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   };
   while (r.next()) {
     TraceJob j;
+    if (const auto v = time_limits ? r.opt_double("time_limit_s") : std::nullopt) {
+      if (!(*v >= 1 && *v <= 365.0 * 86400)) r.fail("time_limit_s", "must be a number of seconds from 1 to 365 days");
+      j.time_limit_s = static_cast<float>(*v);
+    }
     if (users) j.owner = number(user_ids, t.user_names, r.get_text("user"));
     if (groups) j.group = number(group_ids, t.group_names, r.get_text("group"));
     j.line = static_cast<std::uint32_t>(r.line());

@@ -21,7 +21,7 @@
 
 namespace aegis {
 
-// 64 bytes: a million-job trace (--repeat) holds a million of these for the whole run, so
+// 72 bytes: a million-job trace (--repeat) holds a million of these for the whole run, so
 // the id in the source trace is a number into its Trace's table, not a string of its own.
 struct TraceJob {
   std::int64_t index = 0;                // position or id in the source trace
@@ -34,6 +34,7 @@ struct TraceJob {
   std::uint32_t source = 0;              // its id in the source trace: Trace::source_ids[source]
   std::int32_t owner = -1;               // its user, numbered in order of appearance (-1: no user column)
   std::int32_t group = -1;               // its group, likewise (-1: no group column; fair share, issue 32)
+  float time_limit_s = 0;                // issue 32 item 5: its `time_limit_s` column (0: none given)
 };
 
 // Issue 32 items 3-4: a job's array and dependencies, from the aegis format's optional

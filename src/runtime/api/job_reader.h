@@ -100,6 +100,20 @@ MiB read_mem(const typename A::Node& node) {
   return *mib;
 }
 
+// Issue 32 item 5: `time`, seconds as a number or a string ("90m", "2h", "1-00:00:00").
+template <class A>
+std::int64_t read_time_limit(const typename A::Node& node) {
+  static const char* kWhat = "must be a time limit from 1 s to 365 days (seconds, or such as 90m, 2h, 1-00:00:00)";
+  if (auto v = A::integer(node)) {
+    if (*v < 1 || *v > kMaxTimeLimitS) fail("time", kWhat);
+    return *v;
+  }
+  auto s = A::string(node);
+  auto t = s ? parse_time_limit(*s) : std::nullopt;
+  if (!t) fail("time", kWhat);
+  return *t;
+}
+
 // The learned estimator's features (estimate/features.h), checked by their own reader.
 template <class A>
 void read_model(JobRequest& job, const typename A::Node& node) {
@@ -138,6 +152,7 @@ void read_job_field(JobRequest& job, const std::string& key, const typename A::N
       // Issue 32 items 3-4: an array and dependencies, checked by check_job.
       {"array", [](JobRequest& j, const Node& n) { j.array = read_string<A>(n, "array"); }},
       {"after", [](JobRequest& j, const Node& n) { j.after = read_strings<A>(n, "after"); }},
+      {"time", [](JobRequest& j, const Node& n) { j.time_limit_s = read_time_limit<A>(n); }},  // item 5
   };
   auto it = readers.find(key);
   if (it == readers.end()) fail(printable(key), "unknown field");

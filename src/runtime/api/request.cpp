@@ -219,6 +219,8 @@ void check_numbers(const JobRequest& job) {
     fail("hints.gpu_util", "must be a number between 0 and 1");
   if (job.hint_sharing_score && (*job.hint_sharing_score < 0 || *job.hint_sharing_score > kMaxSharingScore))
     fail("hints.sharing_score", integer_range(0, kMaxSharingScore));
+  if (job.time_limit_s && (*job.time_limit_s < 1 || *job.time_limit_s > kMaxTimeLimitS))  // item 5
+    fail("time", integer_range(1, kMaxTimeLimitS));
 }
 
 }  // namespace
@@ -388,10 +390,11 @@ Request parse_submit(const json& req) {
 }
 
 Request parse_queue(const json& req) {
-  allow_only(req, {"op", "all", "mine"});
+  allow_only(req, {"op", "all", "mine", "eta"});
   ListRequest r;
   if (const json* all = find(req, "all")) r.all = detail::read_bool<JsonAccess>(*all, "all");
   if (const json* mine = find(req, "mine")) r.mine = detail::read_bool<JsonAccess>(*mine, "mine");
+  if (const json* eta = find(req, "eta")) r.eta = detail::read_bool<JsonAccess>(*eta, "eta");  // item 5
   return r;
 }
 
@@ -517,6 +520,7 @@ std::string to_json(const JobRequest& job) {
   if (job.model) j["model"] = aegis::to_json(*job.model);
   if (!job.array.empty()) j["array"] = job.array;
   if (!job.after.empty()) j["after"] = job.after;
+  if (job.time_limit_s) j["time"] = *job.time_limit_s;  // item 5
   // Replaces rather than throws on invalid UTF-8: only a job that validate() rejects has
   // any, and the daemon will reject it by name.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -54,6 +54,9 @@ struct JobRequest {
   std::string array;
   // Issue 32 item 4: dependencies, "ID[:ok|any|failed]" each (parse_after).
   std::vector<std::string> after;
+  // Issue 32 item 5: `time` (--time), each attempt's wall-clock limit in seconds
+  // (1..kMaxTimeLimitS); none: the daemon's default_time_limit applies.
+  std::optional<std::int64_t> time_limit_s;
 };
 
 struct SubmitRequest {
@@ -67,6 +70,7 @@ struct SubmitRequest {
 struct ListRequest {
   bool all = false;
   bool mine = false;
+  bool eta = false;  // issue 32 item 5: each waiting job's expected start (lifecycle/eta.h)
 };
 struct ShowRequest { std::int64_t id = 0; };
 // Issue 32 item 3: the parsed --array: its indices, ascending, and its cap (%N; 0: none).
@@ -124,6 +128,11 @@ std::string to_json(const JobRequest& job);
 // Memory sizes: "12000" (MiB), "12000M", "12000MiB", "12G", "12GiB", "1.5G", "1T".
 // Empty when malformed, zero or negative, or above 1 PiB.
 std::optional<MiB> parse_mem_size(std::string_view text);
+
+// Time limits (issue 32 item 5): "5400" (seconds), "90m", "2h", "1d", "30s", "H:MM:SS",
+// "D-HH:MM:SS". Empty when malformed, zero, or over kMaxTimeLimitS.
+inline constexpr std::int64_t kMaxTimeLimitS = 365LL * 86400;
+std::optional<std::int64_t> parse_time_limit(std::string_view text);
 
 // A YAML job spec (docs/api.md): the JobRequest fields, with `mem` as a size string or
 // `mem_mib` as a number. Throws nothing; returns the error naming the field.

@@ -40,6 +40,10 @@ struct DaemonSettings {
   std::int64_t dashboard_max_connections = 32;  // served or waiting at once, per listener
   double dashboard_timeout_s = 10;        // each read and write of a dashboard connection; keep-alive
   double kill_grace_s = 10;
+  // Issue 32 item 5: time limits (docs/config.md): a job given none gets the default; one
+  // over the maximum is refused at submit. 0 = none.
+  double default_time_limit_s = 0;
+  double max_time_limit_s = 0;
   std::string durability = "full";        // full: fsync every commit; normal: survive crashes only
   std::string shim;                       // default: aegis-shim next to aegisd
   std::string learned_model;              // learned estimator weights (JSON); "" = off

@@ -217,6 +217,7 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   spec.predicted_util = j.predicted_util;
   spec.array_id = j.array_id;  // issue 32: an array's element
   spec.array_index = j.array_index;
+  if (j.request.time_limit_s) spec.time_limit = static_cast<Seconds>(*j.request.time_limit_s);  // item 5
   return spec;
 }
 
@@ -442,6 +443,7 @@ void Daemon::after_sample(Seconds now, bool observe) {
     cancel_orphans(now);
     tx.commit();
   }
+  apply(life_.expire(now), now);  // attempts past their time limit are stopped (item 5)
   send_stop_signals();
   schedule(now);
 }

@@ -9,7 +9,9 @@
 #include <memory>
 #include <unistd.h>
 
+#include "lifecycle/eta.h"
 #include "lifecycle/inputs.h"
+#include "lifecycle/time_limits.h"
 #include "runtime/daemon/daemon.h"
 #include "runtime/daemon/daemon_util.h"
 #include "runtime/store/id_floor.h"
@@ -131,11 +133,24 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
                                      "(max_jobs_per_user); submit more when some have ended",
                                      *user, mine));
   }
+  // Issue 32 item 5: its time limit, the server's default when it gives none, at most the
+  // server's maximum (a default over the maximum is capped to it).
+  std::optional<std::int64_t> limit = req.time_limit_s;
+  const auto max_limit = static_cast<std::int64_t>(cfg_.daemon.max_time_limit_s);
+  if (!limit && cfg_.daemon.default_time_limit_s > 0) {
+    limit = static_cast<std::int64_t>(cfg_.daemon.default_time_limit_s);
+    if (max_limit > 0) limit = std::min(*limit, max_limit);
+  }
+  if (limit && max_limit > 0 && *limit > max_limit)
+    return error_reply(fmt::format("job.time (--time): {} is over this server's maximum, {} (max_time_limit_s)",
+                                   format_time_limit(static_cast<Seconds>(*limit)),
+                                   format_time_limit(static_cast<Seconds>(max_limit))));
   DaemonJob j;
   j.uid = c.uid;
   j.gid = c.gid;
   j.user = *user;
   j.request = req;
+  j.request.time_limit_s = limit;  // item 5
   j.state = JobState::Queued;
   j.submitted_at = env_.now();
   j.recovery.exclusive_only = req.exclusive;
@@ -226,9 +241,17 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
             {"waiting_never_starts", false}};
   if (const auto served = life_.queue_order(); !served.empty() && never->count(served.front()))
     tail = {{"waiting_because", never->at(served.front())}, {"waiting_job", served.front()}, {"waiting_never_starts", true}};
+  // Issue 32 item 5: each waiting job's expected start, the queue served forward from now
+  // (lifecycle/eta.h); null where none can be told. Once per request.
+  auto eta = std::make_shared<std::map<JobId, std::optional<Seconds>>>();
+  if (r.eta) {
+    OneServerPlacer placer(engine_);
+    placer.server.views = views();
+    for (const auto& [id, at] : estimate_starts(life_, env_.now(), placer.server_gpus()).starts) (*eta)[id] = at;
+  }
   // Built as the client reads: a job that ended meanwhile is shown as it is by then.
   return stream_jobs(
-      [this, ids, pos, never, factors] {
+      [this, ids, pos, never, factors, eta] {
         std::vector<json> page;
         for (; *pos < ids->size() && page.size() < kListPage; ++*pos) {
           const JobId id = (*ids)[*pos];
@@ -246,6 +269,8 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
             const auto f = it == records_.end() ? factors->end() : factors->find(static_cast<std::int64_t>(it->second.uid));
             page.back()["fair_share"] = f == factors->end() ? 1.0 : f->second;
           }
+          if (auto e = eta->find(id); e != eta->end() && page.back()["state"] == "queued")  // item 5
+            page.back()["eta"] = e->second ? json(*e->second) : json(nullptr);
         }
         return page;
       },

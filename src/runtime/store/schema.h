@@ -75,6 +75,10 @@
 //                      an older `jobs` when it opens the database (ALTER TABLE, in the opening
 //                      transaction; its jobs get NULL and ''); an older aegisd names its own
 //                      columns only, so its INSERTs leave them NULL and ''.
+//   -- lab scheduling (issue 32, docs/lab-policies.md), added like the two above: an
+//      older `jobs` gets them when aegisd opens it (kJobLabColumns), its jobs NULL:
+//   time_limit_s       each attempt's wall-clock limit in seconds, as given (--time) or the
+//                      server's default_time_limit_s at submission; NULL: none (item 5)
 //   Index jobs_state(state): the unfinished jobs, read at every start.
 //
 // job_args(job_id, pos, arg)        the command's argv: pos 0 is argv[0], then 1, 2, ...
@@ -190,6 +194,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   model_activation TEXT,
   predicted_util REAL CHECK (predicted_util IS NULL OR (predicted_util >= 0 AND predicted_util <= 1)),
   predicted_util_source TEXT NOT NULL DEFAULT '' CHECK (predicted_util_source IN ('', 'history', 'model-spec')),
+  time_limit_s INTEGER CHECK (time_limit_s IS NULL OR time_limit_s >= 1),
   CHECK ((state = 'queued') = (queue <> '')),
   CHECK ((attached_pid IS NULL) = (attached_start_ticks IS NULL))
 ) STRICT;
@@ -308,6 +313,11 @@ inline constexpr const char* kJobPredictionColumns[][2] = {
     {"predicted_util", "REAL CHECK (predicted_util IS NULL OR (predicted_util >= 0 AND predicted_util <= 1))"},
     {"predicted_util_source",
      "TEXT NOT NULL DEFAULT '' CHECK (predicted_util_source IN ('', 'history', 'model-spec'))"}};
+
+// jobs' lab-scheduling columns (issue 32): one line per item's column.
+inline constexpr const char* kJobLabColumns[][2] = {
+    {"time_limit_s", "INTEGER CHECK (time_limit_s IS NULL OR time_limit_s >= 1)"},  // item 5
+};
 
 // The tables that hold a job (the quarantine copies their rows, in this order).
 inline constexpr const char* kJobTables[] = {"jobs", "job_args", "job_env", "job_tags", "job_model_layers",

@@ -42,20 +42,23 @@ struct Use {
 
 // The columns of `jobs` (store/schema.h), in the order every statement binds (?1 ...) and
 // reads (column 0 ...) them.
-constexpr std::array<const char*, 36> kJobColumns = {
+constexpr std::array<const char*, 37> kJobColumns = {
     "id", "uid", "gid", "user", "state", "queue", "queue_seq", "submitted_at", "started_at", "ended_at",
     "cancel_requested", "reason", "attached_pid", "attached_start_ticks", "recovery_floor_mib",
     "recovery_exclusive_only", "recovery_oom_count", "name", "workdir", "gpus", "mem_mib", "profiled_mib",
     "faketensor_mib", "exclusive", "restartable", "hint_gpu_util", "hint_sharing_score", "model_depth",
     "model_total_activations", "model_total_parameters", "model_batch_size", "model_batchnorm_layers",
-    "model_dropout_layers", "model_activation", "predicted_util", "predicted_util_source"};
+    "model_dropout_layers", "model_activation", "predicted_util", "predicted_util_source",
+    "time_limit_s"};  // issue 32 item 5
 enum JobCol : int {
   kId, kUid, kGid, kUser, kState, kQueue, kQueueSeq, kSubmittedAt, kStartedAt, kEndedAt,
   kCancelRequested, kReason, kAttachedPid, kAttachedStartTicks, kRecoveryFloorMib,
   kRecoveryExclusiveOnly, kRecoveryOomCount, kName, kWorkdir, kGpus, kMemMib, kProfiledMib,
   kFaketensorMib, kExclusive, kRestartable, kHintGpuUtil, kHintSharingScore, kModelDepth,
   kModelTotalActivations, kModelTotalParameters, kModelBatchSize, kModelBatchnormLayers,
-  kModelDropoutLayers, kModelActivation, kPredictedUtil, kPredictedUtilSource, kJobColumnCount
+  kModelDropoutLayers, kModelActivation, kPredictedUtil, kPredictedUtilSource,
+  kTimeLimitS,  // issue 32 item 5
+  kJobColumnCount
 };
 static_assert(kJobColumnCount == kJobColumns.size());
 
@@ -451,6 +454,7 @@ void Store::add_later_columns() {
     add("history_runs", column,
         std::string("REAL CHECK (") + column + " IS NULL OR (" + column + " >= 0 AND " + column + " <= 1))");
   for (const auto& [column, declaration] : store_schema::kJobPredictionColumns) add("jobs", column, declaration);
+  for (const auto& [column, declaration] : store_schema::kJobLabColumns) add("jobs", column, declaration);
 }
 
 // Schema 1 -> 2 (store/schema.h), inside open_schema's transaction.
@@ -686,6 +690,7 @@ JobId Store::write(const DaemonJob& job, Write how) {
       }
       bind_opt_real(kPredictedUtil, job.predicted_util);
       bind_text(kPredictedUtilSource, job.predicted_util ? std::string_view(job.predicted_util_source) : "");
+      bind_opt_int(kTimeLimitS, r.time_limit_s);  // item 5
       step_done(s, what);
     }
     if (update && sqlite3_changes(db_) == 0) {  // not in the table (set aside): nothing to update
@@ -956,6 +961,8 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
       if (row.ok() && sqlite3_column_type(s, c) != SQLITE_NULL)
         row.wrong(kJobColumns[static_cast<std::size_t>(c)], "set without model_depth");
   }
+  r.time_limit_s = row.opt_integer(kTimeLimitS, "time_limit_s");  // item 5
+  if (row.ok() && r.time_limit_s && *r.time_limit_s < 1) row.wrong("time_limit_s", "below 1");
   j.predicted_util = row.opt_real(kPredictedUtil, "predicted_util");
   j.predicted_util_source = row.text(kPredictedUtilSource, "predicted_util_source");
   if (row.ok() && j.predicted_util.has_value() == j.predicted_util_source.empty())

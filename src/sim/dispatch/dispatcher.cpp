@@ -27,6 +27,11 @@ ClusterDispatcher::ClusterDispatcher(ClusterState& st, const Engine& engine, con
       rooms_(cache_ && engine.tells_refusals_from_room()),
       max_per_server_(opt.cluster.max_gpus_per_server()) {
   for (std::size_t s = 0; s < st.servers.size(); ++s) all_servers_.push_back(static_cast<int>(s));
+  const bool alike = std::all_of(devices.begin(), devices.end(), [&](const DeviceInfo& d) {
+    return !d.mig_instance && d.total_mib == devices.front().total_mib;
+  });
+  if (alike)
+    for (const auto& srv : st.servers) server_gpus_.push_back(srv.ngpus);
 }
 
 std::optional<Placement> ClusterDispatcher::place(const QueuedJob& job, Seconds t) {

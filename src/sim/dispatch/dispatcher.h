@@ -58,6 +58,9 @@ class ClusterDispatcher final : public Placer {
   // Without the requeue's words: the simulator shows no waiting job's reason (a stopped
   // job's reason, which it records, is always written).
   std::variant<Requeue, Stop> recover(const Failure& f) const override { return engine_.recover(f, false); }
+  // Backfill's reservations (issue 32 item 5): each server's GPU count, when every device
+  // is alike (same memory, no MIG); else none.
+  std::span<const int> server_gpus() const override { return server_gpus_; }
 
   // The lifecycle's pass is over: events come next.
   void pass_over() { started_last_ = false; }
@@ -101,6 +104,7 @@ class ClusterDispatcher final : public Placer {
   bool started_last_ = false;  // the lifecycle started a job and has asked nothing since
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass
   int last_gang_blocked_ = 0;
+  std::vector<int> server_gpus_;  // server_gpus()'s answer (issue 32 item 5)
 };
 
 }  // namespace aegis::simrun

@@ -13,7 +13,7 @@
 
 namespace aegis::simrun {
 
-enum class EvKind : std::uint8_t { Arrival, FirstActivity, RampDone, Complete, Wake, SteadyPhase };
+enum class EvKind : std::uint8_t { Arrival, FirstActivity, RampDone, Complete, Wake, SteadyPhase, Timeout };
 
 // 24 bytes (the heap moves them at every push and pop): the kind rides in the low byte of
 // the push order, which it does not reorder (each push has its own sequence number, so

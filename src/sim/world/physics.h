@@ -33,6 +33,8 @@ class JobPhysics {
   // Its completion event came: true if its work is done (attempt ended, record completed),
   // false if it was slowed since and was rescheduled.
   bool complete(int id, Seconds t);
+  // Its attempt is stopped (its time limit passed: issue 32 item 5); its GPUs are freed.
+  void stop(int id, Seconds t) { finish_attempt(id, t, SimOutcome::Stopped); }
 
   // Takes the energy and utilisation integrals of every GPU up to t.
   void integrate_all(Seconds t) {

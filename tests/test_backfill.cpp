@@ -1,0 +1,293 @@
+// Time limits and conservative backfill in the lifecycle (issue 32 item 5,
+// src/lifecycle/backfill.h, time_limits.h), with a placer of whole GPUs (one job each).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "lifecycle/backfill.h"
+#include "lifecycle/eta.h"
+#include "lifecycle/lifecycle.h"
+
+namespace aegis {
+namespace {
+
+// One server of `n` GPUs, one job per GPU: a job of k GPUs starts when k are free.
+class GpuSlots : public Placer {
+ public:
+  explicit GpuSlots(int n) : held(static_cast<std::size_t>(n), 0), count{n} {}
+  std::vector<JobId> held;  // per GPU: the job on it, 0 when free
+  std::vector<int> count;
+  int places = 0;           // place() calls
+
+  std::optional<Placement> place(const QueuedJob& job, Seconds) override {
+    ++places;
+    Launch l;
+    l.job = job.spec.id;
+    for (std::size_t g = 0; g < held.size() && static_cast<int>(l.gpus.size()) < job.spec.num_gpus; ++g)
+      if (!held[g]) l.gpus.push_back(static_cast<int>(g));
+    if (static_cast<int>(l.gpus.size()) < job.spec.num_gpus) return std::nullopt;
+    l.alone = l.exclusive = true;
+    Placement p;
+    p.parts.push_back({0, l, 40960});
+    return p;
+  }
+  void started(const QueuedJob& job, const Placement& p, Seconds) override {
+    for (int g : p.parts.front().launch.gpus) held[static_cast<std::size_t>(g)] = job.spec.id;
+  }
+  void release(JobId id) {
+    for (auto& h : held)
+      if (h == id) h = 0;
+  }
+  std::optional<std::string> never_runs(const QueuedJob& job) const override {
+    if (job.spec.num_gpus > static_cast<int>(held.size())) return std::string("job.gpus: too many");
+    return std::nullopt;
+  }
+  std::variant<Requeue, Stop> recover(const Failure& f) const override { return Stop{f.job.spec.id, f.detail}; }
+  std::optional<Blocked> blocked() const override {
+    Blocked b;
+    b.reason = "no GPUs free";
+    return b;
+  }
+  std::span<const int> server_gpus() const override { return count; }
+};
+
+JobSpec job(JobId id, int gpus, std::optional<Seconds> limit) {
+  JobSpec s;
+  s.id = id;
+  s.num_gpus = gpus;
+  s.time_limit = limit;
+  return s;
+}
+
+Lifecycle make(bool backfill) {
+  EngineConfig c;
+  c.backfill = backfill;
+  return Lifecycle(c, LifecycleOptions{});
+}
+
+TEST(ReservedStart, TheNthGpuToBeFreeOnOneServerElseWholeServers) {
+  const std::vector<int> one{4};
+  const std::vector<HeldGpu> held{{0, 0, 100}, {0, 1, 50}, {0, 2, 70}};
+  EXPECT_EQ(reserved_start(1, one, held, 10), 10);   // GPU 3 is free now
+  EXPECT_EQ(reserved_start(2, one, held, 10), 50);
+  EXPECT_EQ(reserved_start(4, one, held, 10), 100);
+  const std::vector<int> two{2, 2};
+  const std::vector<HeldGpu> spread{{0, 0, 30}, {1, 1, 20}};
+  EXPECT_EQ(reserved_start(2, two, spread, 0), 20);  // server 1 is whole at 20
+  EXPECT_EQ(reserved_start(4, two, spread, 0), 30);  // a gang job: both servers
+  const std::vector<HeldGpu> unlimited{{0, 0, std::numeric_limits<Seconds>::infinity()}};
+  EXPECT_FALSE(reserved_start(4, one, unlimited, 0));  // a job without a limit holds a GPU it needs
+  EXPECT_FALSE(reserved_start(1, {}, held, 0));        // a placer that cannot say
+}
+
+// Three GPUs: A (1 GPU, ends by 3600) runs; the head H wants all three, so its reservation
+// is 3600. Behind it: D (2 h) would end after it, C (30 min) before, E has no limit.
+struct Scene {
+  Lifecycle life;
+  GpuSlots gpus{3};
+  Effects fx;
+  explicit Scene(bool backfill) : life(make(backfill)) {
+    life.submitted(job(1, 1, 3600), false, false, 0);
+    fx = life.schedule(0, gpus);
+    life.submitted(job(2, 3, 7200), false, false, 1);   // H
+    life.submitted(job(3, 1, 7200), false, false, 2);   // D
+    life.submitted(job(4, 1, std::nullopt), false, false, 3);  // E
+    life.submitted(job(5, 1, 1800), false, false, 4);   // C
+    fx = life.schedule(10, gpus);
+  }
+};
+
+TEST(Backfill, AJobEndingBeforeTheHeadsReservationStartsAheadOfIt) {
+  Scene s(true);
+  ASSERT_EQ(s.fx.starts.size(), 1u);
+  EXPECT_EQ(s.fx.starts[0].job, 5);                  // C, and not D (too long) or E (no limit)
+  EXPECT_EQ(s.fx.reserved_start, 3600);
+  ASSERT_TRUE(s.fx.blocked);
+  EXPECT_EQ(s.fx.blocked->reason, "no GPUs free");  // the head's reason stands
+  EXPECT_EQ(s.life.queue_order(), std::vector<JobId>({2, 3, 4}));
+}
+
+TEST(Backfill, OffByDefaultTheHeadOfLineStaysStrict) {
+  EXPECT_FALSE(EngineConfig{}.backfill);
+  Scene s(false);
+  EXPECT_TRUE(s.fx.starts.empty());
+  EXPECT_FALSE(s.fx.reserved_start);
+  EXPECT_EQ(s.life.queue_order(), std::vector<JobId>({2, 3, 4, 5}));
+}
+
+TEST(Backfill, NoReservationWithoutTheRunningJobsLimits) {
+  auto life = make(true);
+  GpuSlots gpus(2);
+  life.submitted(job(1, 1, std::nullopt), false, false, 0);  // runs with no limit
+  life.schedule(0, gpus);
+  life.submitted(job(2, 2, 100), false, false, 1);
+  life.submitted(job(3, 1, 10), false, false, 2);
+  auto fx = life.schedule(5, gpus);
+  EXPECT_TRUE(fx.starts.empty());  // the head's start is unknown: nothing goes ahead of it
+  EXPECT_FALSE(fx.reserved_start);
+}
+
+// Random queues on 4 GPUs, every job ending by its limit: a head's reservation never moves
+// later while it waits, and it starts by it. Backfill must also have started jobs out of order.
+TEST(Backfill, NeverDelaysTheHeadsReservation) {
+  int out_of_order = 0;
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    auto life = make(true);
+    GpuSlots gpus(4);
+    std::map<JobId, Seconds> ends;  // running job -> when it really ends (<= its limit)
+    std::map<JobId, Seconds> reservation;
+    JobId next = 1, last_started = 0;
+    for (Seconds t = 0; t < 400; t += 1) {
+      for (auto it = ends.begin(); it != ends.end();) {
+        if (it->second > t) {
+          ++it;
+          continue;
+        }
+        gpus.release(it->first);
+        life.ended(it->first, {AttemptOutcome::Completed, ""}, t);
+        it = ends.erase(it);
+      }
+      if (t < 300 && rng() % 3 == 0) {
+        const Seconds limit = static_cast<Seconds>(5 + rng() % 40);
+        life.submitted(job(next++, 1 + static_cast<int>(rng() % 4), limit), false, false, t);
+      }
+      const auto order = life.queue_order();
+      auto fx = life.schedule(t, gpus);
+      for (const auto& st : fx.starts) {
+        const JobSpec& sp = life.find(st.job)->spec();
+        // Ends somewhere in its limit's second half.
+        ends[st.job] = t + *sp.time_limit - static_cast<Seconds>(rng() % static_cast<unsigned>(*sp.time_limit / 2));
+        if (auto r = reservation.find(st.job); r != reservation.end()) {
+          EXPECT_LE(t, r->second) << "seed " << seed;
+        }
+        if (st.job < last_started) ++out_of_order;
+        last_started = std::max(last_started, st.job);
+      }
+      if (fx.reserved_start) {
+        const JobId head = life.queue_order().front();
+        auto [r, fresh] = reservation.try_emplace(head, *fx.reserved_start);
+        if (!fresh) {
+          EXPECT_LE(*fx.reserved_start, r->second) << "seed " << seed << " head " << head << " t " << t;
+          r->second = std::min(r->second, *fx.reserved_start);
+        }
+      }
+      (void)order;
+    }
+  }
+  EXPECT_GT(out_of_order, 0);
+}
+
+TEST(TimeLimit, AnAttemptPastItsLimitIsStoppedAndFailsWithTheReason) {
+  auto life = make(false);
+  GpuSlots gpus(1);
+  life.submitted(job(1, 1, 5400), false, false, 0);
+  life.schedule(10, gpus);
+  EXPECT_TRUE(life.expire(5409).signals.empty());  // not yet
+  EXPECT_EQ(life.next_deadline(), 5410);
+  auto fx = life.expire(5410);
+  ASSERT_EQ(fx.signals, std::vector<JobId>({1}));
+  ASSERT_FALSE(fx.changes.empty());
+  EXPECT_EQ(fx.changes[0].event, "timeout");
+  EXPECT_TRUE(life.expire(5420).signals.empty());  // once
+  // The stop ends it however the process reports it: failed, with the limit named.
+  fx = life.ended(1, {AttemptOutcome::Failed, "killed by signal 15"}, 5411);
+  EXPECT_EQ(life.find(1)->state, JobState::Failed);
+  EXPECT_EQ(life.find(1)->reason, "timeout: ran past its time limit of 1h30m");
+  EXPECT_FALSE(life.has_work());  // not sent to the recovery rule
+}
+
+TEST(TimeLimit, ACompletionBeforeTheStopStandsAndNoLimitMeansNoStop) {
+  auto life = make(false);
+  GpuSlots gpus(2);
+  life.submitted(job(1, 1, 60), false, false, 0);
+  life.submitted(job(2, 1, std::nullopt), false, false, 0);
+  life.schedule(0, gpus);
+  EXPECT_EQ(life.expire(1e9).signals, std::vector<JobId>({1}));
+  life.ended(1, {AttemptOutcome::Completed, "exit status 0"}, 61);
+  EXPECT_EQ(life.find(1)->state, JobState::Completed);
+  EXPECT_EQ(life.find(2)->state, JobState::Running);
+}
+
+TEST(TimeLimit, EachAttemptHasItsOwnDeadlineAndARestoreKeepsIt) {
+  auto life = make(false);
+  GpuSlots gpus(1);
+  life.submitted(job(1, 1, 100), false, false, 0);
+  life.schedule(0, gpus);
+  // It never started (lost): back in the queue; its next attempt runs from 50.
+  life.ended(1, {AttemptOutcome::Lost, "never started"}, 40);
+  gpus.release(1);
+  life.schedule(50, gpus);
+  EXPECT_TRUE(life.expire(120).signals.empty());  // the first attempt's deadline is void
+  EXPECT_EQ(life.expire(150).signals, std::vector<JobId>({1}));
+  // A daemon restarted: the job as it stored it, running its attempt from 50.
+  LifeJob copy = *life.find(1);
+  auto again = make(false);
+  copy.timed_out = false;
+  again.restore(copy);
+  EXPECT_EQ(again.next_deadline(), 150);
+  EXPECT_EQ(again.expire(151).signals, std::vector<JobId>({1}));
+  again.ended(1, {AttemptOutcome::Failed, "killed by signal 15"}, 152);
+  EXPECT_EQ(again.find(1)->state, JobState::Failed);
+}
+
+// Two GPUs: A (ends by 100) and B (by 300) run; C wants both, then D, E (no limit), F.
+TEST(StartEstimates, TheQueueServedForwardWithJobsEndingAtTheirLimits) {
+  auto life = make(false);
+  GpuSlots gpus(2);
+  life.submitted(job(1, 1, 100), false, false, 0);
+  life.submitted(job(2, 1, 300), false, false, 0);
+  life.schedule(0, gpus);
+  life.submitted(job(3, 2, 50), false, false, 1);
+  life.submitted(job(4, 1, 10), false, false, 2);
+  life.submitted(job(5, 1, std::nullopt), false, false, 3);
+  life.submitted(job(6, 1, 10), false, false, 4);
+  const std::vector<int> servers{2};
+  const auto e = estimate_starts(life, 10, servers);
+  using Start = std::pair<JobId, std::optional<Seconds>>;
+  EXPECT_EQ(e.starts, (std::vector<Start>{{3, 300}, {4, 350}, {5, 350}, {6, 360}}));
+  EXPECT_EQ(life.queue_order().size(), 4u);  // the live state is untouched
+  EXPECT_EQ(life.find(3)->state, JobState::Queued);
+  // With backfill on, D and F (10 s each) go ahead of C, which keeps its start.
+  auto bf = make(true);
+  GpuSlots g2(2);
+  bf.submitted(job(1, 1, 100), false, false, 0);
+  bf.submitted(job(2, 1, 300), false, false, 0);
+  bf.schedule(0, g2);
+  bf.submitted(job(3, 2, 50), false, false, 1);
+  bf.submitted(job(4, 1, 10), false, false, 2);
+  bf.submitted(job(6, 1, 10), false, false, 4);
+  EXPECT_EQ(estimate_starts(bf, 10, servers).starts, (std::vector<Start>{{3, 300}, {4, 100}, {6, 110}}));
+}
+
+TEST(StartEstimates, NoEstimateBehindAJobWithoutALimitAndTheWorkIsOnePassPerEnd) {
+  auto life = make(false);
+  GpuSlots gpus(1);
+  life.submitted(job(1, 1, std::nullopt), false, false, 0);
+  life.schedule(0, gpus);
+  life.submitted(job(2, 1, 10), false, false, 1);
+  const std::vector<int> one{1};
+  auto e = estimate_starts(life, 5, one);
+  ASSERT_EQ(e.starts.size(), 1u);
+  EXPECT_FALSE(e.starts[0].second);
+  EXPECT_EQ(e.passes, 1);
+  // 500 queued jobs on 4 GPUs: one pass per job that ends, and one more.
+  auto big = make(true);
+  GpuSlots four(4);
+  for (JobId i = 1; i <= 500; ++i) big.submitted(job(i, 1 + static_cast<int>(i % 3), 10 + static_cast<Seconds>(i % 7)), false, false, 0);
+  const std::vector<int> servers{4};
+  e = estimate_starts(big, 0, servers);
+  EXPECT_LE(e.passes, 501);
+  for (const auto& [id, at] : e.starts) EXPECT_TRUE(at) << id;
+}
+
+TEST(TimeLimit, FormatsForPeople) {
+  EXPECT_EQ(format_time_limit(90), "1m30s");
+  EXPECT_EQ(format_time_limit(7200), "2h");
+  EXPECT_EQ(format_time_limit(90000), "1d1h");
+  EXPECT_EQ(format_time_limit(0), "0s");
+}
+
+}  // namespace
+}  // namespace aegis

@@ -509,7 +509,7 @@ TEST(Store, EveryFieldOfAJobRoundTrips) {
             "GPU-eeee");
   EXPECT_EQ(raw_sql(path, "SELECT outcome || ' ' || exit_code FROM attempts WHERE number = 1 AND job_id = " + id),
             "oom 1");
-  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "2");
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
   EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM sqlite_master WHERE sql LIKE '%data%'"), "1");  // quarantine only
   remove_db(path);
 }
@@ -539,6 +539,53 @@ TEST(Store, APredictedUtilisationComesBackAndOneWithoutItsSourceIsSetAside) {
   EXPECT_EQ(jobs[1].predicted_util_source, "");
   ASSERT_EQ(s.last_quarantined().size(), 1u);
   EXPECT_EQ(s.last_quarantined()[0].reason, "jobs.predicted_util_source: 'model-spec' with predicted_util NULL");
+  remove_db(path);
+}
+
+// Schema 3 (issue 32 item 1): the priority, the checkpoint warning and a preemption in
+// progress come back; a schema-2 database gains the columns, its jobs at their defaults.
+TEST(Store, PreemptionFieldsComeBackAndASchema2DatabaseGainsThem) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  DaemonJob victim = make_job("victim"), plain = make_job("plain");
+  victim.request.priority = -3;
+  victim.request.checkpoint_signal = 10;
+  victim.request.checkpoint_lead_s = 120;
+  victim.preempted_for = 77;
+  victim.preempt_warned_at = 1000.5;
+  victim.preempt_stop_at = 1120.5;
+  victim.preempt_stopping = true;
+  {
+    Store s(path, false);
+    s.insert(victim);
+    s.insert(plain);
+  }
+  {
+    Store s(path, false);
+    const auto jobs = s.unfinished();
+    ASSERT_EQ(jobs.size(), 2u);
+    EXPECT_EQ(jobs[0].request.priority, -3);
+    EXPECT_EQ(jobs[0].request.checkpoint_signal, 10);
+    EXPECT_EQ(jobs[0].request.checkpoint_lead_s, 120);
+    EXPECT_EQ(jobs[0].preempted_for, std::optional<JobId>(77));
+    EXPECT_EQ(jobs[0].preempt_warned_at, 1000.5);
+    EXPECT_EQ(jobs[0].preempt_stop_at, 1120.5);
+    EXPECT_TRUE(jobs[0].preempt_stopping);
+    EXPECT_FALSE(jobs[1].preempted_for.has_value());
+    EXPECT_EQ(jobs[1].request.priority, 0);
+  }
+  // As a schema-2 aegisd left it: none of the columns.
+  for (const char* c : {"priority", "checkpoint_signal", "checkpoint_lead_s", "preempted_for", "preempt_warned_at",
+                        "preempt_stop_at", "preempt_stopping"})
+    raw_sql(path, std::string("ALTER TABLE jobs DROP COLUMN ") + c);
+  raw_sql(path, "UPDATE meta SET value = '2' WHERE key = 'schema'");
+  Store s(path, false);
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
+  const auto jobs = s.unfinished();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].request.priority, 0);
+  EXPECT_FALSE(jobs[0].preempted_for.has_value());
+  EXPECT_FALSE(jobs[0].preempt_stopping);
   remove_db(path);
 }
 
@@ -688,7 +735,7 @@ TEST(Store, MigratesASchema1Database) {
   make_schema1(path);
   {
     Store s(path, false);
-    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "2");
+    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
     const auto jobs = s.unfinished();
     // The bad row: set aside with its record as it was, and reported once.
     ASSERT_EQ(s.last_quarantined().size(), 1u);
@@ -785,10 +832,10 @@ TEST(Store, ANewerSchemaIsRefused) {
     }
     return std::string();
   };
-  raw_sql(path, "UPDATE meta SET value = '3' WHERE key = 'schema'");
-  EXPECT_EQ(error(), path + ": database schema 3 is newer than this aegisd knows (2): written by a newer aegisd; "
+  raw_sql(path, "UPDATE meta SET value = '4' WHERE key = 'schema'");
+  EXPECT_EQ(error(), path + ": database schema 4 is newer than this aegisd knows (3): written by a newer aegisd; "
                             "refusing to use it");
-  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");  // untouched
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "4");  // untouched
   raw_sql(path, "UPDATE meta SET value = 'two' WHERE key = 'schema'");
   EXPECT_EQ(error(), path + ": unknown database schema 'two' (table meta): refusing to use it");
   raw_sql(path, "UPDATE meta SET value = '2' WHERE key = 'schema'");

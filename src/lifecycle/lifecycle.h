@@ -41,6 +41,7 @@ struct LifeAttempt {
   std::optional<Seconds> ended_at;
   AttemptOutcome outcome = AttemptOutcome::Running;
   std::string detail;
+  std::optional<Seconds> checkpointed_at;  // the last checkpoint it told of (preemption.h)
 };
 
 // What a driver read of the running jobs' GPUs at one instant (observe()).
@@ -61,6 +62,12 @@ struct LifeJob {
   bool restartable = false;        // may run again when an attempt's outcome is unknown
   std::string reason;              // why it waits, failed or was cancelled
   std::optional<Seconds> started_at, ended_at;
+  // Preemption (issue 32 item 1, lifecycle/preemption.h): stopped so that `preempted_for`
+  // can start; warned at `preempt_warned_at`, stopped when it says it is ready or at
+  // `preempt_stop_at`; `preempt_stopping` once the stop was asked for.
+  std::optional<JobId> preempted_for;
+  Seconds preempt_warned_at = 0, preempt_stop_at = 0;
+  bool preempt_stopping = false;
   // Inline the first: most jobs run once, and the simulator forgets a job when it ends.
   SmallList<LifeAttempt, 1> attempts;
 
@@ -86,6 +93,13 @@ struct Effects {
     Placement placement;
     int attempt = 0;
     std::optional<MiB> mps_limit_mib;  // the MPS client memory limit, when MPS limits apply
+    bool resume = false;  // an earlier attempt ran: it should resume from its checkpoint (AEGIS_RESUME)
+  };
+  // A running job warned that it is about to be preempted (its checkpoint signal).
+  struct Warn {
+    JobId job = 0;
+    int attempt = 0;
+    int signal = 0;
   };
   struct Change {
     JobId job = 0;
@@ -94,7 +108,8 @@ struct Effects {
   };
   std::vector<Change> changes;
   std::vector<Start> starts;
-  std::vector<JobId> signals;  // running jobs to stop (cancel)
+  std::vector<JobId> signals;  // running jobs to stop (cancel, preemption)
+  std::vector<Warn> warnings;  // running jobs to warn of their preemption (before `signals`)
   std::vector<JobId> finished;  // jobs that reached a final state (reported with or without changes)
   std::optional<Blocked> blocked;   // why the head of the queue waits (after schedule)
   std::optional<Seconds> wake_at;   // ask again then, even if nothing happens
@@ -118,6 +133,9 @@ struct LifecycleOptions {
   // An attempt whose shim ended before starting the job goes back to its place; this many
   // in a row end the job (something is wrong with the host, not the job).
   int max_unstarted_attempts = 3;
+  // Preemption (issue 32 item 1, lifecycle/preemption.h): a waiting head of a higher
+  // priority level may stop lower-level running jobs. Off unless the driver's config turns it on.
+  bool preemption = false;
 };
 
 class Lifecycle {
@@ -160,6 +178,10 @@ class Lifecycle {
   void ended(JobId id, const Ended& e, Seconds t, Effects& fx);
   // A cancel: a queued job ends now; a running one is signalled and ends when it stops.
   Effects cancel(JobId id, const std::string& why, Seconds t);
+  // The job's current attempt saved a checkpoint at `t` (preemption.h): a job being
+  // preempted that was warned before `t` is stopped now; otherwise it counts for the
+  // choice of victims (the work it would lose).
+  Effects checkpointed(JobId id, Seconds t);
 
   // --- decisions ----------------------------------------------------------------------
   // Failures through the recovery rule, then the queues head first (recovery, then main):
@@ -183,6 +205,10 @@ class Lifecycle {
   // Drops a finished job (the daemon keeps finished jobs in its store only).
   void forget(JobId id);
   const EngineConfig& config() const { return config_; }
+  // Jobs preempted so far (each stop of a running job for a higher level), for reports.
+  std::int64_t preemptions() const { return preemptions_; }
+  // The job that preemption holds the freed GPUs for, if any.
+  std::optional<JobId> preemptor() const { return preemptor_; }
 
  private:
   LifeJob& job(JobId id);
@@ -196,6 +222,15 @@ class Lifecycle {
   void dequeue(LifeJob& j);
   void finish(LifeJob& j, JobState s, std::string_view reason, Seconds t, Effects& fx, std::string_view event);
   RunningJob running_view(const LifeJob& j, const Placement::Part& part) const;
+  void start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx);
+  // Preemption (preemption.cpp). Each returns true when the pass must stop here: the
+  // preemptor waits for its victims, which nothing else may take the place of.
+  bool preempt_for(LifeJob& head, Seconds now, Placer& placer, Effects& fx);
+  bool serve_preemptor(Seconds now, Placer& placer, Effects& fx);
+  void advance_preemptions(Seconds now, Effects& fx);
+  void stop_victim(LifeJob& v, Seconds now, Effects& fx, std::string_view why);
+  // A job being preempted ended: back to its place (true), or not preempted after all.
+  bool requeue_if_preempted(LifeJob& j, const Ended& e, Seconds t, Effects& fx);
 
   EngineConfig config_;
   LifecycleOptions opt_;
@@ -207,6 +242,8 @@ class Lifecycle {
   std::int64_t next_seq_ = 1;
   std::vector<std::pair<JobId, Failure>> pending_failures_;  // ended Oom/Failed, for the recovery rule
   std::vector<std::pair<JobId, Failure>> failures_;          // schedule()'s, kept for its storage
+  std::optional<JobId> preemptor_;  // the head that running jobs are being stopped for
+  std::int64_t preemptions_ = 0;
 };
 
 }  // namespace aegis

@@ -112,6 +112,15 @@ void read_model(JobRequest& job, const typename A::Node& node) {
   job.model = std::get<ModelFeatures>(std::move(parsed));
 }
 
+// `checkpoint_signal: USR1@120` (issue 32 item 1).
+template <class A>
+void read_checkpoint_signal(JobRequest& job, const typename A::Node& node) {
+  auto parsed = parse_checkpoint_signal(read_string<A>(node, "checkpoint_signal"));
+  if (auto* e = std::get_if<std::string>(&parsed)) fail("checkpoint_signal", *e);
+  job.checkpoint_signal = std::get<CheckpointSignal>(parsed).signal;
+  job.checkpoint_lead_s = std::get<CheckpointSignal>(parsed).lead_s;
+}
+
 template <class A>
 void read_job_field(JobRequest& job, const std::string& key, const typename A::Node& value) {
   using Node = typename A::Node;
@@ -135,6 +144,12 @@ void read_job_field(JobRequest& job, const std::string& key, const typename A::N
       {"tags", [](JobRequest& j, const Node& n) { j.tags = read_strings<A>(n, "tags"); }},
       {"hints", [](JobRequest& j, const Node& n) { read_hints<A>(j, n); }},
       {"model", [](JobRequest& j, const Node& n) { read_model<A>(j, n); }},
+      // Issue 32 item 1: priorities and preemption.
+      {"priority",
+       [](JobRequest& j, const Node& n) {
+         j.priority = static_cast<int>(read_integer<A>(n, "priority", kMinPriority, kMaxPriority));
+       }},
+      {"checkpoint_signal", [](JobRequest& j, const Node& n) { read_checkpoint_signal<A>(j, n); }},
   };
   auto it = readers.find(key);
   if (it == readers.end()) fail(printable(key), "unknown field");

@@ -219,6 +219,12 @@ void check_numbers(const JobRequest& job) {
     fail("hints.gpu_util", "must be a number between 0 and 1");
   if (job.hint_sharing_score && (*job.hint_sharing_score < 0 || *job.hint_sharing_score > kMaxSharingScore))
     fail("hints.sharing_score", integer_range(0, kMaxSharingScore));
+  // Issue 32 item 1.
+  if (job.priority < kMinPriority || job.priority > kMaxPriority) fail("priority", integer_range(kMinPriority, kMaxPriority));
+  if (job.checkpoint_signal != 0 || job.checkpoint_lead_s != 0) {
+    auto again = parse_checkpoint_signal(checkpoint_signal_text(job.checkpoint_signal, job.checkpoint_lead_s));
+    if (auto* e = std::get_if<std::string>(&again)) fail("checkpoint_signal", *e);
+  }
 }
 
 }  // namespace
@@ -496,6 +502,8 @@ std::string to_json(const JobRequest& job) {
   if (job.hint_sharing_score) hints["sharing_score"] = *job.hint_sharing_score;
   if (!hints.empty()) j["hints"] = std::move(hints);
   if (job.model) j["model"] = aegis::to_json(*job.model);
+  if (job.priority != 0) j["priority"] = job.priority;
+  if (job.checkpoint_signal != 0) j["checkpoint_signal"] = checkpoint_signal_text(job.checkpoint_signal, job.checkpoint_lead_s);
   // Replaces rather than throws on invalid UTF-8: only a job that validate() rejects has
   // any, and the daemon will reject it by name.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -10,6 +10,7 @@
 
 #include "lifecycle/inputs.h"
 #include "runtime/daemon/daemon.h"
+#include "runtime/daemon/priority_levels.h"
 #include "runtime/daemon/daemon_util.h"
 #include "runtime/store/id_floor.h"
 
@@ -117,6 +118,12 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
                                      "(max_jobs_per_user); submit more when some have ended",
                                      *user, mine));
   }
+  // Issue 32 item 1: only the priority levels the admin allows this user (priority_levels).
+  if (const auto rules = parse_priority_levels(cfg_.daemon.priority_levels);
+      const auto* levels = std::get_if<std::vector<LevelRule>>(&rules))
+    if (auto why = why_priority_refused(*levels, req.priority, *user,
+                                        [&](const std::string& g) { return env_.in_group(c.uid, c.gid, g); }))
+      return error_reply(*why);
   DaemonJob j;
   j.uid = c.uid;
   j.gid = c.gid;

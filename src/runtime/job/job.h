@@ -63,6 +63,11 @@ struct DaemonJob {
   // once at submission, and where from: "history" or "model-spec" ("" when none).
   std::optional<double> predicted_util;
   std::string predicted_util_source;
+  // Preemption (issue 32 item 1, lifecycle/lifecycle.h LifeJob): being stopped so that
+  // `preempted_for` can start; warned then, to be stopped by `preempt_stop_at`.
+  std::optional<JobId> preempted_for;
+  Seconds preempt_warned_at = 0, preempt_stop_at = 0;
+  bool preempt_stopping = false;
 
   Attempt* current() { return attempts.empty() ? nullptr : &attempts.back(); }
   const Attempt* current() const { return attempts.empty() ? nullptr : &attempts.back(); }

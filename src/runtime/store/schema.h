@@ -7,7 +7,10 @@
 // meta('schema') holds the layout's version as text:
 //   1  (aegisd up to issue 12) jobs(id, uid, state, queue_seq, submitted_at, data): each
 //      job was the API's JSON view of it in `data`. Migrated to 2 when the store opens.
-//   2  (this file) typed columns and child tables; no JSON anywhere.
+//   2  typed columns and child tables; no JSON anywhere.
+//   3  (this file) issue 32's columns of `jobs`, added to a schema-2 database by an additive
+//      step (Store::add_later_columns: ALTER TABLE ADD COLUMN for each missing one, with its
+//      default; CREATE TABLE IF NOT EXISTS for new tables), in the opening transaction.
 // A database whose version is larger than kSchemaVersion is refused with one line: it was
 // written by a newer aegisd, whose rows this one could misread or damage.
 //
@@ -71,6 +74,14 @@
 //                      an older `jobs` when it opens the database (ALTER TABLE, in the opening
 //                      transaction; its jobs get NULL and ''); an older aegisd names its own
 //                      columns only, so its INSERTs leave them NULL and ''.
+//   -- priorities and preemption (issue 32 item 1; schema 3, kJobColumnsV3):
+//   priority           its priority level (--priority), -1000..1000; 0 by default
+//   checkpoint_signal  the signal it wants before a preemption (--checkpoint-signal); 0: none
+//   checkpoint_lead_s  the seconds it may take to save a checkpoint then; 0 with no signal
+//   preempted_for      the job it is being preempted for (warned, not yet ended); NULL: none
+//   preempt_warned_at  when it was warned (0: not being preempted)
+//   preempt_stop_at    when it is stopped at the latest (0: not being preempted)
+//   preempt_stopping   1 once its stop was asked for (a restart sends it again)
 //   Index jobs_state(state): the unfinished jobs, read at every start.
 //
 // job_args(job_id, pos, arg)        the command's argv: pos 0 is argv[0], then 1, 2, ...
@@ -135,7 +146,7 @@
 
 namespace aegis::store_schema {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Creates every table of schema 2 that is missing (and meta, without its version row).
 inline constexpr const char* kCreateTables = R"(
@@ -176,6 +187,13 @@ CREATE TABLE IF NOT EXISTS jobs (
   model_activation TEXT,
   predicted_util REAL CHECK (predicted_util IS NULL OR (predicted_util >= 0 AND predicted_util <= 1)),
   predicted_util_source TEXT NOT NULL DEFAULT '' CHECK (predicted_util_source IN ('', 'history', 'model-spec')),
+  priority INTEGER NOT NULL DEFAULT 0,
+  checkpoint_signal INTEGER NOT NULL DEFAULT 0,
+  checkpoint_lead_s REAL NOT NULL DEFAULT 0,
+  preempted_for INTEGER,
+  preempt_warned_at REAL NOT NULL DEFAULT 0,
+  preempt_stop_at REAL NOT NULL DEFAULT 0,
+  preempt_stopping INTEGER NOT NULL DEFAULT 0 CHECK (preempt_stopping IN (0, 1)),
   CHECK ((state = 'queued') = (queue <> '')),
   CHECK ((attached_pid IS NULL) = (attached_start_ticks IS NULL))
 ) STRICT;
@@ -280,6 +298,16 @@ inline constexpr const char* kJobPredictionColumns[][2] = {
     {"predicted_util", "REAL CHECK (predicted_util IS NULL OR (predicted_util >= 0 AND predicted_util <= 1))"},
     {"predicted_util_source",
      "TEXT NOT NULL DEFAULT '' CHECK (predicted_util_source IN ('', 'history', 'model-spec'))"}};
+
+// Schema 3, issue 32 item 1 (priorities and preemption): added to a schema-2 `jobs`.
+inline constexpr const char* kJobColumnsV3[][2] = {
+    {"priority", "INTEGER NOT NULL DEFAULT 0"},
+    {"checkpoint_signal", "INTEGER NOT NULL DEFAULT 0"},
+    {"checkpoint_lead_s", "REAL NOT NULL DEFAULT 0"},
+    {"preempted_for", "INTEGER"},
+    {"preempt_warned_at", "REAL NOT NULL DEFAULT 0"},
+    {"preempt_stop_at", "REAL NOT NULL DEFAULT 0"},
+    {"preempt_stopping", "INTEGER NOT NULL DEFAULT 0 CHECK (preempt_stopping IN (0, 1))"}};
 
 // The tables that hold a job (the quarantine copies their rows, in this order).
 inline constexpr const char* kJobTables[] = {"jobs", "job_args", "job_env", "job_tags", "job_model_layers",

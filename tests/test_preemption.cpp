@@ -369,5 +369,30 @@ TEST(DaemonPreemption, WarnsStopsOnItsCheckpointRequeuesAndResumesWithItsVariabl
   EXPECT_EQ(rig.env.env_of(victim, "AEGIS_RESUME"), "1");
 }
 
+// A stop asked for and recorded, then aegisd killed before the victim's end was recorded:
+// the restarted daemon signals the stop again, and the end that follows is a preemption
+// (requeued), not the cancel the shim reports it as.
+TEST(DaemonPreemption, ARestartAfterTheStopWasAskedForStopsItAgainAndRequeuesIt) {
+  DaemonRig rig;
+  const JobId victim = rig.submit_ok(1002, 0);  // no warning: stopped at once
+  rig.tick();
+  rig.env.activity(victim, 1, 0, 30000, 4242);
+  rig.tick();
+  const JobId head = rig.submit_ok(1001, 5);
+  rig.tick();
+  ASSERT_EQ(rig.env.stops.size(), 1u);
+  rig.env.stops.clear();
+  rig.d.reset();  // killed; the victim still runs
+  rig.d = std::make_unique<Daemon>(rig.cfg, rig.env);
+  EXPECT_EQ(rig.env.stops, (std::vector<Env::AttemptKey>{{victim, 1}})) << "the stop, maybe unsent, is sent again";
+  rig.env.end(victim, 1, SIGTERM);
+  rig.env.status[{victim, 1}].cancelled = true;
+  rig.env.gpus[0].processes.clear();
+  rig.tick();
+  rig.tick();
+  EXPECT_EQ(rig.show(victim)["state"], "queued");
+  EXPECT_EQ(rig.show(head)["state"], "running");
+}
+
 }  // namespace
 }  // namespace aegis

@@ -448,6 +448,7 @@ void Daemon::after_sample(Seconds now, bool observe) {
     tx.commit();
   }
   send_stop_signals();
+  send_warnings();
   schedule(now);
 }
 
@@ -802,8 +803,12 @@ void Daemon::apply(Effects fx, Seconds now) {
   // 4. Warnings of a preemption, and stops, are signalled once their change is committed
   //    (send_warnings, send_stop_signals).
   warnings_.insert(warnings_.end(), fx.warnings.begin(), fx.warnings.end());
-  send_warnings();
   stop_signals_.insert(stop_signals_.end(), fx.signals.begin(), fx.signals.end());
+  // Committed already unless a caller's transaction is still open (it sends them after).
+  if (!store_.in_transaction()) {
+    send_warnings();
+    send_stop_signals();
+  }
 }
 
 void Daemon::send_warnings() {

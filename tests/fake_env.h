@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,6 +121,16 @@ class FakeEnv : public Env {
     return true;
   }
   void kill_attempt(JobId, int) override {}
+  // Issue 32 item 1: warnings sent, checkpoint directories made, checkpoints told of.
+  std::vector<std::tuple<JobId, int, int>> warned;
+  std::map<std::string, std::pair<uid_t, gid_t>> checkpoint_dirs;
+  std::map<std::string, Seconds> checkpoint_times;
+  void signal_attempt(JobId job, int attempt, int signal) override { warned.emplace_back(job, attempt, signal); }
+  void prepare_checkpoint_dir(const std::string& dir, uid_t uid, gid_t gid) override { checkpoint_dirs[dir] = {uid, gid}; }
+  std::optional<Seconds> checkpointed_at(const std::string& dir) override {
+    auto it = checkpoint_times.find(dir);
+    return it == checkpoint_times.end() ? std::nullopt : std::optional<Seconds>(it->second);
+  }
   std::string log_tail(JobId job, int attempt, bool stderr_stream, std::size_t) override {
     if (!stderr_stream) return "";
     auto it = stderr_tail.find({job, attempt});

@@ -742,6 +742,57 @@ TEST(ApiHostile, BillionLaughs) {
             "spec: line 1, column 4: anchors and aliases are not allowed");
 }
 
+// Issue 32 item 1: the priority level and the checkpoint warning, on the wire and in YAML.
+TEST(ApiJob, PriorityAndCheckpointSignal) {
+  const JobRequest j = submitted(R"({"command":["ls"],"priority":5,"checkpoint_signal":"USR1@120"})");
+  EXPECT_EQ(j.priority, 5);
+  EXPECT_EQ(j.checkpoint_signal, 10);  // SIGUSR1 on Linux
+  EXPECT_EQ(j.checkpoint_lead_s, 120);
+  const JobRequest defaults = submitted(R"({"command":["ls"]})");
+  EXPECT_EQ(defaults.priority, 0);
+  EXPECT_EQ(defaults.checkpoint_signal, 0);
+  EXPECT_EQ(submitted(R"({"command":["ls"],"checkpoint_signal":"SIGUSR2@1"})").checkpoint_signal, 12);
+  EXPECT_EQ(submitted(R"({"command":["ls"],"checkpoint_signal":"15@86400"})").checkpoint_signal, 15);
+  EXPECT_EQ(submitted(R"({"command":["ls"],"priority":-1000})").priority, -1000);
+  const std::vector<Case> cases = {
+      {R"("priority":1001)", "job.priority: must be an integer between -1000 and 1000"},
+      {R"("priority":"high")", "job.priority: must be an integer between -1000 and 1000"},
+      {R"("priority":1.5)", "job.priority: must be an integer between -1000 and 1000"},
+      {R"("checkpoint_signal":"USR1")", "job.checkpoint_signal: must be SIGNAL@SECONDS, such as USR1@120"},
+      {R"("checkpoint_signal":"@120")", "job.checkpoint_signal: must be SIGNAL@SECONDS, such as USR1@120"},
+      {R"("checkpoint_signal":"KILL@120")",
+       "job.checkpoint_signal: 'KILL' is not a signal a job can catch here (HUP, INT, QUIT, USR1, USR2, ALRM, TERM, "
+       "CONT, URG, WINCH); must be SIGNAL@SECONDS, such as USR1@120"},
+      {R"("checkpoint_signal":"USR1@0")",
+       "job.checkpoint_signal: the lead time must be a whole number of seconds from 1 to 86400; must be "
+       "SIGNAL@SECONDS, such as USR1@120"},
+      {R"("checkpoint_signal":"USR1@1.5")",
+       "job.checkpoint_signal: the lead time must be a whole number of seconds from 1 to 86400; must be "
+       "SIGNAL@SECONDS, such as USR1@120"},
+      {R"("checkpoint_signal":120)", "job.checkpoint_signal: must be a string"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(job_error(R"({"command":["ls"],)" + c.input + "}"), c.expected) << c.input;
+  // Built elsewhere (the CLI), then checked by the same rules; and back through JSON.
+  JobRequest built;
+  built.command = {"ls"};
+  built.priority = 2000;
+  EXPECT_EQ(validate_error(built), "priority: must be an integer between -1000 and 1000");
+  built.priority = 3;
+  built.checkpoint_signal = 9;  // KILL cannot be caught
+  built.checkpoint_lead_s = 10;
+  EXPECT_NE(validate_error(built).find("checkpoint_signal: "), std::string::npos);
+  built.checkpoint_signal = 10;
+  EXPECT_EQ(validate_error(built), "<valid>");
+  const JobRequest back = submitted(to_json(built));
+  EXPECT_EQ(back.priority, 3);
+  EXPECT_EQ(back.checkpoint_signal, 10);
+  EXPECT_EQ(back.checkpoint_lead_s, 10);
+  const JobRequest y = yaml_job("command: [ls]\npriority: 4\ncheckpoint_signal: USR1@60\n");
+  EXPECT_EQ(y.priority, 4);
+  EXPECT_EQ(y.checkpoint_lead_s, 60);
+  EXPECT_EQ(yaml_error("command: [ls]\npriority: 99999\n"), "priority: must be an integer between -1000 and 1000");
+}
+
 }  // namespace
 }  // namespace aegis::api
 

@@ -574,6 +574,52 @@ TEST(Store, ArraysAndDependenciesComeBack) {
   EXPECT_FALSE(s.get(after.id)->array_id);
   EXPECT_EQ(s.array_elements(first.id), (std::vector<JobId>{first.id, second.id}));
   EXPECT_TRUE(s.array_elements(after.id).empty());
+}
+
+// Schema 3 (issue 32 item 1): the priority, the checkpoint warning and a preemption in
+// progress come back; a schema-2 database gains the columns, its jobs at their defaults.
+TEST(Store, PreemptionFieldsComeBackAndASchema2DatabaseGainsThem) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  DaemonJob victim = make_job("victim"), plain = make_job("plain");
+  victim.request.priority = -3;
+  victim.request.checkpoint_signal = 10;
+  victim.request.checkpoint_lead_s = 120;
+  victim.preempted_for = 77;
+  victim.preempt_warned_at = 1000.5;
+  victim.preempt_stop_at = 1120.5;
+  victim.preempt_stopping = true;
+  {
+    Store s(path, false);
+    s.insert(victim);
+    s.insert(plain);
+  }
+  {
+    Store s(path, false);
+    const auto jobs = s.unfinished();
+    ASSERT_EQ(jobs.size(), 2u);
+    EXPECT_EQ(jobs[0].request.priority, -3);
+    EXPECT_EQ(jobs[0].request.checkpoint_signal, 10);
+    EXPECT_EQ(jobs[0].request.checkpoint_lead_s, 120);
+    EXPECT_EQ(jobs[0].preempted_for, std::optional<JobId>(77));
+    EXPECT_EQ(jobs[0].preempt_warned_at, 1000.5);
+    EXPECT_EQ(jobs[0].preempt_stop_at, 1120.5);
+    EXPECT_TRUE(jobs[0].preempt_stopping);
+    EXPECT_FALSE(jobs[1].preempted_for.has_value());
+    EXPECT_EQ(jobs[1].request.priority, 0);
+  }
+  // As a schema-2 aegisd left it: none of the columns.
+  for (const char* c : {"priority", "checkpoint_signal", "checkpoint_lead_s", "preempted_for", "preempt_warned_at",
+                        "preempt_stop_at", "preempt_stopping"})
+    raw_sql(path, std::string("ALTER TABLE jobs DROP COLUMN ") + c);
+  raw_sql(path, "UPDATE meta SET value = '2' WHERE key = 'schema'");
+  Store s(path, false);
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
+  const auto jobs = s.unfinished();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].request.priority, 0);
+  EXPECT_FALSE(jobs[0].preempted_for.has_value());
+  EXPECT_FALSE(jobs[0].preempt_stopping);
   remove_db(path);
 }
 

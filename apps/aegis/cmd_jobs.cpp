@@ -246,6 +246,8 @@ struct SubmitArgs {
   std::vector<std::string> env, tags, command;
   std::string array;               // issue 32 item 3: --array (submit only)
   std::vector<std::string> after;  // issue 32 item 4: --after (submit only)
+  std::optional<int> priority;      // issue 32 item 1
+  std::string checkpoint_signal;    // issue 32 item 1: SIG@SECONDS
 };
 
 api::JobRequest build_request(const SubmitArgs& a) {
@@ -300,6 +302,15 @@ api::JobRequest build_request(const SubmitArgs& a) {
   if (!a.name.empty()) r.name = a.name;  // else the daemon names it after the command
   if (a.exclusive) r.exclusive = true;
   if (a.restartable) r.restartable = true;
+  // Issue 32 item 1: the level (the daemon checks it against what the admin allows you)
+  // and the warning before a preemption.
+  if (a.priority) r.priority = *a.priority;
+  if (!a.checkpoint_signal.empty()) {
+    auto c = api::parse_checkpoint_signal(a.checkpoint_signal);
+    if (auto* e = std::get_if<std::string>(&c)) throw ClientError("--checkpoint-signal: " + *e);
+    r.checkpoint_signal = std::get<api::CheckpointSignal>(c).signal;
+    r.checkpoint_lead_s = std::get<api::CheckpointSignal>(c).lead_s;
+  }
   if (!a.model_spec.empty()) {
     std::ifstream f(a.model_spec);
     if (!f) throw ClientError(a.model_spec + ": cannot read the model spec");
@@ -399,6 +410,21 @@ void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
   cmd->add_flag("--restartable", sa.restartable,
                 "Safe to run again: if an attempt's outcome is lost (its shim killed, a failed disk), run it again "
                 "instead of failing it (docs/security.md)");
+  // Issue 32 item 1 (docs/lab-policies.md, "Priorities and preemption").
+  cmd->add_option("--priority", sa.priority,
+                  "Its priority level (higher is served first; the levels you may use are the admin's "
+                  "priority_levels, 0 by default)")
+      ->check(CLI::Range(api::kMinPriority, api::kMaxPriority));
+  cmd->add_option("--checkpoint-signal", sa.checkpoint_signal,
+                  "Before a preemption, send this signal and wait up to this many seconds (or until the job touches "
+                  "$AEGIS_CHECKPOINT_DIR/checkpointed) before stopping it, e.g. USR1@120")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            auto c = api::parse_checkpoint_signal(v);
+            auto* e = std::get_if<std::string>(&c);
+            return e ? *e : std::string();
+          },
+          "SIG@SECONDS"));
   cmd->add_option("--spec", sa.spec, "YAML job spec (docs/api.md); flags override its fields")
       ->check(non_empty("the path of a YAML job spec"));
   cmd->add_option("--model-spec", sa.model_spec,

@@ -304,6 +304,10 @@ std::string sbatch_script(const api::JobRequest& job, const SlurmArgs& args, MiB
   if (job.exclusive) run += " --exclusive";
   if (job.restartable) run += " --restartable";
   if (job.time_limit_s) run += fmt::format(" --time {}", *job.time_limit_s);  // issue 32 item 5
+  // Issue 32 item 1: the node's aegisd checks the level against the user's allowance there.
+  if (job.priority != 0) run += fmt::format(" --priority {}", job.priority);
+  if (job.checkpoint_signal != 0)
+    run += " --checkpoint-signal " + sh_quote(api::checkpoint_signal_text(job.checkpoint_signal, job.checkpoint_lead_s));
   for (const auto& t : job.tags) run += " --tag " + sh_quote(t);
   // sbatch carries this shell's environment to the node; what the job sets beyond it goes
   // with the command (a spec's environment comes with the spec).

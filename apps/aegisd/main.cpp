@@ -108,6 +108,11 @@ int main(int argc, char** argv) {
     const std::string socket_dir = slash == 0 ? "/" : cfg.daemon.socket.substr(0, slash);
     if (slash == std::string::npos) throw aegis::ConfigError("socket: " + cfg.daemon.socket + " is not an absolute path");
     if (auto e = aegis::check_daemon_dir("socket", socket_dir, false); !e.empty()) throw aegis::ConfigError(e);
+    // Each job's checkpoint directory goes there (issue 32 item 1): ours, others may pass only.
+    const std::string checkpoints = aegis::checkpoint_root(cfg.daemon);
+    if (auto e = aegis::check_daemon_dir("checkpoint_dir", checkpoints, false); !e.empty()) throw aegis::ConfigError(e);
+    if (chmod(checkpoints.c_str(), 0711) != 0)
+      throw aegis::ConfigError("checkpoint_dir: " + checkpoints + ": cannot set its mode 0711");
     if (auto e = aegis::check_dashboard_settings(cfg.daemon); !e.empty()) throw aegis::ConfigError(e);
     if (const auto& dash = cfg.daemon.dashboard_socket; !dash.empty())
       if (auto e = aegis::check_daemon_dir("dashboard_socket", dash.substr(0, std::max<std::size_t>(dash.rfind('/'), 1)), false);

@@ -28,6 +28,7 @@ void Effects::merge(Effects&& o) {
   for (auto& c : o.changes) changes.push_back(std::move(c));
   for (auto& s : o.starts) starts.push_back(std::move(s));
   signals.insert(signals.end(), o.signals.begin(), o.signals.end());
+  warnings.insert(warnings.end(), o.warnings.begin(), o.warnings.end());
   finished.insert(finished.end(), o.finished.begin(), o.finished.end());
   if (o.blocked) blocked = std::move(o.blocked);
   if (o.wake_at) wake_at = wake_at ? std::min(*wake_at, *o.wake_at) : *o.wake_at;
@@ -38,6 +39,7 @@ void Effects::reset() {
   changes.clear();
   starts.clear();
   signals.clear();
+  warnings.clear();
   finished.clear();
   blocked.reset();
   wake_at.reset();
@@ -150,6 +152,7 @@ void Lifecycle::restore(LifeJob j) {
       deadlines_.add(id, a->number, a->launched_at + *stored.spec().time_limit);
       stored.timed_out = stored.reason.starts_with("timeout:");
     }
+    if (stored.preempted_for && stored.holds_gpus()) preemptor_ = stored.preempted_for;  // preemption.h
     // It ended and was classified, but the recovery rule had not decided yet: ask again.
     const LifeAttempt* a = stored.current();
     if (stored.state == JobState::Running && a && a->ended_at &&
@@ -233,6 +236,7 @@ void Lifecycle::ended(JobId id, const Ended& e, Seconds t, Effects& fx) {
     finish(j, JobState::Failed, j.reason, t, fx, "failed");
     return;
   }
+  if (j.preempted_for && requeue_if_preempted(j, e, t, fx)) return;  // issue 32 item 1 (preemption.cpp)
   switch (e.outcome) {
     case AttemptOutcome::Running:
       throw std::logic_error("lifecycle: an attempt ended as running");
@@ -370,6 +374,38 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
   return fx;
 }
 
+void Lifecycle::start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx) {
+  const QueuedJob& qj = j.queued;
+  // The placer's view of its GPUs includes the job before anything else is placed.
+  placer.started(qj, p, now);
+  if (holds_.active()) holds_.started(j);  // [issue 32] its array's running count
+  if (share_on_) share_.started(j.spec().owner, j.spec().group, charged_gpus(p), booked_mib(p), now);  // [fair share]
+  j.placed_from = j.queue;
+  dequeue(j);
+  j.state = JobState::Running;
+  j.reason.clear();
+  if (!j.started_at) j.started_at = now;
+  Effects::Start s;
+  s.job = j.id();
+  if (opt_.start_placements) s.placement = p;
+  s.attempt = static_cast<int>(j.attempts.size()) + 1;
+  // Under MPS every job that others may join gets a limit from what is known of it
+  // (lifecycle/mps_limit.h), also one placed alone for now: unlimited, it could grow
+  // and push a later neighbour out of memory. A job placed exclusive has no neighbour.
+  if (opt_.mps_limits) s.mps_limit_mib = mps_memory_limit(config_, qj, p);
+  // An earlier attempt ran (an OOM, a preemption, a restart): this one resumes from what
+  // it saved (AEGIS_RESUME; issue 32 item 1). One that never started saved nothing.
+  for (const LifeAttempt& before : j.attempts)
+    if (before.outcome != AttemptOutcome::Lost && before.outcome != AttemptOutcome::FailedStart) s.resume = true;
+  LifeAttempt& a = j.attempts.emplace_back();
+  a.number = s.attempt;
+  a.placement = std::move(p);
+  a.launched_at = now;
+  fx.starts.push_back(std::move(s));
+  change(fx, j.id(), "launch", "");
+  if (j.spec().time_limit) deadlines_.add(j.id(), a.number, now + *j.spec().time_limit);  // item 5
+}
+
 void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
   fx.reset();
   // Failures first: the recovery rule decides what becomes of each. (Swapped into a list
@@ -390,6 +426,11 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
   }
   failures_.clear();
   if (holds_.active()) cancel_doomed(now, fx);  // [issue 32] dependencies that can no longer be met
+  // Preemption (issue 32 item 1, preemption.cpp): due stops, then the job they are for.
+  if (opt_.preemption || preemptor_) {
+    advance_preemptions(now, fx);
+    if (serve_preemptor(now, placer, fx)) return;
+  }
   // Then the queues, head first: the recovery queue before the main queue.
   const bool strict = config_.strict_head_of_line;
   // The first job passed over because only processes outside aegis keep it from running:
@@ -450,6 +491,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       if (!p) {
         if (auto w = placer.wake_at()) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *w) : *w;
         if (reserved) continue;  // backfill hook (item 5): a later job that does not fit now
+        if (opt_.preemption && preempt_for(j, now, placer, fx)) return;  // issue 32 item 1
         // The first job that waits keeps its reason (without strict head-of-line later ones wait too).
         if (!fx.blocked) fx.blocked = outside ? outside : placer.blocked();
         if (strict && config_.backfill) reserved = reservation(j, now, placer);  // backfill hook (item 5)
@@ -460,30 +502,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         if (strict) return;
         continue;
       }
-      // The placer's view of its GPUs includes the job before anything else is placed.
-      placer.started(qj, *p, now);
-      if (holds_.active()) holds_.started(j);  // [issue 32] its array's running count
-      if (share_on_) share_.started(j.spec().owner, j.spec().group, charged_gpus(*p), booked_mib(*p), now);  // [fair share]
-      j.placed_from = j.queue;
-      dequeue(j);
-      j.state = JobState::Running;
-      j.reason.clear();
-      if (!j.started_at) j.started_at = now;
-      Effects::Start s;
-      s.job = j.id();
-      if (opt_.start_placements) s.placement = *p;
-      s.attempt = static_cast<int>(j.attempts.size()) + 1;
-      // Under MPS every job that others may join gets a limit from what is known of it
-      // (lifecycle/mps_limit.h), also one placed alone for now: unlimited, it could grow
-      // and push a later neighbour out of memory. A job placed exclusive has no neighbour.
-      if (opt_.mps_limits) s.mps_limit_mib = mps_memory_limit(config_, qj, *p);
-      LifeAttempt& a = j.attempts.emplace_back();
-      a.number = s.attempt;
-      a.placement = std::move(*p);
-      a.launched_at = now;
-      fx.starts.push_back(std::move(s));
-      change(fx, j.id(), "launch", "");
-      if (j.spec().time_limit) deadlines_.add(j.id(), a.number, now + *j.spec().time_limit);  // item 5
+      start(j, std::move(*p), now, placer, fx);
     }
   }
   if (reserved) {  // backfill hook (item 5): the head still waits

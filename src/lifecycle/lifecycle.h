@@ -44,6 +44,7 @@ struct LifeAttempt {
   std::optional<Seconds> ended_at;
   AttemptOutcome outcome = AttemptOutcome::Running;
   std::string detail;
+  std::optional<Seconds> checkpointed_at;  // the last checkpoint it told of (preemption.h)
 };
 
 // What a driver read of the running jobs' GPUs at one instant (observe()).
@@ -65,6 +66,12 @@ struct LifeJob {
   bool timed_out = false;          // its attempt passed its time limit and was signalled (issue 32 item 5)
   std::string reason;              // why it waits, failed or was cancelled
   std::optional<Seconds> started_at, ended_at;
+  // Preemption (issue 32 item 1, lifecycle/preemption.h): stopped so that `preempted_for`
+  // can start; warned at `preempt_warned_at`, stopped when it says it is ready or at
+  // `preempt_stop_at`; `preempt_stopping` once the stop was asked for.
+  std::optional<JobId> preempted_for;
+  Seconds preempt_warned_at = 0, preempt_stop_at = 0;
+  bool preempt_stopping = false;
   // Inline the first: most jobs run once, and the simulator forgets a job when it ends.
   SmallList<LifeAttempt, 1> attempts;
 
@@ -90,6 +97,13 @@ struct Effects {
     Placement placement;
     int attempt = 0;
     std::optional<MiB> mps_limit_mib;  // the MPS client memory limit, when MPS limits apply
+    bool resume = false;  // an earlier attempt ran: it should resume from its checkpoint (AEGIS_RESUME)
+  };
+  // A running job warned that it is about to be preempted (its checkpoint signal).
+  struct Warn {
+    JobId job = 0;
+    int attempt = 0;
+    int signal = 0;
   };
   struct Change {
     JobId job = 0;
@@ -98,7 +112,8 @@ struct Effects {
   };
   std::vector<Change> changes;
   std::vector<Start> starts;
-  std::vector<JobId> signals;  // running jobs to stop (cancel)
+  std::vector<JobId> signals;  // running jobs to stop (cancel, preemption)
+  std::vector<Warn> warnings;  // running jobs to warn of their preemption (before `signals`)
   std::vector<JobId> finished;  // jobs that reached a final state (reported with or without changes)
   std::optional<Blocked> blocked;   // why the head of the queue waits (after schedule)
   std::optional<Seconds> wake_at;   // ask again then, even if nothing happens
@@ -129,6 +144,9 @@ struct LifecycleOptions {
   // Keep every user's charged GPU share even without weights (the simulator's per-user
   // report of a trace with users).
   bool track_usage = false;
+  // Preemption (issue 32 item 1, lifecycle/preemption.h): a waiting head of a higher
+  // priority level may stop lower-level running jobs. Off unless the driver's config turns it on.
+  bool preemption = false;
 };
 
 class Lifecycle {
@@ -192,6 +210,10 @@ class Lifecycle {
   // (unless it completed first). wake_at: the next deadline. Drivers call it at their ticks.
   Effects expire(Seconds t);
   std::optional<Seconds> next_deadline() const { return deadlines_.next(); }
+  // The job's current attempt saved a checkpoint at `t` (preemption.h): a job being
+  // preempted that was warned before `t` is stopped now; otherwise it counts for the
+  // choice of victims (the work it would lose).
+  Effects checkpointed(JobId id, Seconds t);
 
   // --- decisions ----------------------------------------------------------------------
   // Failures through the recovery rule, then the queues head first (recovery, then main):
@@ -224,6 +246,10 @@ class Lifecycle {
   // Drops a finished job (the daemon keeps finished jobs in its store only).
   void forget(JobId id);
   const EngineConfig& config() const { return config_; }
+  // Jobs preempted so far (each stop of a running job for a higher level), for reports.
+  std::int64_t preemptions() const { return preemptions_; }
+  // The job that preemption holds the freed GPUs for, if any.
+  std::optional<JobId> preemptor() const { return preemptor_; }
 
  private:
   LifeJob& job(JobId id);
@@ -249,6 +275,15 @@ class Lifecycle {
   void charge_stop(const LifeJob& j, Seconds t);
   // Backfill (lifecycle/backfill.h): the waiting head's reserved start, if one is known.
   std::optional<Seconds> reservation(const LifeJob& head, Seconds now, const Placer& placer) const;
+  void start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx);
+  // Preemption (preemption.cpp). Each returns true when the pass must stop here: the
+  // preemptor waits for its victims, which nothing else may take the place of.
+  bool preempt_for(LifeJob& head, Seconds now, Placer& placer, Effects& fx);
+  bool serve_preemptor(Seconds now, Placer& placer, Effects& fx);
+  void advance_preemptions(Seconds now, Effects& fx);
+  void stop_victim(LifeJob& v, Seconds now, Effects& fx, std::string_view why);
+  // A job being preempted ended: back to its place (true), or not preempted after all.
+  bool requeue_if_preempted(LifeJob& j, const Ended& e, Seconds t, Effects& fx);
 
   EngineConfig config_;
   LifecycleOptions opt_;
@@ -267,6 +302,8 @@ class Lifecycle {
   Seconds last_pass_ = 0;
   std::vector<LifeJob*> served_;   // schedule()'s serving order when not FIFO, kept for its storage
   Deadlines deadlines_;  // attempts' time limits (issue 32 item 5)
+  std::optional<JobId> preemptor_;  // the head that running jobs are being stopped for
+  std::int64_t preemptions_ = 0;
 };
 
 }  // namespace aegis

@@ -3,6 +3,7 @@
 // (one server for aegisd; for the simulator, a dispatcher over many servers that asks a
 // ServerPlacer per server). Every call into the engine goes through a Placer.
 #pragma once
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -65,6 +66,12 @@ class Placer {
   // Why `job` can run only once processes outside aegis free memory, or nothing: such a
   // job waits without holding the head of the queue (the simulator has no such process).
   virtual std::optional<std::string> waits_outside(const QueuedJob&) const { return std::nullopt; }
+  // Preemption's what-if (lifecycle/preemption.h): where `job` would start now were the
+  // running jobs `gone` stopped, or nothing; the placer's view does not change. A placer
+  // that cannot tell says nothing, and preemption never happens there.
+  virtual std::optional<Placement> place_without(const QueuedJob&, Seconds, std::span<const JobId>) {
+    return std::nullopt;
+  }
   // The recovery rule: what becomes of a job that failed.
   virtual std::variant<Requeue, Stop> recover(const Failure& f) const = 0;
   // Why the last place() came back empty, and the earliest time a time gate opens.
@@ -167,9 +174,14 @@ class OneServerPlacer : public Placer {
   ServerPlacer server;
   std::optional<Feasibility> feasibility;  // of the same GPUs, for never_runs
   bool explain = true;
+  // What each running job's processes use now on each GPU (engine index -> MiB), as the
+  // driver read it: place_without frees that much of a job it takes away (else the memory
+  // it was admitted with, which a job without an estimate may well exceed).
+  std::map<JobId, std::map<int, MiB>> used_mib;
 
   std::optional<Placement> place(const QueuedJob& job, Seconds now) override;
   void started(const QueuedJob& job, const Placement& p, Seconds now) override;
+  std::optional<Placement> place_without(const QueuedJob& job, Seconds now, std::span<const JobId> gone) override;
   std::optional<std::string> never_runs(const QueuedJob& job) const override;
   std::optional<std::string> waits_outside(const QueuedJob& job) const override;
   std::variant<Requeue, Stop> recover(const Failure& f) const override;

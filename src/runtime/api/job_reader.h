@@ -126,6 +126,15 @@ void read_model(JobRequest& job, const typename A::Node& node) {
   job.model = std::get<ModelFeatures>(std::move(parsed));
 }
 
+// `checkpoint_signal: USR1@120` (issue 32 item 1).
+template <class A>
+void read_checkpoint_signal(JobRequest& job, const typename A::Node& node) {
+  auto parsed = parse_checkpoint_signal(read_string<A>(node, "checkpoint_signal"));
+  if (auto* e = std::get_if<std::string>(&parsed)) fail("checkpoint_signal", *e);
+  job.checkpoint_signal = std::get<CheckpointSignal>(parsed).signal;
+  job.checkpoint_lead_s = std::get<CheckpointSignal>(parsed).lead_s;
+}
+
 template <class A>
 void read_job_field(JobRequest& job, const std::string& key, const typename A::Node& value) {
   using Node = typename A::Node;
@@ -153,6 +162,12 @@ void read_job_field(JobRequest& job, const std::string& key, const typename A::N
       {"array", [](JobRequest& j, const Node& n) { j.array = read_string<A>(n, "array"); }},
       {"after", [](JobRequest& j, const Node& n) { j.after = read_strings<A>(n, "after"); }},
       {"time", [](JobRequest& j, const Node& n) { j.time_limit_s = read_time_limit<A>(n); }},  // item 5
+      // Issue 32 item 1: priorities and preemption.
+      {"priority",
+       [](JobRequest& j, const Node& n) {
+         j.priority = static_cast<int>(read_integer<A>(n, "priority", kMinPriority, kMaxPriority));
+       }},
+      {"checkpoint_signal", [](JobRequest& j, const Node& n) { read_checkpoint_signal<A>(j, n); }},
   };
   auto it = readers.find(key);
   if (it == readers.end()) fail(printable(key), "unknown field");

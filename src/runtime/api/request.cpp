@@ -221,6 +221,12 @@ void check_numbers(const JobRequest& job) {
     fail("hints.sharing_score", integer_range(0, kMaxSharingScore));
   if (job.time_limit_s && (*job.time_limit_s < 1 || *job.time_limit_s > kMaxTimeLimitS))  // item 5
     fail("time", integer_range(1, kMaxTimeLimitS));
+  // Issue 32 item 1.
+  if (job.priority < kMinPriority || job.priority > kMaxPriority) fail("priority", integer_range(kMinPriority, kMaxPriority));
+  if (job.checkpoint_signal != 0 || job.checkpoint_lead_s != 0) {
+    auto again = parse_checkpoint_signal(checkpoint_signal_text(job.checkpoint_signal, job.checkpoint_lead_s));
+    if (auto* e = std::get_if<std::string>(&again)) fail("checkpoint_signal", *e);
+  }
 }
 
 }  // namespace
@@ -521,6 +527,8 @@ std::string to_json(const JobRequest& job) {
   if (!job.array.empty()) j["array"] = job.array;
   if (!job.after.empty()) j["after"] = job.after;
   if (job.time_limit_s) j["time"] = *job.time_limit_s;  // item 5
+  if (job.priority != 0) j["priority"] = job.priority;
+  if (job.checkpoint_signal != 0) j["checkpoint_signal"] = checkpoint_signal_text(job.checkpoint_signal, job.checkpoint_lead_s);
   // Replaces rather than throws on invalid UTF-8: only a job that validate() rejects has
   // any, and the daemon will reject it by name.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -57,7 +57,28 @@ struct JobRequest {
   // Issue 32 item 5: `time` (--time), each attempt's wall-clock limit in seconds
   // (1..kMaxTimeLimitS); none: the daemon's default_time_limit applies.
   std::optional<std::int64_t> time_limit_s;
+  // Priorities and preemption (issue 32 item 1, docs/lab-policies.md): its level, which the
+  // daemon checks against what the admin allows the caller (priority_levels), and the
+  // warning it wants before a preemption: a signal and the seconds it may take to save a
+  // checkpoint (`--checkpoint-signal USR1@120`; 0 and 0: none, stopped at once).
+  int priority = 0;                          // kMinPriority..kMaxPriority
+  int checkpoint_signal = 0;                 // a signal number of kCheckpointSignals; 0: none
+  double checkpoint_lead_s = 0;              // 1..kMaxCheckpointLeadS when a signal is given
 };
+
+// Priority levels and checkpoint warnings (issue 32 item 1).
+inline constexpr int kMinPriority = -1000, kMaxPriority = 1000;
+inline constexpr double kMaxCheckpointLeadS = 86400;
+// "USR1@120", "SIGUSR2@30", "10@60": a signal a job can catch (HUP INT QUIT USR1 USR2 ALRM
+// TERM CONT URG WINCH, by name or number) and a whole number of seconds; empty string and
+// the pair on success, else the error (without the field's name).
+struct CheckpointSignal {
+  int signal = 0;
+  double lead_s = 0;
+};
+std::variant<CheckpointSignal, std::string> parse_checkpoint_signal(std::string_view text);
+// Back to text: "USR1@120".
+std::string checkpoint_signal_text(int signal, double lead_s);
 
 struct SubmitRequest {
   JobRequest job;

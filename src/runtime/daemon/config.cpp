@@ -4,6 +4,7 @@
 #include <map>
 #include <toml++/toml.h>
 
+#include "runtime/daemon/priority_levels.h"
 #include "sched/config_params.h"
 #include "sched/policies.h"
 
@@ -111,6 +112,16 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
       "How a job's processes are found and stopped: a cgroup v2 per attempt, or the descendants of its shim "
       "(auto: cgroup where cgroup v2 is delegated to root)"),
     P("max_jobs_per_user", max_jobs_per_user, 0, kInf, "", "Jobs one user may have queued or running (0 = no limit)"),
+    P("priority_levels", priority_levels, 0, 0, "",
+      "Priority levels each user may ask for with --priority: a comma list of WHO:LEVELS, WHO a user name, @group "
+      "or *, LEVELS N or LO..HI (e.g. \"*:0, @ml:0..5, alice:-10..10\"); level 0 is everyone's, and a user may also "
+      "use every level of every entry naming them"),
+    P("preemption", preemption, 0, 0, "",
+      "A waiting job that cannot start may stop running jobs of lower priority levels (warned first with their "
+      "--checkpoint-signal), which go back to their place in the queue"),
+    P("checkpoint_dir", checkpoint_dir, 0, 0, "",
+      "Directory of the per-job checkpoint directories (AEGIS_CHECKPOINT_DIR=<this>/<job id>, owned by the job's "
+      "user); aegisd's own, mode 0711 (\"\" = <state_dir>-checkpoints)"),
     P("max_connections", max_connections, 16, 1 << 20, "",
       "Client connections at once (lowered to fit the open-file limit, keeping descriptors for the daemon's own work)"),
     P("max_connections_per_user", max_connections_per_user, 1, 1 << 20, "", "Client connections one user may hold at once"),
@@ -146,6 +157,13 @@ bool is_daemon_key(std::string_view k) {
 }  // namespace
 
 std::span<const ParamEntry<DaemonSettings>> daemon_param_table() { return entries(); }
+
+std::string checkpoint_root(const DaemonSettings& s) {
+  if (!s.checkpoint_dir.empty()) return s.checkpoint_dir;
+  std::string state = s.state_dir;
+  while (state.size() > 1 && state.back() == '/') state.pop_back();
+  return state + "-checkpoints";
+}
 
 DaemonConfig load_daemon_config(const std::string& path, const std::vector<std::string>& overrides) {
   // Collect NAME=VALUE from the file, then the overrides; the policy is applied first.
@@ -185,6 +203,8 @@ DaemonConfig load_daemon_config(const std::string& path, const std::vector<std::
       }
     }
   check_params<DaemonSettings>(entries(), c.daemon);
+  if (auto levels = parse_priority_levels(c.daemon.priority_levels); std::holds_alternative<std::string>(levels))
+    throw ConfigError(fmt::format("{}: priority_levels: {}", where, std::get<std::string>(levels)));
   // The policy as the registry defines it: nothing is rewritten behind the admin's back.
   c.engine = policy_config(c.daemon.policy);
   for (const auto& [k, v] : kv) {

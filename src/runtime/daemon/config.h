@@ -66,6 +66,10 @@ struct DaemonSettings {
   std::int64_t log_tail_bytes = 1 << 20;  // kept past the cap and written when the job ends
   std::string job_tracking = "auto";      // auto | cgroup | descendants: how a job's processes are found
   std::int64_t max_jobs_per_user = 1000;  // queued and running, per user (0 = no limit)
+  // Priorities and preemption (issue 32 item 1, docs/config.md "Priorities and preemption").
+  std::string priority_levels = "*:0";    // WHO:LEVELS, comma list; WHO = user, @group or *; LEVELS = N or LO..HI
+  bool preemption = false;                // a waiting head may stop running jobs of lower levels
+  std::string checkpoint_dir;             // per-job checkpoint directories (AEGIS_CHECKPOINT_DIR); "" = <state_dir>-checkpoints
   std::int64_t max_connections = 1024;    // client connections at once (lowered to fit the fd limit)
   std::int64_t max_connections_per_user = 16;
   double request_timeout_s = 30;          // a request line must be complete within this
@@ -79,6 +83,10 @@ struct DaemonConfig {
 };
 
 std::span<const ParamEntry<DaemonSettings>> daemon_param_table();
+
+// Where the per-job checkpoint directories go (issue 32 item 1): checkpoint_dir, else beside
+// the state directory (which is root's alone, 0700: a job could not reach a directory in it).
+std::string checkpoint_root(const DaemonSettings& s);
 
 // Builds the config from an optional TOML file and NAME=VALUE overrides (daemon or engine
 // names). Throws ConfigError naming the file, key and problem.

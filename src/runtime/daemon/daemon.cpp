@@ -83,6 +83,7 @@ LifecycleOptions Daemon::lifecycle_options(const DaemonConfig& c, Env& env) {
       resolve_share_weights(c.engine, [&env](std::string_view name, bool group) { return env.id_of(name, group); });
   o.mps_limits = c.daemon.sharing == "mps";
   o.max_unstarted_attempts = kMaxUnstartedAttempts;
+  o.preemption = c.daemon.preemption;  // issue 32 item 1
   return o;
 }
 
@@ -156,6 +157,13 @@ void Daemon::recover_jobs(Seconds now, bool restarted) {
       }
     }
     if (running && rec.cancel_requested && !rec.current()->ended_at) stop_signals_.push_back(rec.id);  // maybe unsent
+    // A preemption's stop, maybe unsent; a warning maybe unsent too: sent again (a job
+    // that asked for a checkpoint signal saves again, which loses nothing).
+    if (running && rec.preempted_for && !rec.current()->ended_at) {
+      if (rec.preempt_stopping) stop_signals_.push_back(rec.id);
+      else if (rec.request.checkpoint_signal != 0)
+        warnings_.push_back({rec.id, rec.current()->number, rec.request.checkpoint_signal});
+    }
     life_.restore(life_of(rec), links_of(rec));  // issue 32: with its array and dependencies
     records_.emplace(rec.id, std::move(rec));
   }
@@ -172,6 +180,7 @@ void Daemon::recover_jobs(Seconds now, bool restarted) {
   for (const auto& q : store_.last_quarantined())
     fmt::print(stderr, "aegisd: warning: job {}: unreadable record set aside (table quarantine): {}\n", q.id, q.reason);
   send_stop_signals();
+  send_warnings();
 }
 
 void Daemon::reload_after_store_error(Seconds now, const std::string& what) {
@@ -182,6 +191,7 @@ void Daemon::reload_after_store_error(Seconds now, const std::string& what) {
   if (store_.in_transaction()) store_.rollback();
   records_.clear();
   stop_signals_.clear();
+  warnings_.clear();
   life_ = Lifecycle(cfg_.engine, lifecycle_options(cfg_, env_));
   try {
     recover_jobs(now, false);
@@ -218,6 +228,9 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   spec.array_id = j.array_id;  // issue 32: an array's element
   spec.array_index = j.array_index;
   if (j.request.time_limit_s) spec.time_limit = static_cast<Seconds>(*j.request.time_limit_s);  // item 5
+  spec.priority = j.request.priority;  // issue 32 item 1
+  spec.checkpoint_signal = j.request.checkpoint_signal;
+  spec.checkpoint_lead_s = j.request.checkpoint_lead_s;
   return spec;
 }
 
@@ -322,6 +335,10 @@ LifeJob Daemon::life_of(const DaemonJob& j) const {
   l.reason = j.reason;
   l.started_at = j.started_at;
   l.ended_at = j.ended_at;
+  l.preempted_for = j.preempted_for;  // issue 32 item 1
+  l.preempt_warned_at = j.preempt_warned_at;
+  l.preempt_stop_at = j.preempt_stop_at;
+  l.preempt_stopping = j.preempt_stopping;
   for (const auto& a : j.attempts) {
     LifeAttempt la;
     la.number = a.number;
@@ -359,6 +376,10 @@ void Daemon::sync(DaemonJob& rec) {
   rec.reason = l->reason;
   rec.started_at = l->started_at;
   rec.ended_at = l->ended_at;
+  rec.preempted_for = l->preempted_for;  // issue 32 item 1
+  rec.preempt_warned_at = l->preempt_warned_at;
+  rec.preempt_stop_at = l->preempt_stop_at;
+  rec.preempt_stopping = l->preempt_stopping;
   rec.attempts.resize(l->attempts.size());
   for (std::size_t i = 0; i < l->attempts.size(); ++i) {
     const LifeAttempt& la = l->attempts[i];
@@ -439,12 +460,14 @@ void Daemon::after_sample(Seconds now, bool observe) {
   {
     Tx tx(store_);
     if (observe) note_activity(now);
+    note_checkpoints(now);  // issue 32 item 1
     collect_ends(now);
     cancel_orphans(now);
     tx.commit();
   }
   apply(life_.expire(now), now);  // attempts past their time limit are stopped (item 5)
   send_stop_signals();
+  send_warnings();
   schedule(now);
 }
 
@@ -707,6 +730,11 @@ void Daemon::schedule(Seconds now) {
   placer.server.running = life_.running_on(0);
   placer.server.state = engine_state_;
   placer.feasibility.emplace(engine_, devices());
+  if (cfg_.daemon.preemption)  // what a preemption would free (issue 32 item 1)
+    for (const auto& [id, per_gpu] : job_memory_now_)
+      for (const auto& [uuid, mib] : per_gpu)
+        for (std::size_t i = 0; i < gpus_.size(); ++i)
+          if (gpus_[i].uuid == uuid) placer.used_mib[id][static_cast<int>(i)] = mib;
   Effects fx = life_.schedule(now, placer);
   engine_state_ = placer.server.state;
   const double decide = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -743,6 +771,13 @@ LaunchFile Daemon::launch_file(const DaemonJob& rec, const Effects::Start& s) co
   for (auto& [k, v] : mps_environment(cfg_.daemon, s.mps_limit_mib, uuids)) env[k] = v;
   env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID";
   env["AEGIS_JOB_ID"] = std::to_string(rec.id);
+  // Issue 32 item 1: which attempt this is, where it saves its checkpoints (its own
+  // directory, made by prepare: Env::checkpoint_dir), and whether to resume from them
+  // (an earlier attempt ran: a preemption, an OOM-ladder retry, a restart).
+  env["AEGIS_ATTEMPT"] = std::to_string(s.attempt);
+  env["AEGIS_CHECKPOINT_DIR"] = checkpoint_dir_of(rec.id);
+  if (s.resume) env["AEGIS_RESUME"] = "1";
+  else env.erase("AEGIS_RESUME");
   for (const auto& [k, v] : env) f.env.push_back(k + "=" + v);
   f.kill_grace_s = cfg_.daemon.kill_grace_s;
   f.log_max_bytes = static_cast<std::uint64_t>(cfg_.daemon.log_max_bytes);
@@ -757,6 +792,7 @@ void Daemon::apply(Effects fx, Seconds now) {
   for (auto& s : fx.starts) {
     const DaemonJob& rec = records_.at(s.job);
     try {
+      env_.prepare_checkpoint_dir(checkpoint_dir_of(s.job), rec.uid, rec.gid);  // issue 32 item 1
       env_.prepare_attempt(s.job, s.attempt, launch_file(rec, s));
       prepared.push_back(s);
     } catch (const StartError& e) {
@@ -783,8 +819,47 @@ void Daemon::apply(Effects fx, Seconds now) {
       persist(again, now);
     }
   }
-  // 4. Stops are signalled once their change is committed (send_stop_signals).
+  // 4. Warnings of a preemption, and stops, are signalled once their change is committed
+  //    (send_warnings, send_stop_signals).
+  warnings_.insert(warnings_.end(), fx.warnings.begin(), fx.warnings.end());
   stop_signals_.insert(stop_signals_.end(), fx.signals.begin(), fx.signals.end());
+  // Committed already unless a caller's transaction is still open (it sends them after).
+  if (!store_.in_transaction()) {
+    send_warnings();
+    send_stop_signals();
+  }
+}
+
+void Daemon::send_warnings() {
+  for (const auto& w : warnings_) {
+    const LifeJob* l = life_.find(w.job);
+    if (!l || !l->holds_gpus() || l->current()->number != w.attempt) continue;
+    env_.signal_attempt(w.job, w.attempt, w.signal);
+  }
+  warnings_.clear();
+}
+
+std::string Daemon::checkpoint_dir_of(JobId id) const {
+  return checkpoint_root(cfg_.daemon) + "/" + std::to_string(id);
+}
+
+// A job says it saved a checkpoint by touching $AEGIS_CHECKPOINT_DIR/checkpointed (docs/
+// lab-policies.md): its time tells the lifecycle, which stops a warned job at once and
+// counts it for the choice of victims. Only read while preemption is on (or a job is
+// being preempted); a time in the future counts as now.
+void Daemon::note_checkpoints(Seconds now) {
+  if (!cfg_.daemon.preemption && !life_.preemptor()) return;
+  for (JobId id : life_.holding_gpus()) {
+    const LifeJob* l = life_.find(id);
+    const auto t = env_.checkpointed_at(checkpoint_dir_of(id));
+    if (!t) continue;
+    const Seconds at = std::min(*t, now);
+    if (l->current()->checkpointed_at && *l->current()->checkpointed_at >= at) continue;
+    if (at < l->current()->launched_at) continue;  // an earlier attempt's
+    Effects fx = life_.checkpointed(id, at);
+    persist(fx, now);
+    stop_signals_.insert(stop_signals_.end(), fx.signals.begin(), fx.signals.end());
+  }
 }
 
 void Daemon::persist(const Effects& fx, Seconds now) {

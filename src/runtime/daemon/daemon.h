@@ -88,6 +88,7 @@ class Daemon {
   // Stops the jobs cancelled since the last call: the event loop calls it after its group
   // commit, so that a cancel is on disk before any process is signalled.
   void send_stop_signals();
+  void send_warnings();  // issue 32 item 1: preemption warnings, once committed
 
   // After a failed commit: the database is the truth again. Forgets what memory holds and
   // reloads every unfinished job as at a restart (nothing was acted on before the commit).
@@ -149,6 +150,9 @@ class Daemon {
   void persist(const Effects& fx, Seconds now);
   // Views.
   JobSpec spec_of(const DaemonJob& j) const;
+  // Issue 32 item 1: a job's checkpoint directory, and the checkpoints jobs told of.
+  std::string checkpoint_dir_of(JobId id) const;
+  void note_checkpoints(Seconds now);
   void refresh_estimates(const std::string& signature);
   LifeJob life_of(const DaemonJob& j) const;
   void sync(DaemonJob& rec);
@@ -183,6 +187,7 @@ class Daemon {
   Lifecycle life_;
   std::vector<Gpu> gpus_;
   std::map<JobId, DaemonJob> records_;  // queued and running: what the store holds of them
+  std::vector<Effects::Warn> warnings_;  // preemption warnings, recorded, not signalled yet
   std::vector<JobId> stop_signals_;     // cancelled, recorded, not signalled yet
   DaemonStats stats_;
   std::string gpu_error_;               // why sampling failed last, for `aegis gpus`

@@ -13,6 +13,7 @@
 #include "lifecycle/inputs.h"
 #include "lifecycle/time_limits.h"
 #include "runtime/daemon/daemon.h"
+#include "runtime/daemon/priority_levels.h"
 #include "runtime/daemon/daemon_util.h"
 #include "runtime/store/id_floor.h"
 
@@ -145,6 +146,12 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
     return error_reply(fmt::format("job.time (--time): {} is over this server's maximum, {} (max_time_limit_s)",
                                    format_time_limit(static_cast<Seconds>(*limit)),
                                    format_time_limit(static_cast<Seconds>(max_limit))));
+  // Issue 32 item 1: only the priority levels the admin allows this user (priority_levels).
+  if (const auto rules = parse_priority_levels(cfg_.daemon.priority_levels);
+      const auto* levels = std::get_if<std::vector<LevelRule>>(&rules))
+    if (auto why = why_priority_refused(*levels, req.priority, *user,
+                                        [&](const std::string& g) { return env_.in_group(c.uid, c.gid, g); }))
+      return error_reply(*why);
   DaemonJob j;
   j.uid = c.uid;
   j.gid = c.gid;

@@ -79,6 +79,14 @@ class Env {
   virtual bool stop_attempt(JobId job, int attempt) = 0;
   // An attempt whose shim is gone but whose processes live on: SIGKILL them.
   virtual void kill_attempt(JobId job, int attempt) = 0;
+  // Issue 32 item 1 (preemption): sends `signal` to a running attempt's processes (its
+  // checkpoint warning); nothing when it runs no more.
+  virtual void signal_attempt(JobId job, int attempt, int signal) = 0;
+  // Makes the job's checkpoint directory `dir` (mode 0700, owned by uid/gid) unless it is
+  // already there as theirs; its parent is the daemon's. Throws StartError.
+  virtual void prepare_checkpoint_dir(const std::string& dir, uid_t uid, gid_t gid) = 0;
+  // When `dir`/checkpointed was last modified, if it exists (looked at, never followed).
+  virtual std::optional<Seconds> checkpointed_at(const std::string& dir) = 0;
   // The last `max_bytes` of an attempt's stdout or stderr ("" if none).
   virtual std::string log_tail(JobId job, int attempt, bool stderr_stream, std::size_t max_bytes) = 0;
   struct LogChunk {

@@ -212,6 +212,57 @@ void OsEnv::kill_attempt(JobId job, int attempt) {
   if (const auto procs = processes_of(job, attempt, uid_of_.count(key) ? uid_of_.at(key) : 0)) procs->kill();
 }
 
+// Issue 32 item 1: a preemption's warning goes to the job's first process (the command
+// aegis started, as Slurm's --signal=B:), which passes it on as it sees fit: its helpers
+// (data-loader workers, a wrapper's children) would die of a signal they do not expect.
+// Only when that process is gone do the others get it. Never the shim (it would take it
+// as a stop); every signal through a pidfd checked after it was opened.
+void OsEnv::signal_attempt(JobId job, int attempt, int sig) {
+  const AttemptKey key{job, attempt};
+  const auto procs = processes_of(job, attempt, uid_of_.count(key) ? uid_of_.at(key) : 0);
+  if (!procs) return;
+  const auto child = read_child(attempt_dir(opt_.state_dir, job, attempt));
+  for (const ProcessRef& p : procs->list())
+    if (child.written() && p.pid == child.value.pgid) {
+      signal_process(p, sig);
+      return;
+    }
+  procs->signal(sig);
+}
+
+// The job's checkpoint directory, made by root in root's checkpoint_dir (0711: others may
+// pass, not list or write), so that nobody can have put a link or a file of theirs in its
+// place; then given to the job's user. A later attempt finds it theirs already.
+void OsEnv::prepare_checkpoint_dir(const std::string& dir, uid_t uid, gid_t gid) {
+  auto error = [&](const std::string& what, int err) {
+    throw StartError(fmt::format("checkpoint directory {}: {}: {}", dir, what, std::strerror(err)),
+                     LaunchError("", err).transient());
+  };
+  const auto slash = dir.rfind('/');
+  if (slash == std::string::npos || slash + 1 == dir.size()) error("not an absolute path", EINVAL);
+  const std::string parent = slash == 0 ? "/" : dir.substr(0, slash), name = dir.substr(slash + 1);
+  const int pfd = open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (pfd < 0) error("cannot open its parent", errno);
+  struct stat st {};
+  int err = 0;
+  if (mkdirat(pfd, name.c_str(), 0700) != 0 && errno != EEXIST) err = errno;
+  if (!err && fstatat(pfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) err = errno;
+  if (!err && !S_ISDIR(st.st_mode)) err = ENOTDIR;
+  if (!err && st.st_uid != uid) {
+    if (st.st_uid != geteuid()) err = EPERM;  // another user's: never handed over
+    else if (fchownat(pfd, name.c_str(), uid, gid, AT_SYMLINK_NOFOLLOW) != 0) err = errno;
+  }
+  close(pfd);
+  if (err) error("cannot make it the job's", err);
+}
+
+std::optional<Seconds> OsEnv::checkpointed_at(const std::string& dir) {
+  struct stat st {};
+  // The last component is never followed: a link there is the job's own statement.
+  if (fstatat(AT_FDCWD, (dir + "/checkpointed").c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+  return static_cast<Seconds>(st.st_mtim.tv_sec) + static_cast<Seconds>(st.st_mtim.tv_nsec) * 1e-9;
+}
+
 std::string OsEnv::log_tail(JobId job, int attempt, bool stderr_stream, std::size_t max_bytes) {
   const AttemptDir dir = attempt_dir(opt_.state_dir, job, attempt);
   return read_tail(stderr_stream ? dir.stderr_log() : dir.stdout_log(), max_bytes);

@@ -36,6 +36,9 @@ class OsEnv : public Env {
   AttemptStatus attempt_status(JobId job, int attempt) override;
   bool stop_attempt(JobId job, int attempt) override;
   void kill_attempt(JobId job, int attempt) override;
+  void signal_attempt(JobId job, int attempt, int signal) override;
+  void prepare_checkpoint_dir(const std::string& dir, uid_t uid, gid_t gid) override;
+  std::optional<Seconds> checkpointed_at(const std::string& dir) override;
   std::string log_tail(JobId job, int attempt, bool stderr_stream, std::size_t max_bytes) override;
   LogChunk read_log(JobId job, int attempt, bool stderr_stream, std::uint64_t offset, std::uint64_t max_bytes) override;
   std::string tracking() const override;

@@ -70,6 +70,11 @@ struct DaemonJob {
   int array_index = -1;
   int array_limit = 0;
   std::vector<std::pair<JobId, std::string>> after;
+  // Preemption (issue 32 item 1, lifecycle/lifecycle.h LifeJob): being stopped so that
+  // `preempted_for` can start; warned then, to be stopped by `preempt_stop_at`.
+  std::optional<JobId> preempted_for;
+  Seconds preempt_warned_at = 0, preempt_stop_at = 0;
+  bool preempt_stopping = false;
 
   Attempt* current() { return attempts.empty() ? nullptr : &attempts.back(); }
   const Attempt* current() const { return attempts.empty() ? nullptr : &attempts.back(); }

@@ -79,6 +79,14 @@
 //      older `jobs` gets them when aegisd opens it (kJobLabColumns), its jobs NULL:
 //   time_limit_s       each attempt's wall-clock limit in seconds, as given (--time) or the
 //                      server's default_time_limit_s at submission; NULL: none (item 5)
+//   -- priorities and preemption (issue 32 item 1; kJobLabColumns):
+//   priority           its priority level (--priority), -1000..1000; 0 by default
+//   checkpoint_signal  the signal it wants before a preemption (--checkpoint-signal); 0: none
+//   checkpoint_lead_s  the seconds it may take to save a checkpoint then; 0 with no signal
+//   preempted_for      the job it is being preempted for (warned, not yet ended); NULL: none
+//   preempt_warned_at  when it was warned (0: not being preempted)
+//   preempt_stop_at    when it is stopped at the latest (0: not being preempted)
+//   preempt_stopping   1 once its stop was asked for (a restart sends it again)
 //   Index jobs_state(state): the unfinished jobs, read at every start.
 //
 // job_args(job_id, pos, arg)        the command's argv: pos 0 is argv[0], then 1, 2, ...
@@ -195,6 +203,13 @@ CREATE TABLE IF NOT EXISTS jobs (
   predicted_util REAL CHECK (predicted_util IS NULL OR (predicted_util >= 0 AND predicted_util <= 1)),
   predicted_util_source TEXT NOT NULL DEFAULT '' CHECK (predicted_util_source IN ('', 'history', 'model-spec')),
   time_limit_s INTEGER CHECK (time_limit_s IS NULL OR time_limit_s >= 1),
+  priority INTEGER NOT NULL DEFAULT 0,
+  checkpoint_signal INTEGER NOT NULL DEFAULT 0,
+  checkpoint_lead_s REAL NOT NULL DEFAULT 0,
+  preempted_for INTEGER,
+  preempt_warned_at REAL NOT NULL DEFAULT 0,
+  preempt_stop_at REAL NOT NULL DEFAULT 0,
+  preempt_stopping INTEGER NOT NULL DEFAULT 0 CHECK (preempt_stopping IN (0, 1)),
   CHECK ((state = 'queued') = (queue <> '')),
   CHECK ((attached_pid IS NULL) = (attached_start_ticks IS NULL))
 ) STRICT;
@@ -314,9 +329,17 @@ inline constexpr const char* kJobPredictionColumns[][2] = {
     {"predicted_util_source",
      "TEXT NOT NULL DEFAULT '' CHECK (predicted_util_source IN ('', 'history', 'model-spec'))"}};
 
-// jobs' lab-scheduling columns (issue 32): one line per item's column.
+// jobs' lab-scheduling columns (issue 32), added to an older `jobs` (Store::add_later_columns).
 inline constexpr const char* kJobLabColumns[][2] = {
     {"time_limit_s", "INTEGER CHECK (time_limit_s IS NULL OR time_limit_s >= 1)"},  // item 5
+    // item 1: priorities and preemption
+    {"priority", "INTEGER NOT NULL DEFAULT 0"},
+    {"checkpoint_signal", "INTEGER NOT NULL DEFAULT 0"},
+    {"checkpoint_lead_s", "REAL NOT NULL DEFAULT 0"},
+    {"preempted_for", "INTEGER"},
+    {"preempt_warned_at", "REAL NOT NULL DEFAULT 0"},
+    {"preempt_stop_at", "REAL NOT NULL DEFAULT 0"},
+    {"preempt_stopping", "INTEGER NOT NULL DEFAULT 0 CHECK (preempt_stopping IN (0, 1))"},
 };
 
 // The tables that hold a job (the quarantine copies their rows, in this order).

@@ -42,14 +42,17 @@ struct Use {
 
 // The columns of `jobs` (store/schema.h), in the order every statement binds (?1 ...) and
 // reads (column 0 ...) them.
-constexpr std::array<const char*, 37> kJobColumns = {
+constexpr std::array<const char*, 44> kJobColumns = {
     "id", "uid", "gid", "user", "state", "queue", "queue_seq", "submitted_at", "started_at", "ended_at",
     "cancel_requested", "reason", "attached_pid", "attached_start_ticks", "recovery_floor_mib",
     "recovery_exclusive_only", "recovery_oom_count", "name", "workdir", "gpus", "mem_mib", "profiled_mib",
     "faketensor_mib", "exclusive", "restartable", "hint_gpu_util", "hint_sharing_score", "model_depth",
     "model_total_activations", "model_total_parameters", "model_batch_size", "model_batchnorm_layers",
     "model_dropout_layers", "model_activation", "predicted_util", "predicted_util_source",
-    "time_limit_s"};  // issue 32 item 5
+    "time_limit_s",  // issue 32 item 5
+    // issue 32 item 1
+    "priority", "checkpoint_signal", "checkpoint_lead_s", "preempted_for", "preempt_warned_at", "preempt_stop_at",
+    "preempt_stopping"};
 enum JobCol : int {
   kId, kUid, kGid, kUser, kState, kQueue, kQueueSeq, kSubmittedAt, kStartedAt, kEndedAt,
   kCancelRequested, kReason, kAttachedPid, kAttachedStartTicks, kRecoveryFloorMib,
@@ -58,6 +61,7 @@ enum JobCol : int {
   kModelTotalActivations, kModelTotalParameters, kModelBatchSize, kModelBatchnormLayers,
   kModelDropoutLayers, kModelActivation, kPredictedUtil, kPredictedUtilSource,
   kTimeLimitS,  // issue 32 item 5
+  kPriority, kCheckpointSignal, kCheckpointLeadS, kPreemptedFor, kPreemptWarnedAt, kPreemptStopAt, kPreemptStopping,
   kJobColumnCount
 };
 static_assert(kJobColumnCount == kJobColumns.size());
@@ -691,6 +695,13 @@ JobId Store::write(const DaemonJob& job, Write how) {
       bind_opt_real(kPredictedUtil, job.predicted_util);
       bind_text(kPredictedUtilSource, job.predicted_util ? std::string_view(job.predicted_util_source) : "");
       bind_opt_int(kTimeLimitS, r.time_limit_s);  // item 5
+      bind_int(kPriority, r.priority);  // issue 32 item 1
+      bind_int(kCheckpointSignal, r.checkpoint_signal);
+      bind_real(kCheckpointLeadS, r.checkpoint_lead_s);
+      bind_opt_int(kPreemptedFor, job.preempted_for);
+      bind_real(kPreemptWarnedAt, job.preempt_warned_at);
+      bind_real(kPreemptStopAt, job.preempt_stop_at);
+      bind_int(kPreemptStopping, job.preempt_stopping);
       step_done(s, what);
     }
     if (update && sqlite3_changes(db_) == 0) {  // not in the table (set aside): nothing to update
@@ -970,6 +981,13 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
                                            (j.predicted_util ? "set" : "NULL"));
   if (row.ok() && j.predicted_util && !(*j.predicted_util >= 0 && *j.predicted_util <= 1))
     row.wrong("predicted_util", "outside [0, 1]");
+  r.priority = row.int32(kPriority, "priority", api::kMinPriority, api::kMaxPriority);  // issue 32 item 1
+  r.checkpoint_signal = row.int32(kCheckpointSignal, "checkpoint_signal", 0, 64);
+  r.checkpoint_lead_s = row.real(kCheckpointLeadS, "checkpoint_lead_s");
+  j.preempted_for = row.opt_integer(kPreemptedFor, "preempted_for", 1);
+  j.preempt_warned_at = row.real(kPreemptWarnedAt, "preempt_warned_at");
+  j.preempt_stop_at = row.real(kPreemptStopAt, "preempt_stop_at");
+  j.preempt_stopping = row.boolean(kPreemptStopping, "preempt_stopping");
   if (!row.ok()) return std::nullopt;
 
   // The child rows, read on the same connection while `s` is on its row: one snapshot.

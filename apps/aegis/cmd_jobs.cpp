@@ -229,6 +229,7 @@ struct SubmitArgs {
   bool exclusive = false;
   bool restartable = false;
   std::vector<std::string> env, tags, command;
+  std::optional<std::string> notify;  // issue 32 item 6
 };
 
 api::JobRequest build_request(const SubmitArgs& a) {
@@ -278,6 +279,11 @@ api::JobRequest build_request(const SubmitArgs& a) {
   if (!a.name.empty()) r.name = a.name;  // else the daemon names it after the command
   if (a.exclusive) r.exclusive = true;
   if (a.restartable) r.restartable = true;
+  if (a.notify) {  // issue 32 item 6
+    auto parsed = api::parse_notify(*a.notify);
+    if (auto* e = std::get_if<std::string>(&parsed)) throw ClientError("--notify: " + *e);
+    r.notify = std::get<api::NotifySet>(parsed);
+  }
   if (!a.model_spec.empty()) {
     std::ifstream f(a.model_spec);
     if (!f) throw ClientError(a.model_spec + ": cannot read the model spec");
@@ -365,6 +371,10 @@ void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
   cmd->add_flag("--restartable", sa.restartable,
                 "Safe to run again: if an attempt's outcome is lost (its shim killed, a failed disk), run it again "
                 "instead of failing it (docs/security.md)");
+  cmd->add_option("--notify", sa.notify,
+                  "Events to be told of, a comma list of start, oom (with its requeue), end, fail, cancel, eta (its "
+                  "expected start slipping), or all; delivered by the admin's notify_command or notify_url "
+                  "(docs/lab-policies.md, \"Notifications\"); default none");
   cmd->add_option("--spec", sa.spec, "YAML job spec (docs/api.md); flags override its fields")
       ->check(non_empty("the path of a YAML job spec"));
   cmd->add_option("--model-spec", sa.model_spec,

@@ -496,6 +496,7 @@ std::string to_json(const JobRequest& job) {
   if (job.hint_sharing_score) hints["sharing_score"] = *job.hint_sharing_score;
   if (!hints.empty()) j["hints"] = std::move(hints);
   if (job.model) j["model"] = aegis::to_json(*job.model);
+  if (!job.notify.empty()) j["notify"] = to_string(job.notify);  // issue 32 item 6
   // Replaces rather than throws on invalid UTF-8: only a job that validate() rejects has
   // any, and the daemon will reject it by name.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -12,6 +12,7 @@
 
 #include "core/units.h"
 #include "estimate/features.h"
+#include "runtime/api/notify_set.h"
 
 namespace aegis::api {
 
@@ -44,6 +45,9 @@ struct JobRequest {
   std::optional<double> hint_gpu_util;       // [0,1]
   std::optional<int> hint_sharing_score;     // 0, 1 or 2
   std::optional<ModelFeatures> model;        // for the learned estimator (aegis submit --model-spec)
+  // Issue 32 item 6 (notifications): the events its owner is told of (notify_set.h);
+  // JSON/YAML `notify`: a list of event names or one comma list. Default: none.
+  NotifySet notify;
 };
 
 struct SubmitRequest {

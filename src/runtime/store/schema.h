@@ -7,7 +7,11 @@
 // meta('schema') holds the layout's version as text:
 //   1  (aegisd up to issue 12) jobs(id, uid, state, queue_seq, submitted_at, data): each
 //      job was the API's JSON view of it in `data`. Migrated to 2 when the store opens.
-//   2  (this file) typed columns and child tables; no JSON anywhere.
+//   2  typed columns and child tables; no JSON anywhere.
+//   3  (this file) issue 32's per-job options, each a new column of `jobs` with a default.
+//      Migrated from 2 by an additive step when the store opens (add_later_columns: ALTER
+//      TABLE ADD COLUMN for each missing column of kJobV3Columns, in the opening
+//      transaction; the jobs already there get the default, i.e. the option unused).
 // A database whose version is larger than kSchemaVersion is refused with one line: it was
 // written by a newer aegisd, whose rows this one could misread or damage.
 //
@@ -71,6 +75,9 @@
 //                      an older `jobs` when it opens the database (ALTER TABLE, in the opening
 //                      transaction; its jobs get NULL and ''); an older aegisd names its own
 //                      columns only, so its INSERTs leave them NULL and ''.
+//   -- schema 3 (issue 32), added to an older `jobs` by the 2 -> 3 step (kJobV3Columns):
+//   notify             item 6: the events its owner is told of, the canonical comma list of
+//                      runtime/api/notify_set.h ("start,end"); '' = none (the default)
 //   Index jobs_state(state): the unfinished jobs, read at every start.
 //
 // job_args(job_id, pos, arg)        the command's argv: pos 0 is argv[0], then 1, 2, ...
@@ -135,7 +142,7 @@
 
 namespace aegis::store_schema {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 // Creates every table of schema 2 that is missing (and meta, without its version row).
 inline constexpr const char* kCreateTables = R"(
@@ -176,6 +183,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   model_activation TEXT,
   predicted_util REAL CHECK (predicted_util IS NULL OR (predicted_util >= 0 AND predicted_util <= 1)),
   predicted_util_source TEXT NOT NULL DEFAULT '' CHECK (predicted_util_source IN ('', 'history', 'model-spec')),
+  notify TEXT NOT NULL DEFAULT '',
   CHECK ((state = 'queued') = (queue <> '')),
   CHECK ((attached_pid IS NULL) = (attached_start_ticks IS NULL))
 ) STRICT;
@@ -280,6 +288,12 @@ inline constexpr const char* kJobPredictionColumns[][2] = {
     {"predicted_util", "REAL CHECK (predicted_util IS NULL OR (predicted_util >= 0 AND predicted_util <= 1))"},
     {"predicted_util_source",
      "TEXT NOT NULL DEFAULT '' CHECK (predicted_util_source IN ('', 'history', 'model-spec'))"}};
+
+// Schema 3 (issue 32): the columns the 2 -> 3 step adds to an older jobs table, one line
+// per column (name, declaration as in kCreateTables; a NOT NULL column needs its DEFAULT).
+inline constexpr const char* kJobV3Columns[][2] = {
+    {"notify", "TEXT NOT NULL DEFAULT ''"},  // item 6
+};
 
 // The tables that hold a job (the quarantine copies their rows, in this order).
 inline constexpr const char* kJobTables[] = {"jobs", "job_args", "job_env", "job_tags", "job_model_layers",

@@ -42,20 +42,23 @@ struct Use {
 
 // The columns of `jobs` (store/schema.h), in the order every statement binds (?1 ...) and
 // reads (column 0 ...) them.
-constexpr std::array<const char*, 36> kJobColumns = {
+constexpr std::array<const char*, 37> kJobColumns = {
     "id", "uid", "gid", "user", "state", "queue", "queue_seq", "submitted_at", "started_at", "ended_at",
     "cancel_requested", "reason", "attached_pid", "attached_start_ticks", "recovery_floor_mib",
     "recovery_exclusive_only", "recovery_oom_count", "name", "workdir", "gpus", "mem_mib", "profiled_mib",
     "faketensor_mib", "exclusive", "restartable", "hint_gpu_util", "hint_sharing_score", "model_depth",
     "model_total_activations", "model_total_parameters", "model_batch_size", "model_batchnorm_layers",
-    "model_dropout_layers", "model_activation", "predicted_util", "predicted_util_source"};
+    "model_dropout_layers", "model_activation", "predicted_util", "predicted_util_source",
+    "notify"};  // schema 3: issue 32's columns from here
 enum JobCol : int {
   kId, kUid, kGid, kUser, kState, kQueue, kQueueSeq, kSubmittedAt, kStartedAt, kEndedAt,
   kCancelRequested, kReason, kAttachedPid, kAttachedStartTicks, kRecoveryFloorMib,
   kRecoveryExclusiveOnly, kRecoveryOomCount, kName, kWorkdir, kGpus, kMemMib, kProfiledMib,
   kFaketensorMib, kExclusive, kRestartable, kHintGpuUtil, kHintSharingScore, kModelDepth,
   kModelTotalActivations, kModelTotalParameters, kModelBatchSize, kModelBatchnormLayers,
-  kModelDropoutLayers, kModelActivation, kPredictedUtil, kPredictedUtilSource, kJobColumnCount
+  kModelDropoutLayers, kModelActivation, kPredictedUtil, kPredictedUtilSource,
+  kNotify,  // schema 3 (issue 32)
+  kJobColumnCount
 };
 static_assert(kJobColumnCount == kJobColumns.size());
 
@@ -425,8 +428,8 @@ void Store::open_schema(const std::string& path) {
     exec(store_schema::kCreateTables, "create tables");
     add_later_columns();
     if (version != kSchemaVersion)
-      exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '2')", "record the schema version");
-    static_assert(kSchemaVersion == 2, "the line above writes the version");
+      exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '3')", "record the schema version");
+    static_assert(kSchemaVersion == 3, "the line above writes the version");
     commit();
   } catch (...) {
     rollback();
@@ -451,6 +454,8 @@ void Store::add_later_columns() {
     add("history_runs", column,
         std::string("REAL CHECK (") + column + " IS NULL OR (" + column + " >= 0 AND " + column + " <= 1))");
   for (const auto& [column, declaration] : store_schema::kJobPredictionColumns) add("jobs", column, declaration);
+  // Schema 2 -> 3 (issue 32): each missing column of kJobV3Columns, with its default.
+  for (const auto& [column, declaration] : store_schema::kJobV3Columns) add("jobs", column, declaration);
 }
 
 // Schema 1 -> 2 (store/schema.h), inside open_schema's transaction.
@@ -686,6 +691,8 @@ JobId Store::write(const DaemonJob& job, Write how) {
       }
       bind_opt_real(kPredictedUtil, job.predicted_util);
       bind_text(kPredictedUtilSource, job.predicted_util ? std::string_view(job.predicted_util_source) : "");
+      const std::string notify = api::to_string(r.notify);  // issue 32 item 6
+      bind_text(kNotify, notify);
       step_done(s, what);
     }
     if (update && sqlite3_changes(db_) == 0) {  // not in the table (set aside): nothing to update
@@ -928,6 +935,12 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
                                            (j.predicted_util ? "set" : "NULL"));
   if (row.ok() && j.predicted_util && !(*j.predicted_util >= 0 && *j.predicted_util <= 1))
     row.wrong("predicted_util", "outside [0, 1]");
+  {  // issue 32 item 6
+    const std::string notify = row.text(kNotify, "notify");
+    auto parsed = api::parse_notify(notify);
+    if (auto* set = std::get_if<api::NotifySet>(&parsed)) r.notify = *set;
+    else if (row.ok()) row.wrong("notify", std::get<std::string>(parsed));
+  }
   if (!row.ok()) return std::nullopt;
 
   // The child rows, read on the same connection while `s` is on its row: one snapshot.

@@ -1,6 +1,6 @@
 """An existing state directory of schema 1 (each job a JSON record in jobs.data, as aegisd
-wrote it up to issue 12) keeps working under this aegisd, which migrates it to schema 2
-(typed columns, src/runtime/store/schema.h) at start:
+wrote it up to issue 12) keeps working under this aegisd, which migrates it to schema 3
+(typed columns, src/runtime/store/schema.h; 2 -> 3 adds issue 32's columns) at start:
   - a job that was running when the old aegisd stopped, whose attempt has since ended
     (its shim gone, its exit.json written), ends completed with exit_code 0;
   - a queued job runs to completion; one whose record cannot be read is set aside;
@@ -165,7 +165,7 @@ def main(build):
         schema = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0]
         data_columns = con.execute("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'data'").fetchone()[0]
         con.close()
-        if schema != "2" or data_columns:
+        if schema != "3" or data_columns:
             fail(f"not migrated: schema {schema}, data column {data_columns}")
 
         ran = wait_final(d, 1)
@@ -215,17 +215,17 @@ def main(build):
         # A database written by a newer aegisd: refused, in one line, and left alone.
         d.stop()
         con = sqlite3.connect(db)
-        con.execute("UPDATE meta SET value = '3' WHERE key = 'schema'")
+        con.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
         con.commit()
         con.close()
         log_size = os.path.getsize(d.log)
         try:
             d.start()
-            fail("aegisd started on a database of schema 3")
+            fail("aegisd started on a database of schema 4")
         except RuntimeError:
             pass
         said = open(d.log, errors="replace").read()[log_size:]
-        if "database schema 3 is newer than this aegisd knows (2)" not in said:
+        if "database schema 4 is newer than this aegisd knows (3)" not in said:
             fail(f"no one-line refusal: {said!r}")
         line = [l for l in said.splitlines() if "newer than this aegisd" in l]
         print(f"OK: a newer schema refused: {line[0]}")

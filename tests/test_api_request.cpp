@@ -542,10 +542,11 @@ TEST(ApiNotify, SubmitReadsAListOrAString) {
   EXPECT_EQ(to_string(submitted(R"({"command":["true"],"notify":["end","start"]})").notify), "start,end");
   EXPECT_EQ(to_string(submitted(R"({"command":["true"],"notify":"oom,fail"})").notify), "oom,fail");
   EXPECT_EQ(job_error(R"({"command":["true"],"notify":["start","bogus"]})"),
-            "notify: unknown event 'bogus' (expected a comma list of start, oom, end, fail, cancel, eta, or all or "
-            "none)");
-  EXPECT_EQ(job_error(R"({"command":["true"],"notify":7})"), "notify: must be an array of event names or a string");
-  EXPECT_EQ(job_error(R"({"command":["true"],"notify":[1]})"), "notify[0]: must be a string");
+            "job.notify: unknown event 'bogus' (expected a comma list of start, oom, end, fail, cancel, eta, or all "
+            "or none)");
+  EXPECT_EQ(job_error(R"({"command":["true"],"notify":7})"),
+            "job.notify: must be an array of event names or a string");
+  EXPECT_EQ(job_error(R"({"command":["true"],"notify":[1]})"), "job.notify[0]: must be a string");
   EXPECT_EQ(to_string(yaml_job("command: [\"true\"]\nnotify: [start, end]\n").notify), "start,end");
   EXPECT_EQ(to_string(yaml_job("command: [\"true\"]\nnotify: all\n").notify), "start,oom,end,fail,cancel,eta");
   EXPECT_EQ(yaml_error("command: [\"true\"]\nnotify: [nope]\n").rfind("notify: unknown event 'nope'", 0), 0u);

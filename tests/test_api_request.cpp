@@ -88,6 +88,7 @@ void expect_same(const JobRequest& a, const JobRequest& b) {
   EXPECT_EQ(a.tags, b.tags);
   EXPECT_EQ(a.hint_gpu_util, b.hint_gpu_util);
   EXPECT_EQ(a.hint_sharing_score, b.hint_sharing_score);
+  EXPECT_EQ(to_string(a.notify), to_string(b.notify));
 }
 
 struct Case {
@@ -512,6 +513,49 @@ TEST(ApiJson, ToJsonNeverThrowsOnInvalidUtf8) {
   JobRequest j = full_job();
   j.command = {"a\xff"};
   EXPECT_NE(to_json(j).find("\"command\":[\"a\xef\xbf\xbd\"]"), std::string::npos);
+}
+
+// --- notifications (issue 32 item 6) ---
+
+TEST(ApiNotify, EventListsParseToOneCanonicalSpelling) {
+  auto text = [](std::string_view in) {
+    const auto r = parse_notify(in);
+    if (const auto* e = std::get_if<std::string>(&r)) return "error: " + *e;
+    return to_string(std::get<NotifySet>(r));
+  };
+  EXPECT_EQ(text(""), "");
+  EXPECT_EQ(text("none"), "");
+  EXPECT_EQ(text("end,start"), "start,end");
+  EXPECT_EQ(text("start,start"), "start");
+  EXPECT_EQ(text("oom,eta,cancel,fail"), "oom,fail,cancel,eta");
+  EXPECT_EQ(text("all"), "start,oom,end,fail,cancel,eta");
+  const std::string expected = "(expected a comma list of start, oom, end, fail, cancel, eta, or all or none)";
+  EXPECT_EQ(text("bogus"), "error: unknown event 'bogus' " + expected);
+  EXPECT_EQ(text("start,"), "error: unknown event '' " + expected);
+  EXPECT_EQ(text("Start"), "error: unknown event 'Start' " + expected);
+  EXPECT_EQ(text("start, end"), "error: unknown event ' end' " + expected);
+  EXPECT_EQ(text("a\nb"), "error: unknown event 'a\\x0ab' " + expected);
+}
+
+TEST(ApiNotify, SubmitReadsAListOrAString) {
+  EXPECT_TRUE(submitted(R"({"command":["true"]})").notify.empty());  // default: none
+  EXPECT_EQ(to_string(submitted(R"({"command":["true"],"notify":["end","start"]})").notify), "start,end");
+  EXPECT_EQ(to_string(submitted(R"({"command":["true"],"notify":"oom,fail"})").notify), "oom,fail");
+  EXPECT_EQ(job_error(R"({"command":["true"],"notify":["start","bogus"]})"),
+            "job.notify: unknown event 'bogus' (expected a comma list of start, oom, end, fail, cancel, eta, or all "
+            "or none)");
+  EXPECT_EQ(job_error(R"({"command":["true"],"notify":7})"),
+            "job.notify: must be an array of event names or a string");
+  EXPECT_EQ(job_error(R"({"command":["true"],"notify":[1]})"), "job.notify[0]: must be a string");
+  EXPECT_EQ(to_string(yaml_job("command: [\"true\"]\nnotify: [start, end]\n").notify), "start,end");
+  EXPECT_EQ(to_string(yaml_job("command: [\"true\"]\nnotify: all\n").notify), "start,oom,end,fail,cancel,eta");
+  EXPECT_EQ(yaml_error("command: [\"true\"]\nnotify: [nope]\n").rfind("notify: unknown event 'nope'", 0), 0u);
+  // The wire form round-trips.
+  JobRequest j;
+  j.command = {"true"};
+  j.notify = std::get<NotifySet>(parse_notify("fail,start"));
+  EXPECT_NE(to_json(j).find(R"("notify":"start,fail")"), std::string::npos) << to_json(j);
+  EXPECT_EQ(to_string(submitted(to_json(j)).notify), "start,fail");
 }
 
 // --- memory sizes ---

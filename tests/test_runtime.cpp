@@ -623,6 +623,43 @@ TEST(Store, PreemptionFieldsComeBackAndASchema2DatabaseGainsThem) {
   remove_db(path);
 }
 
+// Issue 32 item 6: a job's notify set comes back as written (none as none); a schema-2
+// database (no notify column) is migrated to 3 by adding it, its jobs notified of nothing;
+// a notify text that is not an event list is a damaged row.
+TEST(Store, ANotifySetComesBackAndASchema2DatabaseGetsTheColumn) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  DaemonJob told = make_job("told"), plain = make_job("plain"), damaged = make_job("damaged");
+  told.request.notify = std::get<api::NotifySet>(api::parse_notify("end,start,oom"));
+  {
+    Store s(path, false);
+    for (DaemonJob* j : {&told, &plain, &damaged}) s.insert(*j);
+  }
+  EXPECT_EQ(raw_sql(path, "SELECT notify FROM jobs WHERE id = " + std::to_string(told.id)), "start,oom,end");
+  raw_sql(path, "UPDATE jobs SET notify = 'start,bogus' WHERE id = " + std::to_string(damaged.id));
+  {
+    Store s(path, false);
+    const auto jobs = s.unfinished();
+    ASSERT_EQ(jobs.size(), 2u);
+    EXPECT_EQ(api::to_string(jobs[0].request.notify), "start,oom,end");
+    EXPECT_TRUE(jobs[1].request.notify.empty());
+    ASSERT_EQ(s.last_quarantined().size(), 1u);
+    EXPECT_EQ(s.last_quarantined()[0].reason.rfind("jobs.notify: unknown event 'bogus'", 0), 0u)
+        << s.last_quarantined()[0].reason;
+  }
+  // Back to schema 2 as an older aegisd left it: no notify column, version '2'.
+  raw_sql(path, "ALTER TABLE jobs DROP COLUMN notify; UPDATE meta SET value = '2' WHERE key = 'schema'");
+  {
+    Store s(path, false);
+    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
+    const auto jobs = s.unfinished();
+    ASSERT_EQ(jobs.size(), 2u);
+    EXPECT_TRUE(jobs[0].request.notify.empty());
+    EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM jobs WHERE notify = ''"), "2");
+  }
+  remove_db(path);
+}
+
 TEST(Store, EveryStateAndOutcomeNameIsAccepted) {
   const std::string path = test::temp_path("store.db");
   remove_db(path);
@@ -828,7 +865,7 @@ TEST(Store, MigratesASchema1Database) {
     EXPECT_GT(fresh.queue_seq, 7);
     EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'jobs_v1'"), "0");
   }
-  // Reopened: schema 2 as it is, nothing migrated twice, nothing reported again.
+  // Reopened: schema 3 as it is, nothing migrated twice, nothing reported again.
   Store s(path, false);
   EXPECT_EQ(s.unfinished().size(), 3u);
   EXPECT_TRUE(s.last_quarantined().empty());

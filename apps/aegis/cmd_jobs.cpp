@@ -248,6 +248,7 @@ struct SubmitArgs {
   std::vector<std::string> after;  // issue 32 item 4: --after (submit only)
   std::optional<int> priority;      // issue 32 item 1
   std::string checkpoint_signal;    // issue 32 item 1: SIG@SECONDS
+  std::optional<std::string> notify;  // issue 32 item 6
 };
 
 api::JobRequest build_request(const SubmitArgs& a) {
@@ -310,6 +311,11 @@ api::JobRequest build_request(const SubmitArgs& a) {
     if (auto* e = std::get_if<std::string>(&c)) throw ClientError("--checkpoint-signal: " + *e);
     r.checkpoint_signal = std::get<api::CheckpointSignal>(c).signal;
     r.checkpoint_lead_s = std::get<api::CheckpointSignal>(c).lead_s;
+  }
+  if (a.notify) {  // issue 32 item 6
+    auto parsed = api::parse_notify(*a.notify);
+    if (auto* e = std::get_if<std::string>(&parsed)) throw ClientError("--notify: " + *e);
+    r.notify = std::get<api::NotifySet>(parsed);
   }
   if (!a.model_spec.empty()) {
     std::ifstream f(a.model_spec);
@@ -425,6 +431,10 @@ void add_request_options(CLI::App* cmd, SubmitArgs& sa) {
             return e ? *e : std::string();
           },
           "SIG@SECONDS"));
+  cmd->add_option("--notify", sa.notify,
+                  "Events to be told of, a comma list of start, oom (with its requeue), end, fail, cancel, eta (its "
+                  "expected start slipping), or all; delivered by the admin's notify_command or notify_url "
+                  "(docs/lab-policies.md, \"Notifications\"); default none");
   cmd->add_option("--spec", sa.spec, "YAML job spec (docs/api.md); flags override its fields")
       ->check(non_empty("the path of a YAML job spec"));
   cmd->add_option("--model-spec", sa.model_spec,

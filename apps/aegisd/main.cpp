@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
     if (chmod(checkpoints.c_str(), 0711) != 0)
       throw aegis::ConfigError("checkpoint_dir: " + checkpoints + ": cannot set its mode 0711");
     if (auto e = aegis::check_dashboard_settings(cfg.daemon); !e.empty()) throw aegis::ConfigError(e);
+    if (auto e = aegis::check_notify_settings(cfg.daemon); !e.empty()) throw aegis::ConfigError(e);  // issue 32 item 6
     if (const auto& dash = cfg.daemon.dashboard_socket; !dash.empty())
       if (auto e = aegis::check_daemon_dir("dashboard_socket", dash.substr(0, std::max<std::size_t>(dash.rfind('/'), 1)), false);
           !e.empty())

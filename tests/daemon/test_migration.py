@@ -1,6 +1,6 @@
 """An existing state directory of schema 1 (each job a JSON record in jobs.data, as aegisd
-wrote it up to issue 12) keeps working under this aegisd, which migrates it to schema 2
-(typed columns, src/runtime/store/schema.h) at start:
+wrote it up to issue 12) keeps working under this aegisd, which migrates it to schema 3
+(typed columns, src/runtime/store/schema.h; 2 -> 3 adds issue 32's columns) at start:
   - a job that was running when the old aegisd stopped, whose attempt has since ended
     (its shim gone, its exit.json written), ends completed with exit_code 0;
   - a queued job runs to completion; one whose record cannot be read is set aside;

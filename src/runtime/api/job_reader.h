@@ -135,6 +135,21 @@ void read_checkpoint_signal(JobRequest& job, const typename A::Node& node) {
   job.checkpoint_lead_s = std::get<CheckpointSignal>(parsed).lead_s;
 }
 
+// Issue 32 item 6: `notify`, a list of event names or one comma-separated string.
+template <class A>
+NotifySet read_notify(const typename A::Node& node) {
+  std::string text;
+  if (auto s = A::string(node)) {
+    text = std::move(*s);
+  } else {
+    if (!A::is_seq(node)) fail("notify", std::string("must be ") + A::kSeq + " of event names or a string");
+    for (const auto& e : read_strings<A>(node, "notify")) text += (text.empty() ? "" : ",") + e;
+  }
+  auto parsed = parse_notify(text);
+  if (auto* error = std::get_if<std::string>(&parsed)) fail("notify", *error);
+  return std::get<NotifySet>(parsed);
+}
+
 template <class A>
 void read_job_field(JobRequest& job, const std::string& key, const typename A::Node& value) {
   using Node = typename A::Node;
@@ -168,6 +183,7 @@ void read_job_field(JobRequest& job, const std::string& key, const typename A::N
          j.priority = static_cast<int>(read_integer<A>(n, "priority", kMinPriority, kMaxPriority));
        }},
       {"checkpoint_signal", [](JobRequest& j, const Node& n) { read_checkpoint_signal<A>(j, n); }},
+      {"notify", [](JobRequest& j, const Node& n) { j.notify = read_notify<A>(n); }},  // issue 32 item 6
   };
   auto it = readers.find(key);
   if (it == readers.end()) fail(printable(key), "unknown field");

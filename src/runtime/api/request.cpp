@@ -529,6 +529,7 @@ std::string to_json(const JobRequest& job) {
   if (job.time_limit_s) j["time"] = *job.time_limit_s;  // item 5
   if (job.priority != 0) j["priority"] = job.priority;
   if (job.checkpoint_signal != 0) j["checkpoint_signal"] = checkpoint_signal_text(job.checkpoint_signal, job.checkpoint_lead_s);
+  if (!job.notify.empty()) j["notify"] = to_string(job.notify);  // issue 32 item 6
   // Replaces rather than throws on invalid UTF-8: only a job that validate() rejects has
   // any, and the daemon will reject it by name.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);

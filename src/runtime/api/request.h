@@ -12,6 +12,7 @@
 
 #include "core/units.h"
 #include "estimate/features.h"
+#include "runtime/api/notify_set.h"
 
 namespace aegis::api {
 
@@ -64,6 +65,9 @@ struct JobRequest {
   int priority = 0;                          // kMinPriority..kMaxPriority
   int checkpoint_signal = 0;                 // a signal number of kCheckpointSignals; 0: none
   double checkpoint_lead_s = 0;              // 1..kMaxCheckpointLeadS when a signal is given
+  // Issue 32 item 6 (notifications): the events its owner is told of (notify_set.h);
+  // JSON/YAML `notify`: a list of event names or one comma list. Default: none.
+  NotifySet notify;
 };
 
 // Priority levels and checkpoint warnings (issue 32 item 1).

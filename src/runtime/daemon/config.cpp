@@ -130,6 +130,20 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
     P("client_idle_timeout_s", client_idle_timeout_s, 1, 86400, "",
       "Seconds a connection may stay open with no request in progress"),
     P("reply_timeout_s", reply_timeout_s, 1, 86400, "", "Seconds a client may take to read a reply before it is dropped"),
+    // Issue 32 item 6: notifications (docs/lab-policies.md, "Notifications").
+    P("notify_command", notify_command, 0, 0, "",
+      "Command run for each notification a job's owner asked for (aegis submit --notify), as that user, with the JSON "
+      "payload on stdin; an absolute path owned by root and writable by no one else (\"\" = none)"),
+    P("notify_url", notify_url, 0, 0, "", "URL each notification's JSON payload is POSTed to, http:// or https:// (\"\" = none)"),
+    P("notify_timeout_s", notify_timeout_s, 0.1, 600, "",
+      "Seconds one delivery may take: the command is killed past it, the POST gives up (each of connect, write, read)"),
+    P("notify_queue_max", notify_queue_max, 1, 1000000, "",
+      "Notifications waiting for delivery, all users together; past it new ones are dropped (logged)"),
+    P("notify_per_user_max", notify_per_user_max, 1, 1000000, "",
+      "Notifications of one user's jobs waiting for delivery; past it that user's new ones are dropped (logged)"),
+    P("notify_eta_slip_s", notify_eta_slip_s, 0, 86400 * 365, "",
+      "A waiting job's expected start (aegis queue --eta) later than the one last told by more than this many seconds "
+      "is an eta notification"),
   };
   return table;
 }

@@ -75,6 +75,13 @@ struct DaemonSettings {
   double request_timeout_s = 30;          // a request line must be complete within this
   double client_idle_timeout_s = 300;     // a connection with nothing to do is closed after this
   double reply_timeout_s = 60;            // a reply the client does not read within this is dropped
+  // Issue 32 item 6, notifications (`aegis submit --notify`; docs/lab-policies.md, "Notifications").
+  std::string notify_command;             // run as the job's owner, payload on stdin ("" = none)
+  std::string notify_url;                 // the payload POSTed here ("" = none)
+  double notify_timeout_s = 10;           // each delivery; a command still running is killed
+  std::int64_t notify_queue_max = 1000;   // notices waiting for delivery, all users
+  std::int64_t notify_per_user_max = 100; // of which one user's
+  double notify_eta_slip_s = 600;         // an expected start later by more than this is an `eta` event
 };
 
 struct DaemonConfig {

@@ -27,7 +27,9 @@ Daemon::Daemon(DaemonConfig config, Env& env)
       env_(env),
       store_(cfg_.daemon.state_dir + "/aegis.db", cfg_.daemon.durability == "full"),
       engine_(cfg_.engine),
-      life_(cfg_.engine, lifecycle_options(cfg_, env)) {
+      life_(cfg_.engine, lifecycle_options(cfg_, env)),
+      notifier_(std::make_unique<Notifier>(NotifierSettings::from(cfg_.daemon))),
+      eta_watch_(cfg_.daemon.notify_eta_slip_s) {
   // Ids are never reused on this host, even if the database was lost (id_floor.h).
   id_floor_recorded_ = highest_job_id_on_disk(cfg_.daemon.state_dir);
   store_.reserve_ids_above(id_floor_recorded_);
@@ -189,6 +191,7 @@ void Daemon::reload_after_store_error(Seconds now, const std::string& what) {
   // Nothing that failed to commit was acted on: stops are signalled after their commit,
   // launches are recorded before their shim starts. So the database is the truth.
   if (store_.in_transaction()) store_.rollback();
+  pending_notices_.clear();  // their changes were not committed: never told
   records_.clear();
   stop_signals_.clear();
   warnings_.clear();
@@ -865,6 +868,7 @@ void Daemon::note_checkpoints(Seconds now) {
 void Daemon::persist(const Effects& fx, Seconds now) {
   if (fx.changes.empty()) return;
   std::vector<JobId> finished;
+  std::vector<Notice> notices;  // issue 32 item 6: told once the changes are committed
   Tx tx(store_);
   for (const auto& c : fx.changes) {
     auto it = records_.find(c.job);
@@ -876,16 +880,29 @@ void Daemon::persist(const Effects& fx, Seconds now) {
     if (c.event == "launch" && rec.current())
       detail = fmt::format("attempt {} on {}", rec.current()->number, fmt::join(rec.current()->gpu_uuids, ","));
     store_.event(c.job, now, c.event, detail);
+    if (notifier_->enabled())
+      if (auto n = notice_for(rec, c.event, detail, now)) notices.push_back(std::move(*n));
     if (is_final(rec.state)) finished.push_back(c.job);
+    if (rec.state != JobState::Queued) eta_watch_.forget(c.job);
   }
   tx.commit();
+  // Inside the event loop's group commit the changes are on disk only at its commit:
+  // their notices wait for it (send_stop_signals, called after it).
+  for (auto& n : notices) pending_notices_.push_back(std::move(n));
+  if (!store_.in_transaction()) post_notices();
   for (JobId id : finished) {
     records_.erase(id);
     life_.forget(id);
   }
 }
 
+void Daemon::post_notices() {
+  for (auto& n : pending_notices_) notifier_->post(std::move(n));
+  pending_notices_.clear();
+}
+
 void Daemon::send_stop_signals() {
+  if (!store_.in_transaction()) post_notices();  // issue 32 item 6: committed now
   std::vector<JobId> later;
   for (JobId id : stop_signals_) {
     const LifeJob* l = life_.find(id);
@@ -893,6 +910,20 @@ void Daemon::send_stop_signals() {
     if (!env_.stop_attempt(id, l->current()->number)) later.push_back(id);  // its shim is starting up
   }
   stop_signals_ = std::move(later);
+}
+
+std::vector<JobId> Daemon::note_etas(const std::map<JobId, Seconds>& etas, Seconds now) {
+  std::vector<JobId> told;
+  for (const auto& [id, eta] : etas) {
+    auto it = records_.find(id);
+    if (it == records_.end() || it->second.state != JobState::Queued) continue;
+    const auto slip = eta_watch_.update(id, eta);
+    if (!slip || !it->second.request.notify.has(api::NotifyEvent::Eta) || !notifier_->enabled()) continue;
+    notifier_->post(make_notice(it->second, "eta", fmt::format("expected start slipped by {:.0f} s", *slip), now,
+                                {{"eta", eta}, {"slip_s", *slip}}));
+    told.push_back(id);
+  }
+  return told;
 }
 
 }  // namespace aegis

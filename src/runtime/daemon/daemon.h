@@ -24,6 +24,7 @@
 #include "runtime/daemon/config.h"
 #include "runtime/daemon/config_reload.h"
 #include "runtime/daemon/gpu_reading.h"
+#include "runtime/daemon/notifier.h"
 #include "runtime/daemon/run_activity.h"
 #include "runtime/env/env.h"
 #include "runtime/job/job.h"
@@ -86,7 +87,8 @@ class Daemon {
   // Schedules with what it knows (after submissions and cancellations).
   void schedule(Seconds now);
   // Stops the jobs cancelled since the last call: the event loop calls it after its group
-  // commit, so that a cancel is on disk before any process is signalled.
+  // commit, so that a cancel is on disk before any process is signalled. The notices of
+  // changes made inside that commit are queued for delivery then too.
   void send_stop_signals();
   void send_warnings();  // issue 32 item 1: preemption warnings, once committed
 
@@ -110,6 +112,14 @@ class Daemon {
   std::string tracking() const { return env_.tracking(); }
   Env& env() { return env_; }  // for the sampling thread (gpu_sampler.h)
   std::string describe_gpus() const { return env_.describe_gpus(); }
+  // Issue 32 item 6: the notifications' delivery (notifier.h; counts for metrics and tests).
+  const Notifier& notifier() const { return *notifier_; }
+  Notifier& notifier() { return *notifier_; }
+  // The ETA-slip event's seam (item 5 computes the ETAs, `aegis queue --eta`): each waiting
+  // job's expected start (wall clock), as computed now. A job that asked for `eta` and whose
+  // ETA slipped by more than notify_eta_slip_s since the one last told is notified; jobs no
+  // longer waiting are forgotten. Returns the jobs notified.
+  std::vector<JobId> note_etas(const std::map<JobId, Seconds>& etas, Seconds now);
   // The estimates aegisd can give a job (for the policy check and `aegis config`).
   static JobInputs provided_inputs(const DaemonConfig& c);
   static LifecycleOptions lifecycle_options(const DaemonConfig& c, Env& env);
@@ -227,6 +237,12 @@ class Daemon {
   std::string storage_error_;
   std::string io_trouble_;              // last "cannot tell now" about an attempt
   JobId id_floor_recorded_ = 0;         // the watermark on disk: ids up to it may be in use
+  // Issue 32 item 6: notices go out after their change is committed (persist), delivered
+  // off the event loop; the ETA-slip rule's memory.
+  std::unique_ptr<Notifier> notifier_;
+  EtaSlipWatch eta_watch_;
+  std::vector<Notice> pending_notices_;  // changes persisted inside a group commit, not yet committed
+  void post_notices();                   // hands pending_notices_ to the notifier
 };
 
 }  // namespace aegis

@@ -127,6 +127,17 @@ std::string Daemon::metrics_text() const {
   line("# HELP aegis_submissions_total Jobs accepted");
   line("# TYPE aegis_submissions_total counter");
   line(fmt::format("aegis_submissions_total {}", stats_.submissions));
+  {  // issue 32 item 6
+    const auto n = notifier_->counts();
+    line("# HELP aegis_notifications_total Notifications by what became of them (delivered, failed, dropped: queue full)");
+    line("# TYPE aegis_notifications_total counter");
+    line(fmt::format("aegis_notifications_total{{result=\"delivered\"}} {}", n.delivered));
+    line(fmt::format("aegis_notifications_total{{result=\"failed\"}} {}", n.failed));
+    line(fmt::format("aegis_notifications_total{{result=\"dropped\"}} {}", n.dropped));
+    line("# HELP aegis_notifications_waiting Notifications queued for delivery");
+    line("# TYPE aegis_notifications_waiting gauge");
+    line(fmt::format("aegis_notifications_waiting {}", n.waiting));
+  }
   std::vector<double> v = stats_.recent_tick_seconds, e = stats_.recent_decide_seconds;
   std::sort(v.begin(), v.end());
   std::sort(e.begin(), e.end());

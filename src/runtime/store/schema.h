@@ -87,6 +87,9 @@
 //   preempt_warned_at  when it was warned (0: not being preempted)
 //   preempt_stop_at    when it is stopped at the latest (0: not being preempted)
 //   preempt_stopping   1 once its stop was asked for (a restart sends it again)
+//   -- notifications (issue 32 item 6; kJobLabColumns):
+//   notify             item 6: the events its owner is told of, the canonical comma list of
+//                      runtime/api/notify_set.h ("start,end"); '' = none (the default)
 //   Index jobs_state(state): the unfinished jobs, read at every start.
 //
 // job_args(job_id, pos, arg)        the command's argv: pos 0 is argv[0], then 1, 2, ...
@@ -210,6 +213,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   preempt_warned_at REAL NOT NULL DEFAULT 0,
   preempt_stop_at REAL NOT NULL DEFAULT 0,
   preempt_stopping INTEGER NOT NULL DEFAULT 0 CHECK (preempt_stopping IN (0, 1)),
+  notify TEXT NOT NULL DEFAULT '',
   CHECK ((state = 'queued') = (queue <> '')),
   CHECK ((attached_pid IS NULL) = (attached_start_ticks IS NULL))
 ) STRICT;
@@ -340,6 +344,7 @@ inline constexpr const char* kJobLabColumns[][2] = {
     {"preempt_warned_at", "REAL NOT NULL DEFAULT 0"},
     {"preempt_stop_at", "REAL NOT NULL DEFAULT 0"},
     {"preempt_stopping", "INTEGER NOT NULL DEFAULT 0 CHECK (preempt_stopping IN (0, 1))"},
+    {"notify", "TEXT NOT NULL DEFAULT ''"},  // item 6
 };
 
 // The tables that hold a job (the quarantine copies their rows, in this order).

@@ -42,7 +42,7 @@ struct Use {
 
 // The columns of `jobs` (store/schema.h), in the order every statement binds (?1 ...) and
 // reads (column 0 ...) them.
-constexpr std::array<const char*, 44> kJobColumns = {
+constexpr std::array<const char*, 45> kJobColumns = {
     "id", "uid", "gid", "user", "state", "queue", "queue_seq", "submitted_at", "started_at", "ended_at",
     "cancel_requested", "reason", "attached_pid", "attached_start_ticks", "recovery_floor_mib",
     "recovery_exclusive_only", "recovery_oom_count", "name", "workdir", "gpus", "mem_mib", "profiled_mib",
@@ -52,7 +52,8 @@ constexpr std::array<const char*, 44> kJobColumns = {
     "time_limit_s",  // issue 32 item 5
     // issue 32 item 1
     "priority", "checkpoint_signal", "checkpoint_lead_s", "preempted_for", "preempt_warned_at", "preempt_stop_at",
-    "preempt_stopping"};
+    "preempt_stopping",
+    "notify"};  // issue 32 item 6
 enum JobCol : int {
   kId, kUid, kGid, kUser, kState, kQueue, kQueueSeq, kSubmittedAt, kStartedAt, kEndedAt,
   kCancelRequested, kReason, kAttachedPid, kAttachedStartTicks, kRecoveryFloorMib,
@@ -62,6 +63,7 @@ enum JobCol : int {
   kModelDropoutLayers, kModelActivation, kPredictedUtil, kPredictedUtilSource,
   kTimeLimitS,  // issue 32 item 5
   kPriority, kCheckpointSignal, kCheckpointLeadS, kPreemptedFor, kPreemptWarnedAt, kPreemptStopAt, kPreemptStopping,
+  kNotify,  // schema 3 (issue 32)
   kJobColumnCount
 };
 static_assert(kJobColumnCount == kJobColumns.size());
@@ -702,6 +704,8 @@ JobId Store::write(const DaemonJob& job, Write how) {
       bind_real(kPreemptWarnedAt, job.preempt_warned_at);
       bind_real(kPreemptStopAt, job.preempt_stop_at);
       bind_int(kPreemptStopping, job.preempt_stopping);
+      const std::string notify = api::to_string(r.notify);  // issue 32 item 6
+      bind_text(kNotify, notify);
       step_done(s, what);
     }
     if (update && sqlite3_changes(db_) == 0) {  // not in the table (set aside): nothing to update
@@ -988,6 +992,12 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
   j.preempt_warned_at = row.real(kPreemptWarnedAt, "preempt_warned_at");
   j.preempt_stop_at = row.real(kPreemptStopAt, "preempt_stop_at");
   j.preempt_stopping = row.boolean(kPreemptStopping, "preempt_stopping");
+  {  // issue 32 item 6
+    const std::string notify = row.text(kNotify, "notify");
+    auto parsed = api::parse_notify(notify);
+    if (auto* set = std::get_if<api::NotifySet>(&parsed)) r.notify = *set;
+    else if (row.ok()) row.wrong("notify", std::get<std::string>(parsed));
+  }
   if (!row.ok()) return std::nullopt;
 
   // The child rows, read on the same connection while `s` is on its row: one snapshot.

@@ -319,6 +319,63 @@ TEST(NotifyDaemon, TheCommittedChangesOfAJobReachItsHookInOrder) {
   std::filesystem::remove_all(cfg.daemon.state_dir);
 }
 
+// Issue 32 items 5-6: aegisd itself computes the expected starts at its ticks (every
+// notify_eta_check_s) and tells a slip: the job ahead, out of memory at 500 s, starts again
+// with a new time limit, so the waiting job's start moves 500 s later.
+TEST(NotifyDaemon, AnEtaSlipIsFoundAtTheTicks) {
+  if (geteuid() != 0) GTEST_SKIP() << "the hook runs as the job's (fake) user: needs root";
+  const std::string d = open_dir();
+  const std::string hook = d + "/hook.sh";
+  std::ofstream(hook) << "#!/bin/sh\n{ cat; echo; } >> " << d << "/$AEGIS_JOB_ID.log\n";
+  chmod(hook.c_str(), 0755);
+  test::FakeEnv env;
+  env.gpus = test::fake_gpus(1, 40960);
+  DaemonConfig cfg;
+  cfg.daemon.state_dir = test::temp_path("state-eta");
+  std::filesystem::remove_all(cfg.daemon.state_dir);
+  mkdir(cfg.daemon.state_dir.c_str(), 0700);
+  cfg.daemon.durability = "normal";
+  cfg.daemon.mps_pipe_dir = "/tmp/fake-mps-pipe";
+  cfg.daemon.notify_command = hook;
+  cfg.daemon.notify_eta_slip_s = 100;
+  cfg.daemon.notify_eta_check_s = 1;
+  cfg.engine = policy_config(cfg.daemon.policy);
+  Daemon daemon(cfg, env);
+  auto submit = [&](MiB mem, const std::string& notify) {
+    api::SubmitRequest r;
+    r.job.command = {"python3", "train.py"};
+    r.job.workdir = "/tmp";
+    r.job.mem_mib = mem;
+    r.job.time_limit_s = 1000;
+    r.job.notify = std::get<api::NotifySet>(api::parse_notify(notify));
+    const auto reply = daemon.respond(r, Caller{1001, 1001, 1}).object;
+    EXPECT_TRUE(reply["ok"].get<bool>()) << reply.dump();
+    return reply["id"].get<JobId>();
+  };
+  auto tick = [&](Seconds dt) {
+    env.clock += dt;
+    daemon.tick(env.clock);
+  };
+  const JobId ahead = submit(20480, "");
+  tick(1);
+  const JobId waiting = submit(38000, "eta");  // fits only on the whole GPU: waits for `ahead`
+  tick(1);                                     // the first ETA: the promise, not told
+  tick(1);
+  ASSERT_TRUE(daemon.notifier().wait_idle(60));
+  EXPECT_FALSE(std::filesystem::exists(d + "/" + std::to_string(waiting) + ".log"));
+  tick(497);
+  env.end(ahead, 1, 1 << 8, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
+  tick(1);  // requeued and started again: its new limit ends 500 s later
+  tick(1);
+  ASSERT_TRUE(daemon.notifier().wait_idle(60));
+  const auto told = nlohmann::json::parse(slurp(d + "/" + std::to_string(waiting) + ".log"));
+  EXPECT_EQ(told["event"], "eta");
+  EXPECT_GE(told["slip_s"].get<double>(), 490);
+  EXPECT_LE(told["slip_s"].get<double>(), 510);
+  std::filesystem::remove_all(d);
+  std::filesystem::remove_all(cfg.daemon.state_dir);
+}
+
 TEST(NotifySettings, TheCommandMustBeRootsAndTheUrlHttp) {
   DaemonSettings s;
   EXPECT_EQ(check_notify_settings(s), "");

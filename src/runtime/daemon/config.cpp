@@ -144,6 +144,9 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
     P("notify_eta_slip_s", notify_eta_slip_s, 0, 86400 * 365, "",
       "A waiting job's expected start (aegis queue --eta) later than the one last told by more than this many seconds "
       "is an eta notification"),
+    P("notify_eta_check_s", notify_eta_check_s, 1, 86400, "",
+      "Seconds between two computations of the waiting jobs' expected starts for eta notifications (only while a "
+      "waiting job asked for them)"),
   };
   return table;
 }

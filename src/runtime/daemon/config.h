@@ -82,6 +82,7 @@ struct DaemonSettings {
   std::int64_t notify_queue_max = 1000;   // notices waiting for delivery, all users
   std::int64_t notify_per_user_max = 100; // of which one user's
   double notify_eta_slip_s = 600;         // an expected start later by more than this is an `eta` event
+  double notify_eta_check_s = 60;         // how often waiting jobs' expected starts are computed for it
 };
 
 struct DaemonConfig {

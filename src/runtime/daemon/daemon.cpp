@@ -15,6 +15,7 @@
 #include "estimate/analytical.h"
 #include "estimate/history.h"
 #include "estimate/utilisation.h"
+#include "lifecycle/eta.h"
 #include "runtime/daemon/daemon_util.h"
 #include "runtime/daemon/mps.h"
 #include "runtime/job/classify.h"
@@ -472,6 +473,22 @@ void Daemon::after_sample(Seconds now, bool observe) {
   send_stop_signals();
   send_warnings();
   schedule(now);
+  watch_etas(now);
+}
+
+void Daemon::watch_etas(Seconds now) {
+  if (!notifier_->enabled() || now < next_eta_check_) return;
+  next_eta_check_ = now + cfg_.daemon.notify_eta_check_s;
+  const bool asked = std::ranges::any_of(records_, [](const auto& r) {
+    return r.second.state == JobState::Queued && r.second.request.notify.has(api::NotifyEvent::Eta);
+  });
+  if (!asked) return;
+  OneServerPlacer placer(engine_);
+  placer.server.views = views();
+  std::map<JobId, Seconds> etas;
+  for (const auto& [id, at] : estimate_starts(life_, now, placer.server_gpus()).starts)
+    if (at) etas[id] = *at;
+  note_etas(etas, now);
 }
 
 void Daemon::note_usable(const std::vector<GpuStatus>& all) {

@@ -163,6 +163,10 @@ class Daemon {
   // Issue 32 item 1: a job's checkpoint directory, and the checkpoints jobs told of.
   std::string checkpoint_dir_of(JobId id) const;
   void note_checkpoints(Seconds now);
+  // Issue 32 items 5-6: every notify_eta_check_s, while a waiting job asked for `eta` and a
+  // delivery is set, the queue's expected starts (lifecycle/eta.h) through note_etas.
+  void watch_etas(Seconds now);
+  Seconds next_eta_check_ = 0;
   void refresh_estimates(const std::string& signature);
   LifeJob life_of(const DaemonJob& j) const;
   void sync(DaemonJob& rec);

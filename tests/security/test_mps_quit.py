@@ -12,13 +12,19 @@ manages (docs/daemon.md, "MPS supervision"):
    record, no recovery step, not exclusive), the daemon is restarted and logged, and the
    job completes on its second attempt;
 2. a later job of anyone runs on the restarted daemon;
-3. quit again with no job running: the periodic check finds it and restarts it.
-Usage: test_mps_quit.py BUILD_DIR
+3. quit again with no job running: the periodic check finds it and restarts it;
+4. with the control tool broken (the daemon cannot start), a quit makes aegisd give up
+   after mps_restart_limit tries: the GPU takes no job, a job waits (not failed), and the
+   queue says why.
+Usage: test_mps_quit.py BUILD_DIR   (AEGIS_KEEP=1 keeps the scratch folder and aegisd.log)
 """
 import glob
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 
 from secharness import Daemon, fail, shared_dir, users, wait_for
 
@@ -39,9 +45,14 @@ def quit_mps(user, control, pipe):
 def main(build):
     u1, u2 = users()
     control = os.path.join(os.path.abspath(build), "apps/aegis-fakejob/mps-bin/nvidia-cuda-mps-control")
+    # aegisd's own copy of the tool, which step 4 breaks (the attacker keeps the real one).
+    tools = tempfile.mkdtemp(prefix="aegis-mps-tool-")
+    managed = os.path.join(tools, "nvidia-cuda-mps-control")
+    shutil.copy(control, managed)
     d = Daemon(build, gpus="1x40960", shared_gpus=True,
-               settings={"sharing": "mps", "mps_control": "managed", "mps_control_binary": control,
-                         "mps_check_interval_s": CHECK_INTERVAL_S, "observation_window_s": 0.5,
+               settings={"sharing": "mps", "mps_control": "managed", "mps_control_binary": managed,
+                         "mps_check_interval_s": CHECK_INTERVAL_S, "mps_restart_limit": 2,
+                         "mps_restart_backoff_s": 0.2, "observation_window_s": 0.5,
                          "telemetry_sample_hz": 4.0, "telemetry_window_samples": 4})
     try:
         d.start()
@@ -101,7 +112,28 @@ def main(build):
         last = job(u2, "after-second-quit")
         if d.wait_all_final([last], timeout=120)[last] != "completed":
             fail(f"a job after the second restart did not complete: {d.show(last)['attempt_log']}")
+
+        # 4. A daemon that cannot be restarted: given up after the limit, and said so.
+        os.remove(managed)
+        with open(managed, "w") as f:
+            f.write("#!/bin/sh\necho broken >&2\nexit 1\n")
+        os.chmod(managed, 0o755)
+        quit_mps(u1, control, pipe)
+        waiting = job(u2, "after-give-up")
+        wait_for("aegisd to give up on the control daemon",
+                 lambda: "could not be restarted (2 tries" in open(d.log).read(), timeout=CHECK_INTERVAL_S * 4)
+        head = ""
+        for _ in range(20):  # a scheduling pass after the give-up writes the head line
+            head = d.run_cli("queue", user=u2.pw_name).stdout
+            if "takes no job" in head:
+                break
+            time.sleep(0.5)
+        if "takes no job" not in head or "could not be restarted" not in head:
+            fail(f"the queue does not say why the GPU takes no job:\n{head}")
+        if d.show(waiting)["state"] != "queued":
+            fail(f"the job submitted after the give-up should wait: {d.show(waiting)['state']}")
     finally:
+        shutil.rmtree(tools, ignore_errors=True)
         if os.environ.get("AEGIS_KEEP"):
             print("kept", d.dir)
             d.stop()

@@ -195,6 +195,34 @@ TEST(Lifecycle, NeverStartedKeepsItsPlaceAFewTimes) {
   EXPECT_NE(life.find(1)->reason.find("3 times in a row"), std::string::npos);
 }
 
+// An attempt the host interrupted (the daemon saw its GPU's MPS control daemon stopped by
+// a user's quit while it ran: issue 33) goes back to its place as often as it happens,
+// without touching its recovery state, and does not count towards the unstarted limit.
+TEST(Lifecycle, InterruptedByTheHostIsRequeuedWithoutPenalty) {
+  auto life = make(false);
+  ScriptedPlacer p;
+  life.submitted(spec(1), false, false, 0);
+  life.submitted(spec(2), false, false, 0);
+  const std::string why = std::string(kInterruptedByHost) + "its GPU's MPS control daemon was stopped";
+  for (int i = 0; i < 5; ++i) {
+    p.placeable = {1};
+    life.schedule(i, p);
+    life.ended(1, {AttemptOutcome::Lost, why}, i + 0.5);
+    EXPECT_EQ(life.find(1)->state, JobState::Queued);
+    EXPECT_EQ(life.queue_order().front(), 1) << "its old place, ahead of job 2";
+    EXPECT_NE(life.find(1)->reason.find("not counted against it"), std::string::npos);
+  }
+  const auto& r = life.find(1)->queued.recovery;
+  EXPECT_EQ(r.oom_count, 0);
+  EXPECT_EQ(r.floor_mib, 0);
+  EXPECT_FALSE(r.exclusive_only);
+  // A real unstarted launch after them is still counted from one.
+  p.placeable = {1};
+  life.schedule(10, p);
+  life.ended(1, {AttemptOutcome::Lost, "never started"}, 10.5);
+  EXPECT_EQ(life.find(1)->state, JobState::Queued);
+}
+
 TEST(Lifecycle, UnknownOutcomesRunAgainOnlyWhenRestartable) {
   auto life = make(false);
   ScriptedPlacer p;

@@ -65,6 +65,16 @@ TEST(Classify, OutOfMemoryMessagesOfTheFrameworks) {
   EXPECT_EQ(classify_exit(SIGABRT, "CUDA out of memory.\n", false).kind, ExitKind::Oom);
 }
 
+// The line aegisd believes only with an outage it saw itself (mps_supervisor.h, issue 33).
+TEST(Classify, MpsConnectionFailureLine) {
+  const std::string line =
+      "RuntimeError: CUDA error: MPS client failed to connect to the MPS control daemon or the MPS server";
+  EXPECT_EQ(find_mps_connect_line("loading data\n" + line + "\n"), line);
+  EXPECT_FALSE(find_mps_connect_line("MPS client connected\nepoch 1\n"));
+  // Alone it is an ordinary failure: the daemon decides with what it saw of the daemon.
+  EXPECT_EQ(classify_exit(exited(1), line, false).kind, ExitKind::Failed);
+}
+
 DaemonJob make_job(const std::string& name) {
   DaemonJob j;
   j.uid = 1000;

@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
       // Once the daemon knows its GPUs, before any job starts; a failed start below stops them.
       mps_gpus = daemon->gpu_uuids();
       mps_started = aegis::start_mps(cfg.daemon, mps_gpus);
+      daemon->supervise_mps();  // any user can quit them through their pipes (docs/security.md)
       server = std::make_unique<aegis::Server>(*daemon);
       if (cfg.daemon.dashboard_port > 0 || !cfg.daemon.dashboard_socket.empty()) {
         // One frame per telemetry sample over dashboard_history_s.

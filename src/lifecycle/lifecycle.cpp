@@ -262,9 +262,19 @@ void Lifecycle::ended(JobId id, const Ended& e, Seconds t, Effects& fx) {
       break;
     }
     case AttemptOutcome::Lost: {
-      // It never started: back to its old place, a few times at most.
+      // It never started: back to its old place, a few times at most. One the host
+      // interrupted is not counted: each took an outage the driver bounds (its restarts).
+      const bool by_host = e.detail.starts_with(kInterruptedByHost);
       int never = 0;
-      for (auto it = j.attempts.rbegin(); it != j.attempts.rend() && it->outcome == AttemptOutcome::Lost; ++it) ++never;
+      for (auto it = j.attempts.rbegin(); it != j.attempts.rend() && it->outcome == AttemptOutcome::Lost; ++it)
+        never += it->detail.starts_with(kInterruptedByHost) ? 0 : 1;
+      if (by_host) {
+        j.state = JobState::Queued;
+        j.reason = "requeued, not counted against it: " + e.detail.substr(kInterruptedByHost.size());
+        enqueue(j, j.placed_from == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
+        change(fx, id, "requeue", j.reason);
+        break;
+      }
       if (never >= opt_.max_unstarted_attempts) {
         finish(j, JobState::Failed,
                fmt::format("could not be started: its launch ended before starting it {} times in a row", never), t, fx,

@@ -83,6 +83,12 @@ struct LifeJob {
   bool holds_gpus() const { return state == JobState::Running && current() && !current()->ended_at; }
 };
 
+// The start of a Lost attempt's detail when the host failed it after it started (the driver
+// saw its GPU's MPS control daemon down while it ran): requeued like any Lost attempt, but
+// not counted towards max_unstarted_attempts. Persisted with the detail, so it survives a
+// restart of the driver; users never write details.
+inline constexpr std::string_view kInterruptedByHost = "interrupted by the host: ";
+
 // How an attempt ended, as the driver saw it.
 struct Ended {
   AttemptOutcome outcome = AttemptOutcome::Completed;  // not Running
@@ -198,7 +204,8 @@ class Lifecycle {
   // GPUs count; a job's readings on GPUs it does not hold are ignored.
   Effects observe(const ActivityReadings& readings, Seconds t);
   // Its current attempt ended. Oom and Failed wait for the recovery rule (schedule());
-  // Lost (never started) requeues it in its old place; Unknown ends it unless restartable.
+  // Lost (never started, or interrupted by the host: kInterruptedByHost) requeues it in its
+  // old place, its recovery state untouched; Unknown ends it unless restartable.
   Effects ended(JobId id, const Ended& e, Seconds t);
   // The same into `fx` (reset first), reusing its storage: a driver that ends jobs by the
   // hundred thousand (the simulator) keeps one.

@@ -103,6 +103,14 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
     P("mps_log_dir", mps_log_dir, 0, 0, "", "Where each GPU's MPS log directory lies, <this>/<GPU UUID> (default: <state_dir>/mps/log)"),
     P("mps_thread_percentage", mps_thread_percentage, 0, 100, "",
       "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE given to collocated jobs (0 = not set)"),
+    P("mps_check_interval_s", mps_check_interval_s, 0.1, 3600, "",
+      "Seconds between checks that each managed MPS control daemon still runs (any user can quit one); a job "
+      "that fails to connect to MPS triggers a check at once"),
+    P("mps_restart_limit", mps_restart_limit, 1, 1000, "",
+      "Failed restarts in a row of a managed MPS control daemon before aegisd gives up on it and places no job on "
+      "its GPU (the queue says why) until aegisd restarts"),
+    P("mps_restart_backoff_s", mps_restart_backoff_s, 0, 3600, "",
+      "Seconds before the second try to restart a managed MPS control daemon; each failed try doubles it"),
     P("log_max_bytes", log_max_bytes, 0, kInf, "",
       "Bytes of output kept per job attempt and stream; past it the log says so and keeps only the last "
       "log_tail_bytes (0 = no cap)"),

@@ -61,6 +61,10 @@ struct DaemonSettings {
   std::string mps_pipe_dir;               // default: <socket dir>/mps (reachable by every user); a GPU's: <this>/<UUID>
   std::string mps_log_dir;                // default: <state_dir>/mps/log
   std::int64_t mps_thread_percentage = 0; // CUDA_MPS_ACTIVE_THREAD_PERCENTAGE for collocated jobs (0 = unset)
+  // Supervision of managed control daemons (docs/daemon.md, "MPS supervision").
+  double mps_check_interval_s = 5;        // how often each is checked alive (a stat and a /proc read)
+  std::int64_t mps_restart_limit = 5;     // failed restarts in a row before aegisd stops placing on that GPU
+  double mps_restart_backoff_s = 1;       // before the 2nd restart try; doubles each failed try
   // Defences against one user harming the others (docs/security.md).
   std::int64_t log_max_bytes = 128 << 20; // per job attempt and stream; past it only the tail is kept (0 = no cap)
   std::int64_t log_tail_bytes = 1 << 20;  // kept past the cap and written when the job ends

@@ -110,6 +110,13 @@ std::vector<std::string> Daemon::gpu_uuids() const {
   return out;
 }
 
+void Daemon::supervise_mps() { mps_.emplace(cfg_.daemon, gpu_uuids(), env_.now()); }
+
+void Daemon::check_mps(Seconds now, bool force) {
+  if (!mps_ || !mps_->active()) return;
+  for (const auto& line : mps_->check(now, force)) fmt::print(stderr, "aegisd: {}\n", line);
+}
+
 void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
   const auto cap = static_cast<std::size_t>(cfg_.engine.telemetry_window_samples);
   // A GPU in MIG mode whose instances could not be listed cannot run CUDA work at all.
@@ -461,6 +468,7 @@ void Daemon::use_sample(const GpuReading& r, bool to_windows) {
 }
 
 void Daemon::after_sample(Seconds now, bool observe) {
+  check_mps(now, false);  // first: an attempt that ended in an outage is told by it (collect_ends)
   {
     Tx tx(store_);
     if (observe) note_activity(now);
@@ -675,6 +683,18 @@ void Daemon::collect_ends(Seconds now) {
           case ExitKind::Oom: e.outcome = AttemptOutcome::Oom; break;
           case ExitKind::Failed: e.outcome = AttemptOutcome::Failed; break;
         }
+        // A client that could not reach its GPU's MPS control daemon, which was down while
+        // it ran (checked now, not at the next interval): the host's fault, not the job's.
+        if ((v.kind == ExitKind::Failed || v.kind == ExitKind::Oom) && mps_ && mps_->active())
+          if (const auto line = find_mps_connect_line(tail)) {
+            check_mps(now, true);
+            if (std::ranges::any_of(a.gpu_uuids,
+                                    [&](const std::string& u) { return mps_->outage_during(u, a.launched_at, at); })) {
+              e.outcome = AttemptOutcome::Lost;  // back to its place, its recovery state untouched
+              e.detail = std::string(kInterruptedByHost) + "its GPU's MPS control daemon was stopped while it ran (" +
+                         *line + ")";
+            }
+          }
         break;
       }
     }
@@ -718,7 +738,8 @@ std::vector<GpuView> Daemon::views() const {
     v.level = g.status.level();
     v.mig_instance = !g.status.parent_uuid.empty();
     v.window = g.window_copy;
-    if (!g.unusable.empty()) {  // offers nothing, to sharing or alone
+    // Its MPS control daemon is down (being restarted, or given up): a job would not connect.
+    if (!g.unusable.empty() || (mps_ && !mps_->unavailable(g.uuid).empty())) {  // offers nothing
       v.free_mib = 0;
       v.foreign_mib = v.total_mib;
       v.process_count = std::max(v.process_count, 1);
@@ -761,6 +782,10 @@ void Daemon::schedule(Seconds now) {
   if (stats_.recent_decide_seconds.size() >= 1024) stats_.recent_decide_seconds.erase(stats_.recent_decide_seconds.begin());
   stats_.recent_decide_seconds.push_back(decide);
   blocked_reason_ = fx.blocked ? fx.blocked->reason : "";
+  if (fx.blocked && mps_)
+    for (const auto& g : gpus_)
+      if (const auto why = mps_->unavailable(g.uuid); !why.empty())
+        blocked_reason_ += fmt::format("; GPU {} takes no job: {}", g.nvml_index, why);
   blocked_job_ = fx.blocked ? fx.blocked->job : 0;
   apply(std::move(fx), now);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

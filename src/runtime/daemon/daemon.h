@@ -24,6 +24,7 @@
 #include "runtime/daemon/config.h"
 #include "runtime/daemon/config_reload.h"
 #include "runtime/daemon/gpu_reading.h"
+#include "runtime/daemon/mps_supervisor.h"
 #include "runtime/daemon/notifier.h"
 #include "runtime/daemon/run_activity.h"
 #include "runtime/env/env.h"
@@ -109,6 +110,8 @@ class Daemon {
   std::size_t active_jobs() const { return records_.size(); }
   std::size_t running_jobs() const;
   std::vector<std::string> gpu_uuids() const;  // the GPUs it schedules (one MPS control daemon each)
+  // Watches the managed MPS control daemons from now on (once they run: mps_supervisor.h).
+  void supervise_mps();
   std::string tracking() const { return env_.tracking(); }
   Env& env() { return env_; }  // for the sampling thread (gpu_sampler.h)
   std::string describe_gpus() const { return env_.describe_gpus(); }
@@ -153,6 +156,7 @@ class Daemon {
   void note_activity(Seconds now);
   void collect_ends(Seconds now);
   void cancel_orphans(Seconds now);
+  void check_mps(Seconds now, bool force);  // the supervisor's check, its happenings logged
   // Effects out.
   void apply(Effects fx, Seconds now);
   LaunchFile launch_file(const DaemonJob& rec, const Effects::Start& s) const;
@@ -205,6 +209,7 @@ class Daemon {
   std::vector<JobId> stop_signals_;     // cancelled, recorded, not signalled yet
   DaemonStats stats_;
   std::string gpu_error_;               // why sampling failed last, for `aegis gpus`
+  std::optional<MpsSupervisor> mps_;    // managed MPS control daemons, once started
   // Memory of each running job's processes per GPU at the last sample (per-job metrics).
   std::map<JobId, std::map<std::string, MiB>> job_memory_now_;
   // The estimate chain (lifecycle/estimate_chain.h): the daemon loads its models and the

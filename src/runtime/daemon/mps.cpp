@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fstream>
+#include <csignal>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <thread>
@@ -146,6 +147,45 @@ void setup_mps(DaemonSettings& s) {
 
 std::string mps_pipe_dir_of(const DaemonSettings& s, const std::string& gpu_uuid) {
   return s.mps_pipe_dir + "/" + device_dir_name(gpu_uuid);
+}
+
+namespace {
+
+// The pid in the control daemon's pid file, 0 when there is none.
+pid_t control_pid(const std::string& pipe_dir) {
+  std::ifstream in(pipe_dir + "/nvidia-cuda-mps-control.pid");
+  long pid = 0;
+  if (!(in >> pid) || pid <= 0) return 0;
+  return static_cast<pid_t>(pid);
+}
+
+}  // namespace
+
+bool mps_daemon_alive(const DaemonSettings& s, const std::string& gpu_uuid) {
+  const std::string pipe_dir = mps_pipe_dir_of(s, gpu_uuid);
+  if (!exists(pipe_dir + "/control")) return false;
+  // A killed daemon leaves its FIFO: its pid tells. Without a pid file the FIFO is all we have.
+  const pid_t pid = control_pid(pipe_dir);
+  return pid == 0 || kill(pid, 0) == 0 || errno == EPERM;
+}
+
+std::string restart_mps_daemon(const DaemonSettings& s, const std::string& gpu_uuid) {
+  const std::string tool = on_path(s.mps_control_binary);
+  if (tool.empty()) return s.mps_control_binary + " is no longer on PATH";
+  const std::string pipe_dir = mps_pipe_dir_of(s, gpu_uuid);
+  const std::string control = pipe_dir + "/control";
+  if (!mps_daemon_alive(s, gpu_uuid)) {  // what a killed one left would make `-d` think it runs
+    unlink(control.c_str());
+    unlink((pipe_dir + "/nvidia-cuda-mps-control.pid").c_str());
+  }
+  mkdir(pipe_dir.c_str(), 0755);
+  chmod(pipe_dir.c_str(), 0755);
+  const std::string log_dir = s.mps_log_dir + "/" + device_dir_name(gpu_uuid);
+  mkdirs(log_dir);
+  const int rc = run_control(tool, pipe_dir, log_dir, gpu_uuid, "-d", "");
+  for (int i = 0; i < 50 && !exists(control); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (rc != 0 || !exists(control)) return fmt::format("{} -d exited {}; see {}", tool, rc, log_dir);
+  return "";
 }
 
 bool start_mps(const DaemonSettings& s, const std::vector<std::string>& gpu_uuids) {

@@ -30,6 +30,16 @@ void setup_mps(DaemonSettings& s);
 // GPUs. Throws ConfigError naming what is missing; true when it started any.
 bool start_mps(const DaemonSettings& s, const std::vector<std::string>& gpu_uuids);
 
+// Whether the managed control daemon of this GPU still runs: its FIFO is there and the pid
+// its pid file names is alive. Cheap (a stat, a small read, kill 0): the supervisor calls it
+// every mps_check_interval_s (mps_supervisor.h). The pipe directory is root's, 0755.
+bool mps_daemon_alive(const DaemonSettings& s, const std::string& gpu_uuid);
+
+// Starts the managed control daemon of one GPU again after it stopped (a user's `quit`, a
+// crash): removes what a killed one left (its FIFO, its pid file), then runs `-d`. "" when it
+// listens, else why not (one line).
+std::string restart_mps_daemon(const DaemonSettings& s, const std::string& gpu_uuid);
+
 // Stops the control daemons of managed MPS, when no job runs (clients would lose them).
 void stop_mps(const DaemonSettings& s, const std::vector<std::string>& gpu_uuids);
 

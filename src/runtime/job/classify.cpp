@@ -68,6 +68,25 @@ std::optional<std::string> find_oom_line(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<std::string> find_mps_connect_line(std::string_view text) {
+  // CUDA's cudaErrorMpsConnectionFailed: "MPS client failed to connect to the MPS control
+  // daemon or the MPS server".
+  constexpr std::string_view kPattern = "mps client failed to connect";
+  std::string lower;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    lower.assign(line);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower.find(kPattern) != std::string::npos) return trim_line(line);
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
 ExitVerdict classify_exit(std::optional<int> wait_status, std::string_view log_tail, bool cancelled) {
   if (cancelled) return {ExitKind::Cancelled, "cancelled"};
   if (wait_status && WIFEXITED(*wait_status) && WEXITSTATUS(*wait_status) == 0) return {ExitKind::Success, "exit status 0"};

@@ -23,4 +23,9 @@ ExitVerdict classify_exit(std::optional<int> wait_status, std::string_view log_t
 // The first line of `text` matching an out-of-memory pattern, if any.
 std::optional<std::string> find_oom_line(std::string_view text);
 
+// The first line of `text` where CUDA says its MPS client could not reach the control
+// daemon or server, if any. A user can print it: the daemon believes it only when it also
+// saw that GPU's control daemon down during the attempt (mps_supervisor.h).
+std::optional<std::string> find_mps_connect_line(std::string_view text);
+
 }  // namespace aegis

@@ -23,6 +23,7 @@
 #include "core/small_list.h"
 #include "lifecycle/activity_anchor.h"
 #include "lifecycle/id_table.h"
+#include "lifecycle/memory_ledger.h"
 #include "lifecycle/placer.h"
 #include "lifecycle/seq_queue.h"
 #include "sched/config.h"
@@ -47,6 +48,7 @@ struct LifeAttempt {
 struct ActivityReadings {
   std::map<int, std::optional<double>> gpu_activity;       // engine GPU index -> activity, if the driver has it
   std::map<JobId, std::vector<JobGpuReading>> jobs;        // each job on the GPUs where its processes show
+  std::map<int, MiB> gpu_free_mib;                         // each GPU's free memory, when the driver has it
 };
 
 enum class QueueName { None, Main, Recovery };
@@ -60,6 +62,7 @@ struct LifeJob {
   bool cancel_requested = false;
   bool restartable = false;        // may run again when an attempt's outcome is unknown
   std::string reason;              // why it waits, failed or was cancelled
+  std::string blamed;              // blamed for a neighbour's OOM (lifecycle_blame.cpp), this attempt
   std::optional<Seconds> started_at, ended_at;
   // Inline the first: most jobs run once, and the simulator forgets a job when it ends.
   SmallList<LifeAttempt, 1> attempts;
@@ -118,6 +121,10 @@ struct LifecycleOptions {
   // An attempt whose shim ended before starting the job goes back to its place; this many
   // in a row end the job (something is wrong with the host, not the job).
   int max_unstarted_attempts = 3;
+  // A job blamed for a neighbour's OOM (it grew past its declared memory plus the margin:
+  // lifecycle_blame.cpp) is stopped and its end charged to its own ladder; off, it is
+  // charged (its history, its OOM count) and runs on. aegisd's `oom_blame_stop`.
+  bool oom_blame_stop = true;
 };
 
 class Lifecycle {
@@ -196,6 +203,10 @@ class Lifecycle {
   void dequeue(LifeJob& j);
   void finish(LifeJob& j, JobState s, std::string_view reason, Seconds t, Effects& fx, std::string_view event);
   RunningJob running_view(const LifeJob& j, const Placement::Part& part) const;
+  // An OOM of `victim` at `t` on a GPU shared with a job that grew past what its user
+  // declared: the victim is requeued without penalty, the grower charged (lifecycle_blame.cpp).
+  bool blame_neighbour(LifeJob& victim, Seconds t, Effects& fx);
+  std::optional<MiB> free_at(const LifeJob& j, Seconds t) const;  // its GPUs' free memory at t (the smallest)
 
   EngineConfig config_;
   LifecycleOptions opt_;
@@ -207,6 +218,8 @@ class Lifecycle {
   std::int64_t next_seq_ = 1;
   std::vector<std::pair<JobId, Failure>> pending_failures_;  // ended Oom/Failed, for the recovery rule
   std::vector<std::pair<JobId, Failure>> failures_;          // schedule()'s, kept for its storage
+  MemoryLedger ledger_;                                      // the GPUs' last samples (observe)
+  std::unordered_map<JobId, MiB> free_at_failure_;           // a pending OOM's GPU free memory then
 };
 
 }  // namespace aegis

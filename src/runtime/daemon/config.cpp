@@ -67,6 +67,9 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
     P("dashboard_timeout_s", dashboard_timeout_s, 1, 600, "",
       "Seconds each read or write of a dashboard connection may take, and an idle keep-alive connection may stay"),
     P("kill_grace_s", kill_grace_s, 0, 3600, "", "Seconds between SIGTERM and SIGKILL when a job is cancelled"),
+    P("oom_blame_stop", oom_blame_stop, 0, 0, "",
+      "Stop a job that grew past its declared memory plus memory_margin_mib when a neighbour within its own "
+      "dies of OOM, and count its end as its own OOM (off: its OOM count is raised and it runs on)"),
     P("durability", durability, 0, 0, "full,normal",
       "full: fsync every commit (survives power loss); normal: survives daemon crashes only"),
     P("shim", shim, 0, 0, "", "Path of aegis-shim, which runs each job attempt (default: next to aegisd)"),

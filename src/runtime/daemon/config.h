@@ -40,6 +40,9 @@ struct DaemonSettings {
   std::int64_t dashboard_max_connections = 32;  // served or waiting at once, per listener
   double dashboard_timeout_s = 10;        // each read and write of a dashboard connection; keep-alive
   double kill_grace_s = 10;
+  // A job that grew past its declared memory plus the margin, beside a job that died of OOM
+  // within its own, is stopped and its end counted as its own OOM (lifecycle_blame.cpp).
+  bool oom_blame_stop = true;
   std::string durability = "full";        // full: fsync every commit; normal: survive crashes only
   std::string shim;                       // default: aegis-shim next to aegisd
   std::string learned_model;              // learned estimator weights (JSON); "" = off

@@ -33,9 +33,11 @@ MiB excess(const LifeJob& j, const Placement::Part& part, const GpuMemorySample&
 std::optional<MiB> Lifecycle::free_at(const LifeJob& j, Seconds t) const {
   std::optional<MiB> free;
   if (ledger_.empty() || !j.current()) return free;
-  for (const auto& part : j.current()->placement.parts)
+  for (const auto& part : j.current()->placement.parts) {
+    if (part.server != 0) continue;  // the ledger's GPUs are aegisd's one server's (memory_ledger.h)
     for (int g : part.launch.gpus)
       if (const GpuMemorySample* s = ledger_.at(g, t)) free = std::min(free.value_or(s->free_mib), s->free_mib);
+  }
   return free;
 }
 
@@ -46,6 +48,7 @@ bool Lifecycle::blame_neighbour(LifeJob& victim, Seconds t, Effects& fx) {
   MiB worst = 0, held = 0, admitted = 0, free = 0;
   int on_gpu = 0;
   for (const auto& part : a.placement.parts) {
+    if (part.server != 0) continue;  // the ledger's GPUs are aegisd's one server's (memory_ledger.h)
     for (int g : part.launch.gpus) {
       const GpuMemorySample* s = ledger_.at(g, t);
       if (!s) continue;

@@ -1,7 +1,8 @@
 // What each GPU showed in its last few samples (free memory, each job's memory), so that
 // an out-of-memory death is judged by the sample at or just before it (oom_blame.cpp), not
 // by what the GPU offered when the job was placed. Fed by Lifecycle::observe (aegisd's
-// readings); a driver that gives no readings (the simulator) leaves it empty.
+// readings, whose GPUs are engine indices of its one server, 0); a driver that gives no
+// readings (the simulator) leaves it empty.
 #pragma once
 #include <cstddef>
 #include <deque>

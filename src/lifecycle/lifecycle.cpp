@@ -237,7 +237,16 @@ void Lifecycle::ended(JobId id, const Ended& e, Seconds t, Effects& fx) {
     return;
   }
   if (j.preempted_for && requeue_if_preempted(j, e, t, fx)) return;  // issue 32 item 1 (preemption.cpp)
-  switch (e.outcome) {
+  // Stopped for a neighbour's OOM (lifecycle_blame.cpp): however it ended but completed,
+  // the OOM is its own, and its recovery rule decides.
+  const bool charged = opt_.oom_blame_stop && !j.blamed.empty() && !j.cancel_requested &&
+                       (e.outcome == AttemptOutcome::Cancelled || e.outcome == AttemptOutcome::Failed ||
+                        e.outcome == AttemptOutcome::Oom);
+  if (charged) {
+    a.outcome = AttemptOutcome::Oom;
+    a.detail = j.blamed;
+  }
+  switch (a.outcome) {
     case AttemptOutcome::Running:
       throw std::logic_error("lifecycle: an attempt ended as running");
     case AttemptOutcome::Completed:
@@ -254,11 +263,16 @@ void Lifecycle::ended(JobId id, const Ended& e, Seconds t, Effects& fx) {
         finish(j, JobState::Cancelled, j.reason.empty() ? "cancelled" : j.reason, t, fx, "cancelled");
         break;
       }
+      const bool oom = a.outcome == AttemptOutcome::Oom;
+      change(fx, id, oom ? "oom" : "exit", a.detail);
+      // Beside a job that grew past its admission, the OOM is that job's (lifecycle_blame.cpp).
+      if (oom && !charged && blame_neighbour(j, t, fx)) break;
+      if (oom)
+        if (auto free = free_at(j, t)) free_at_failure_[id] = *free;
       const auto& part = a.placement.parts.empty() ? Placement::Part{} : a.placement.parts.front();
       pending_failures_.push_back(
-          {id, Failure{running_view(j, part), e.outcome == AttemptOutcome::Oom ? FailureKind::Oom : FailureKind::Other,
-                       e.outcome == AttemptOutcome::FailedStart ? "failed to start: " + e.detail : e.detail}});
-      change(fx, id, e.outcome == AttemptOutcome::Oom ? "oom" : "exit", e.detail);
+          {id, Failure{running_view(j, part), oom ? FailureKind::Oom : FailureKind::Other,
+                       a.outcome == AttemptOutcome::FailedStart ? "failed to start: " + a.detail : a.detail}});
       break;
     }
     case AttemptOutcome::Lost: {
@@ -394,6 +408,7 @@ void Lifecycle::start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Ef
   dequeue(j);
   j.state = JobState::Running;
   j.reason.clear();
+  j.blamed.clear();  // issue 33 item 2: a blame is the attempt's
   if (!j.started_at) j.started_at = now;
   Effects::Start s;
   s.job = j.id();
@@ -424,6 +439,14 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
   for (auto& [id, f] : failures_) {
     LifeJob& j = job(id);
     auto outcome = placer.recover(f);
+    // What the GPU had free at the failure (its last sample then), when a driver read it:
+    // the rule's own figure is what the job was placed with.
+    if (const auto free = free_at_failure_.find(id); free != free_at_failure_.end()) {
+      const std::string at = fmt::format("; {} MiB were free at the failure", free->second);
+      if (auto* r = std::get_if<Requeue>(&outcome)) r->why += at;
+      else std::get<Stop>(outcome).reason += at;
+      free_at_failure_.erase(free);
+    }
     if (auto* r = std::get_if<Requeue>(&outcome)) {
       j.queued.recovery = r->recovery;
       j.state = JobState::Queued;

@@ -25,6 +25,7 @@
 #include "lifecycle/holds.h"
 #include "lifecycle/fair_share.h"
 #include "lifecycle/id_table.h"
+#include "lifecycle/memory_ledger.h"
 #include "lifecycle/placer.h"
 #include "lifecycle/seq_queue.h"
 #include "lifecycle/time_limits.h"
@@ -51,6 +52,7 @@ struct LifeAttempt {
 struct ActivityReadings {
   std::map<int, std::optional<double>> gpu_activity;       // engine GPU index -> activity, if the driver has it
   std::map<JobId, std::vector<JobGpuReading>> jobs;        // each job on the GPUs where its processes show
+  std::map<int, MiB> gpu_free_mib;                         // each GPU's free memory, when the driver has it
 };
 
 enum class QueueName { None, Main, Recovery };
@@ -65,6 +67,7 @@ struct LifeJob {
   bool restartable = false;        // may run again when an attempt's outcome is unknown
   bool timed_out = false;          // its attempt passed its time limit and was signalled (issue 32 item 5)
   std::string reason;              // why it waits, failed or was cancelled
+  std::string blamed;              // blamed for a neighbour's OOM (lifecycle_blame.cpp), this attempt
   std::optional<Seconds> started_at, ended_at;
   // Preemption (issue 32 item 1, lifecycle/preemption.h): stopped so that `preempted_for`
   // can start; warned at `preempt_warned_at`, stopped when it says it is ready or at
@@ -153,6 +156,10 @@ struct LifecycleOptions {
   // Preemption (issue 32 item 1, lifecycle/preemption.h): a waiting head of a higher
   // priority level may stop lower-level running jobs. Off unless the driver's config turns it on.
   bool preemption = false;
+  // A job blamed for a neighbour's OOM (it grew past its declared memory plus the margin:
+  // lifecycle_blame.cpp) is stopped and its end charged to its own ladder; off, it is
+  // charged (its history, its OOM count) and runs on. aegisd's `oom_blame_stop`.
+  bool oom_blame_stop = true;
 };
 
 class Lifecycle {
@@ -291,6 +298,10 @@ class Lifecycle {
   void stop_victim(LifeJob& v, Seconds now, Effects& fx, std::string_view why);
   // A job being preempted ended: back to its place (true), or not preempted after all.
   bool requeue_if_preempted(LifeJob& j, const Ended& e, Seconds t, Effects& fx);
+  // An OOM of `victim` at `t` on a GPU shared with a job that grew past what its user
+  // declared: the victim is requeued without penalty, the grower charged (lifecycle_blame.cpp).
+  bool blame_neighbour(LifeJob& victim, Seconds t, Effects& fx);
+  std::optional<MiB> free_at(const LifeJob& j, Seconds t) const;  // its GPUs' free memory at t (the smallest)
 
   EngineConfig config_;
   LifecycleOptions opt_;
@@ -311,6 +322,8 @@ class Lifecycle {
   Deadlines deadlines_;  // attempts' time limits (issue 32 item 5)
   std::optional<JobId> preemptor_;  // the head that running jobs are being stopped for
   std::int64_t preemptions_ = 0;
+  MemoryLedger ledger_;                                      // the GPUs' last samples (observe)
+  std::unordered_map<JobId, MiB> free_at_failure_;           // a pending OOM's GPU free memory then
 };
 
 }  // namespace aegis

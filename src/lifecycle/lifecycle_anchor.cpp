@@ -7,6 +7,14 @@ namespace aegis {
 
 Effects Lifecycle::observe(const ActivityReadings& readings, Seconds t) {
   Effects fx;
+  // Each GPU's memory now, for judging an OOM by what was there just before it (memory_ledger.h).
+  for (const auto& [gpu, free] : readings.gpu_free_mib) {
+    GpuMemorySample m{t, free, {}};
+    for (const auto& [id, seen] : readings.jobs)
+      for (const JobGpuReading& r : seen)
+        if (r.gpu == gpu) m.jobs[id] += r.mib;
+    ledger_.record(gpu, std::move(m));
+  }
   // The GPUs where some job still waits for its first activity, and how many there wait:
   // a GPU's activity rising is the job's only when it is the one waiting there.
   std::map<int, int> waiting_on;

@@ -72,6 +72,9 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
       "Time limit of each attempt of a job submitted without --time, in seconds (0 = none)"),
     P("max_time_limit_s", max_time_limit_s, 0, 365.0 * 86400, "",
       "Longest --time a job may ask for, in seconds; a longer one is refused at submit (0 = no maximum)"),
+    P("oom_blame_stop", oom_blame_stop, 0, 0, "",
+      "Stop a job that grew past its declared memory plus memory_margin_mib when a neighbour within its own "
+      "dies of OOM, and count its end as its own OOM (off: its OOM count is raised and it runs on)"),
     P("durability", durability, 0, 0, "full,normal",
       "full: fsync every commit (survives power loss); normal: survives daemon crashes only"),
     P("shim", shim, 0, 0, "", "Path of aegis-shim, which runs each job attempt (default: next to aegisd)"),

@@ -44,6 +44,9 @@ struct DaemonSettings {
   // over the maximum is refused at submit. 0 = none.
   double default_time_limit_s = 0;
   double max_time_limit_s = 0;
+  // A job that grew past its declared memory plus the margin, beside a job that died of OOM
+  // within its own, is stopped and its end counted as its own OOM (lifecycle_blame.cpp).
+  bool oom_blame_stop = true;
   std::string durability = "full";        // full: fsync every commit; normal: survive crashes only
   std::string shim;                       // default: aegis-shim next to aegisd
   std::string learned_model;              // learned estimator weights (JSON); "" = off

@@ -87,6 +87,7 @@ LifecycleOptions Daemon::lifecycle_options(const DaemonConfig& c, Env& env) {
   o.mps_limits = c.daemon.sharing == "mps";
   o.max_unstarted_attempts = kMaxUnstartedAttempts;
   o.preemption = c.daemon.preemption;  // issue 32 item 1
+  o.oom_blame_stop = c.daemon.oom_blame_stop;
   return o;
 }
 
@@ -552,6 +553,7 @@ void Daemon::note_activity(Seconds now) {
     }
     const int index = static_cast<int>(gi);
     readings.gpu_activity[index] = g.status.smact ? g.status.smact : g.status.util;
+    if (g.unusable.empty()) readings.gpu_free_mib[index] = g.status.free_mib;
     std::map<JobId, JobGpuReading> here;
     // Under MPS the driver reports every client's work against its server's pid: a job's
     // client processes have no sample of their own, and the server's is the job's only

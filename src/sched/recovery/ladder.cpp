@@ -62,12 +62,13 @@ class LadderRecovery final : public RecoveryRule {
     if (above) {
       next.floor_mib = *above;
       return Requeue{job.spec.id, next,
-                     explain ? fmt::format("out of memory with {} MiB free; retry needs {} MiB free", had, *above)
+                     explain ? fmt::format("out of memory, placed with {} MiB free; retry needs {} MiB free", had,
+                                           *above)
                              : std::string()};
     }
     next.exclusive_only = true;
     return Requeue{job.spec.id, next,
-                   explain ? fmt::format("out of memory with {} MiB free, above the top rung; retry alone", had)
+                   explain ? fmt::format("out of memory, placed with {} MiB free, above the top rung; retry alone", had)
                            : std::string()};
   }
 

@@ -381,7 +381,6 @@ TEST(Backfill, TheReservationCountsSharedMemoryAndABackfillLeavesTheHeadItsRoom)
 // reservation (which only a sharing-aware check allows).
 TEST(Backfill, NeverDelaysTheHeadsSharedReservation) {
   int out_of_order = 0, past_reservation = 0;
-  const Seconds kOn = std::numeric_limits<Seconds>::infinity();
   for (unsigned seed = 1; seed <= 40; ++seed) {
     std::mt19937 rng(seed);
     auto life = make(true);
@@ -431,7 +430,6 @@ TEST(Backfill, NeverDelaysTheHeadsSharedReservation) {
         }
       }
     }
-    (void)kOn;
   }
   EXPECT_GT(out_of_order, 0);
   EXPECT_GT(past_reservation, 0);

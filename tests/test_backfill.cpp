@@ -289,5 +289,153 @@ TEST(TimeLimit, FormatsForPeople) {
   EXPECT_EQ(format_time_limit(0), "0s");
 }
 
+
+// Sharing-aware reservations: GPUs of 40,000 MiB that jobs share by the memory booked for
+// them (`mib`, per job), as the engine's memory rule does; the head asks its own `mib`.
+class SharedGpus : public Placer {
+ public:
+  explicit SharedGpus(int n) : on(static_cast<std::size_t>(n)), count{n} {}
+  static constexpr MiB kUsable = 40000;
+  std::map<JobId, MiB> mib;                       // what each job books per GPU
+  std::vector<std::map<JobId, MiB>> on;           // per GPU: its jobs
+  std::vector<int> count;
+  MiB free(std::size_t g) const {
+    MiB f = kUsable;
+    for (const auto& [id, m] : on[g]) f -= m;
+    return f;
+  }
+  std::optional<Placement> place(const QueuedJob& job, Seconds) override {
+    Launch l;
+    l.job = job.spec.id;
+    l.admitted_mib = mib.at(job.spec.id);
+    for (std::size_t g = 0; g < on.size() && static_cast<int>(l.gpus.size()) < job.spec.num_gpus; ++g)
+      if (free(g) >= l.admitted_mib) l.gpus.push_back(static_cast<int>(g));
+    if (static_cast<int>(l.gpus.size()) < job.spec.num_gpus) return std::nullopt;
+    Placement p;
+    p.parts.push_back({0, l, kUsable});
+    return p;
+  }
+  void started(const QueuedJob& job, const Placement& p, Seconds) override {
+    for (int g : p.parts.front().launch.gpus) on[static_cast<std::size_t>(g)][job.spec.id] = mib.at(job.spec.id);
+  }
+  void release(JobId id) {
+    for (auto& g : on) g.erase(id);
+  }
+  std::optional<std::string> never_runs(const QueuedJob& job) const override {
+    if (job.spec.num_gpus > static_cast<int>(on.size())) return std::string("job.gpus: too many");
+    return std::nullopt;
+  }
+  std::variant<Requeue, Stop> recover(const Failure& f) const override { return Stop{f.job.spec.id, f.detail}; }
+  std::span<const int> server_gpus() const override { return count; }
+  std::optional<HeadNeed> head_need(const QueuedJob& head) const override {
+    return HeadNeed{true, mib.at(head.spec.id), kUsable};
+  }
+};
+
+TEST(ReservedStart, CountsTheMemoryTheHeadCanShare) {
+  const std::vector<int> two{2};
+  const Seconds kOn = std::numeric_limits<Seconds>::infinity();
+  std::vector<HeldGpu> held{{0, 0, 100, 10000, false}, {0, 0, 50, 20000, false}, {0, 1, 200, 30000, false}};
+  const HeadNeed shares{true, 15000, 40000};
+  EXPECT_EQ(reserved_start(1, two, held, 0, shares), 50);  // beside the 10,000 MiB job on GPU 0
+  EXPECT_EQ(reserved_start(1, two, held, 0), 100);          // idle GPUs only: when GPU 0 is idle
+  EXPECT_EQ(reserved_start(2, two, held, 0, shares), 200);
+  held[0].exclusive = true;                                 // nobody may join it: GPU 0 at 100
+  EXPECT_EQ(reserved_start(1, two, held, 0, shares), 100);
+  const HeadNeed alone{false, 15000, 40000};
+  EXPECT_EQ(reserved_start(1, two, held, 0, alone), 100);
+  // A job without a limit that leaves room is no obstacle under sharing.
+  const std::vector<HeldGpu> unlimited{{0, 1, kOn, 5000, false}, {0, 0, kOn, 39000, false}};
+  EXPECT_EQ(reserved_start(1, two, unlimited, 7, shares), 7);
+  EXPECT_FALSE(reserved_start(2, two, unlimited, 7, shares));
+}
+
+// One GPU: A (10,000 MiB, to 1000) and B (20,000 MiB, to 3000) run; the head H asks 15,000,
+// so it can start beside B once A ends: reserved at 1000, not 3000 (the GPU idle). C (8,000,
+// ends at 2010) fits now and would end by 3000, but would leave H too little at 1000: it
+// waits. D (4,000, ends at 5010) leaves H its room: it goes ahead though it ends later.
+TEST(Backfill, TheReservationCountsSharedMemoryAndABackfillLeavesTheHeadItsRoom) {
+  auto life = make(true);
+  SharedGpus gpus(1);
+  gpus.mib = {{1, 10000}, {2, 20000}, {3, 15000}, {4, 8000}, {5, 4000}};
+  life.submitted(job(1, 1, 1000), false, false, 0);
+  life.submitted(job(2, 1, 3000), false, false, 0);
+  ASSERT_EQ(life.schedule(0, gpus).starts.size(), 2u);
+  life.submitted(job(3, 1, 7200), false, false, 1);  // H
+  life.submitted(job(4, 1, 2000), false, false, 2);  // C
+  life.submitted(job(5, 1, 5000), false, false, 3);  // D
+  auto fx = life.schedule(10, gpus);
+  EXPECT_EQ(fx.reserved_start, 1000);
+  ASSERT_EQ(fx.starts.size(), 1u);
+  EXPECT_EQ(fx.starts[0].job, 5);
+  gpus.release(1);
+  life.ended(1, {AttemptOutcome::Completed, ""}, 1000);
+  fx = life.schedule(1000, gpus);
+  ASSERT_FALSE(fx.starts.empty());
+  EXPECT_EQ(fx.starts[0].job, 3);  // the head at its reservation
+}
+
+// Random queues on 3 shared GPUs, jobs of random memory ending by their limits, some
+// without one: a head's reservation never moves later while it waits, and it starts by it.
+// Backfill must also have started jobs out of order, some of them ending after the head's
+// reservation (which only a sharing-aware check allows).
+TEST(Backfill, NeverDelaysTheHeadsSharedReservation) {
+  int out_of_order = 0, past_reservation = 0;
+  for (unsigned seed = 1; seed <= 40; ++seed) {
+    std::mt19937 rng(seed);
+    auto life = make(true);
+    SharedGpus gpus(3);
+    std::map<JobId, Seconds> ends;
+    std::map<JobId, Seconds> reservation;
+    JobId next = 1, last_started = 0;
+    for (Seconds t = 0; t < 400; t += 1) {
+      for (auto it = ends.begin(); it != ends.end();) {
+        if (it->second > t) {
+          ++it;
+          continue;
+        }
+        gpus.release(it->first);
+        life.ended(it->first, {AttemptOutcome::Completed, ""}, t);
+        it = ends.erase(it);
+      }
+      if (t < 300 && rng() % 3 == 0) {
+        const Seconds limit = static_cast<Seconds>(5 + rng() % 40);
+        const JobId id = next++;
+        gpus.mib[id] = 4000 + static_cast<MiB>(rng() % 9) * 4000;  // 4,000 to 36,000
+        // One job in eight runs without a limit (only short ones, so queues drain).
+        const bool unlimited = rng() % 8 == 0;
+        life.submitted(job(id, 1 + static_cast<int>(rng() % 3), unlimited ? std::nullopt : std::optional(limit)),
+                       false, false, t);
+        if (unlimited) gpus.mib[id] = 2000;
+      }
+      auto fx = life.schedule(t, gpus);
+      const std::optional<Seconds> head_r = fx.reserved_start;
+      // FIFO: a job started behind the waiting head has a larger id; it was backfilled.
+      const JobId waiting_head = head_r ? life.queue_order().front() : 0;
+      for (const auto& st : fx.starts) {
+        const JobSpec& sp = life.find(st.job)->spec();
+        const Seconds limit = sp.time_limit ? *sp.time_limit : 30;
+        ends[st.job] = t + limit - static_cast<Seconds>(rng() % static_cast<unsigned>(limit / 2));
+        if (auto r = reservation.find(st.job); r != reservation.end()) {
+          EXPECT_LE(t, r->second) << "seed " << seed << " job " << st.job;
+        }
+        if (st.job < last_started) ++out_of_order;
+        if (head_r && st.job > waiting_head && (!sp.time_limit || t + *sp.time_limit > *head_r)) ++past_reservation;
+        last_started = std::max(last_started, st.job);
+      }
+      if (fx.reserved_start) {
+        const JobId head = life.queue_order().front();
+        auto [r, fresh] = reservation.try_emplace(head, *fx.reserved_start);
+        if (!fresh) {
+          EXPECT_LE(*fx.reserved_start, r->second) << "seed " << seed << " head " << head << " t " << t;
+          r->second = std::min(r->second, *fx.reserved_start);
+        }
+      }
+    }
+  }
+  EXPECT_GT(out_of_order, 0);
+  EXPECT_GT(past_reservation, 0);
+}
+
 }  // namespace
 }  // namespace aegis

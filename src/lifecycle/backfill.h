@@ -1,7 +1,9 @@
 // Conservative backfill (issue 32 item 5; docs/lab-policies.md, "Backfill"). When the head
-// of the queue waits, its reserved start is the earliest time enough GPUs will be idle for
-// it, running jobs ending at their time limits; a later job may start now only if it fits
-// now and its own time limit ends it by then, so the head's reservation never moves later.
+// of the queue waits, its reserved start is the earliest time enough GPUs of one server can
+// take it, running jobs ending at their time limits: idle GPUs, or, when the engine shares
+// GPUs, GPUs with the memory the engine asks of the head free beside the jobs still running.
+// A later job may start now only if it fits now and the reservation, counted with it, is no
+// later: it ends by then, or what it takes is not what the head needs.
 #pragma once
 #include <optional>
 #include <span>
@@ -12,23 +14,43 @@
 
 namespace aegis {
 
+class Engine;
+
 // One GPU an aegis job holds, and when it will have let it go (infinity: it may run on).
+// `mib`: the memory the engine booked for it there; `exclusive`: nobody may join it.
 struct HeldGpu {
   int server = 0;
   int gpu = 0;
   Seconds until = 0;
+  MiB mib = 0;
+  bool exclusive = false;
 };
 
-// The head's reserved start: the earliest time `num_gpus` GPUs of one server (or, for a job
-// larger than any server, enough whole servers) are idle, given each server's GPU count
-// and the GPUs held until when. A job the feasibility rule admits can be placed on GPUs once
-// they are idle (docs/architecture.md), so this bounds when the head can start. Nothing
-// when no such time is known (a running job without a limit holds what it needs).
-std::optional<Seconds> reserved_start(int num_gpus, std::span<const int> server_gpus,
-                                      std::span<const HeldGpu> held, Seconds now);
+// What the head asks of each GPU, as the engine computes it (Engine::request_shape):
+// `shares` when it may run beside other jobs (the engine collocates and its recovery does
+// not demand a GPU alone); then a GPU can take it once `usable_mib` (an idle GPU's memory
+// after the guard) less what the jobs still there booked is at least `need_mib`, and no
+// job there runs exclusive. Otherwise it needs idle GPUs.
+struct HeadNeed {
+  bool shares = false;
+  MiB need_mib = 0;
+  MiB usable_mib = 0;
+};
 
-// Whether `job` may start ahead of a head reserved from `reserved`: it must have a time
-// limit that ends it by then.
+// The engine's figures for `head` on GPUs of `gpu_total_mib` (all alike).
+HeadNeed head_need(const Engine& engine, const QueuedJob& head, MiB gpu_total_mib);
+
+// The head's reserved start: the earliest time `num_gpus` GPUs of one server (or, for a job
+// larger than any server, enough whole idle servers) can take it, given each server's GPU
+// count and the GPUs held until when. Without `need` (or when it does not share) a GPU can
+// take it once idle. Nothing when no such time is known (a running job without a limit
+// holds what it needs). Memory as booked, not as used, and pressure or telemetry gates
+// are not decidable ahead: under sharing this is the engine's memory rule, an estimate.
+std::optional<Seconds> reserved_start(int num_gpus, std::span<const int> server_gpus,
+                                      std::span<const HeldGpu> held, Seconds now,
+                                      const std::optional<HeadNeed>& need = std::nullopt);
+
+// Whether `job` ends by `reserved` by its time limit (then it cannot take from the head).
 bool may_backfill(const JobSpec& job, Seconds now, Seconds reserved);
 
 }  // namespace aegis

@@ -357,20 +357,41 @@ Effects Lifecycle::expire(Seconds t) {
   return fx;
 }
 
-std::optional<Seconds> Lifecycle::reservation(const LifeJob& head, Seconds now, const Placer& placer) const {
+std::optional<Seconds> Lifecycle::reservation(const LifeJob& head, Seconds now, const Placer& placer) {
   const auto servers = placer.server_gpus();
   if (servers.empty()) return std::nullopt;
-  std::vector<HeldGpu> held;
+  bf_held_.clear();
+  bf_need_ = placer.head_need(head.queued);
+  bf_num_gpus_ = head.spec().num_gpus;
   constexpr Seconds kOn = std::numeric_limits<Seconds>::infinity();
   jobs_.for_each([&](const LifeJob& j) {
     if (!j.holds_gpus()) return;
     const LifeAttempt& a = *j.current();
     // Ends at its limit (or now, when past it and being stopped); without one, it may run on.
     const Seconds until = j.spec().time_limit ? std::max(now, a.launched_at + *j.spec().time_limit) : kOn;
-    for (const auto& part : a.placement.parts)
-      for (int g : part.launch.gpus) held.push_back({part.server, g, until});
+    hold(a.placement, until);
   });
-  return reserved_start(head.spec().num_gpus, servers, held, now);
+  return reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+}
+
+void Lifecycle::hold(const Placement& p, Seconds until) {
+  for (const auto& part : p.parts)
+    for (int g : part.launch.gpus)
+      bf_held_.push_back({part.server, g, until, part.launch.admitted_mib, part.launch.exclusive});
+}
+
+// A later job placed at `p`: the head's reservation counted with it running to its limit
+// (on, without one) must be no later. One that ends by then takes nothing from the head.
+bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved,
+                                  const Placer& placer) {
+  if (may_backfill(j.spec(), now, reserved)) return true;
+  const std::size_t before = bf_held_.size();
+  const Seconds until = j.spec().time_limit ? now + *j.spec().time_limit : std::numeric_limits<Seconds>::infinity();
+  hold(p, until);
+  const auto r = reserved_start(bf_num_gpus_, placer.server_gpus(), bf_held_, now, bf_need_);
+  if (r && *r <= reserved) return true;  // kept: it runs, and the next candidate counts it
+  bf_held_.resize(before);
+  return false;
 }
 
 RunningJob Lifecycle::running_view(const LifeJob& j, const Placement::Part& part) const {
@@ -507,7 +528,6 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         }
         continue;
       }
-      if (reserved && !may_backfill(qj.spec, now, *reserved)) continue;  // backfill hook (item 5)
       // [fair share] A user at a cap waits for its own jobs: passed over, not blocking.
       auto capped = share_.caps() ? share_.capped(j.spec().owner, std::nullopt) : std::nullopt;
       auto p = capped ? std::nullopt : placer.place(qj, now);
@@ -535,6 +555,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         if (strict) return;
         continue;
       }
+      if (reserved && !keeps_reservation(j, *p, now, *reserved, placer)) continue;  // backfill hook (item 5)
       start(j, std::move(*p), now, placer, fx);
     }
   }

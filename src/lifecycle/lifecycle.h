@@ -288,7 +288,12 @@ class Lifecycle {
   void serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vector<LifeJob*>& out) const;
   void charge_stop(const LifeJob& j, Seconds t);
   // Backfill (lifecycle/backfill.h): the waiting head's reserved start, if one is known.
-  std::optional<Seconds> reservation(const LifeJob& head, Seconds now, const Placer& placer) const;
+  std::optional<Seconds> reservation(const LifeJob& head, Seconds now, const Placer& placer);
+  void hold(const Placement& p, Seconds until);
+  bool keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved, const Placer& placer);
+  std::vector<HeldGpu> bf_held_;      // the pass's reservation: what runs, until when
+  std::optional<HeadNeed> bf_need_;   // what the head asks of a GPU (nothing: idle GPUs)
+  int bf_num_gpus_ = 0;
   void start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx);
   // Preemption (preemption.cpp). Each returns true when the pass must stop here: the
   // preemptor waits for its victims, which nothing else may take the place of.

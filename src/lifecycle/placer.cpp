@@ -314,4 +314,9 @@ std::span<const int> OneServerPlacer::server_gpus() const {
   return server_gpus_;
 }
 
+std::optional<HeadNeed> OneServerPlacer::head_need(const QueuedJob& head) const {
+  if (server_gpus().empty()) return std::nullopt;
+  return aegis::head_need(engine_, head, server.views.front().total_mib);
+}
+
 }  // namespace aegis

@@ -14,6 +14,7 @@
 #include "core/gpu.h"
 #include "core/running.h"
 #include "core/small_list.h"
+#include "lifecycle/backfill.h"
 #include "sched/engine.h"
 
 namespace aegis {
@@ -82,6 +83,9 @@ class Placer {
   // (all GPUs alike, none held by processes outside aegis). Empty: it cannot say, and
   // nothing is backfilled.
   virtual std::span<const int> server_gpus() const { return {}; }
+  // What `head` asks of each of those GPUs, as the engine computes it (backfill.h's
+  // HeadNeed), for a reservation that counts memory it could share; nothing: idle GPUs.
+  virtual std::optional<HeadNeed> head_need(const QueuedJob&) const { return std::nullopt; }
 };
 
 // "Can this job ever run on these devices": the engine's rule (GPU count, memory alone
@@ -188,6 +192,7 @@ class OneServerPlacer : public Placer {
   std::optional<Blocked> blocked() const override;
   std::optional<Seconds> wake_at() const override;
   std::span<const int> server_gpus() const override;
+  std::optional<HeadNeed> head_need(const QueuedJob& head) const override;
 
  private:
   const Engine& engine_;

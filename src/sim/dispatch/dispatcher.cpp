@@ -32,6 +32,7 @@ ClusterDispatcher::ClusterDispatcher(ClusterState& st, const Engine& engine, con
   });
   if (alike)
     for (const auto& srv : st.servers) server_gpus_.push_back(srv.ngpus);
+  if (alike && !devices.empty()) gpu_total_mib_ = devices.front().total_mib;
 }
 
 std::optional<Placement> ClusterDispatcher::place(const QueuedJob& job, Seconds t) {

@@ -61,6 +61,10 @@ class ClusterDispatcher final : public Placer {
   // Backfill's reservations (issue 32 item 5): each server's GPU count, when every device
   // is alike (same memory, no MIG); else none.
   std::span<const int> server_gpus() const override { return server_gpus_; }
+  std::optional<HeadNeed> head_need(const QueuedJob& head) const override {
+    if (server_gpus_.empty()) return std::nullopt;
+    return aegis::head_need(engine_, head, gpu_total_mib_);
+  }
 
   // The lifecycle's pass is over: events come next.
   void pass_over() { started_last_ = false; }
@@ -105,6 +109,7 @@ class ClusterDispatcher final : public Placer {
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass
   int last_gang_blocked_ = 0;
   std::vector<int> server_gpus_;  // server_gpus()'s answer (issue 32 item 5)
+  MiB gpu_total_mib_ = 0;         // each GPU's memory, when server_gpus_ says they are alike
 };
 
 }  // namespace aegis::simrun

@@ -250,26 +250,33 @@ TEST(NotifyHttp, PostsThePayloadAndReportsAnUnreachableUrl) {
   EXPECT_EQ(deliver_http(gone, n, 2).rfind("POST " + gone + ": ", 0), 0u);
 }
 
+// aegisd's config for the daemon tests below: a fresh state directory and a hook (in `dir`)
+// that appends each payload to <dir>/<job id>.log.
+DaemonConfig hook_config(const std::string& dir, const std::string& state) {
+  const std::string hook = dir + "/hook.sh";
+  std::ofstream(hook) << "#!/bin/sh\n{ cat; echo; } >> " << dir << "/$AEGIS_JOB_ID.log\n";
+  chmod(hook.c_str(), 0755);
+  DaemonConfig cfg;
+  cfg.daemon.state_dir = test::temp_path(state);
+  std::filesystem::remove_all(cfg.daemon.state_dir);
+  mkdir(cfg.daemon.state_dir.c_str(), 0700);
+  cfg.daemon.durability = "normal";
+  cfg.daemon.mps_pipe_dir = "/tmp/fake-mps-pipe";
+  cfg.daemon.notify_command = hook;
+  cfg.engine = policy_config(cfg.daemon.policy);
+  return cfg;
+}
+
 // The daemon on a fake environment (tests/fake_env.h) with a real hook: a job asking for
 // every event is told, in order, of its start, its OOM and requeue, its second start and
 // its end; a job asking for nothing is told nothing; the ETA seam tells a slip once.
 TEST(NotifyDaemon, TheCommittedChangesOfAJobReachItsHookInOrder) {
   if (geteuid() != 0) GTEST_SKIP() << "the hook runs as the job's (fake) user: needs root";
   const std::string d = open_dir();
-  const std::string hook = d + "/hook.sh";
-  std::ofstream(hook) << "#!/bin/sh\n{ cat; echo; } >> " << d << "/$AEGIS_JOB_ID.log\n";
-  chmod(hook.c_str(), 0755);
   test::FakeEnv env;
   env.gpus = test::fake_gpus(1, 40960);
-  DaemonConfig cfg;
-  cfg.daemon.state_dir = test::temp_path("state");
-  std::filesystem::remove_all(cfg.daemon.state_dir);
-  mkdir(cfg.daemon.state_dir.c_str(), 0700);
-  cfg.daemon.durability = "normal";
-  cfg.daemon.mps_pipe_dir = "/tmp/fake-mps-pipe";
-  cfg.daemon.notify_command = hook;
+  DaemonConfig cfg = hook_config(d, "state");
   cfg.daemon.notify_eta_slip_s = 600;
-  cfg.engine = policy_config(cfg.daemon.policy);
   Daemon daemon(cfg, env);
   auto submit = [&](const std::string& notify) {
     api::SubmitRequest r;
@@ -325,21 +332,11 @@ TEST(NotifyDaemon, TheCommittedChangesOfAJobReachItsHookInOrder) {
 TEST(NotifyDaemon, AnEtaSlipIsFoundAtTheTicks) {
   if (geteuid() != 0) GTEST_SKIP() << "the hook runs as the job's (fake) user: needs root";
   const std::string d = open_dir();
-  const std::string hook = d + "/hook.sh";
-  std::ofstream(hook) << "#!/bin/sh\n{ cat; echo; } >> " << d << "/$AEGIS_JOB_ID.log\n";
-  chmod(hook.c_str(), 0755);
   test::FakeEnv env;
   env.gpus = test::fake_gpus(1, 40960);
-  DaemonConfig cfg;
-  cfg.daemon.state_dir = test::temp_path("state-eta");
-  std::filesystem::remove_all(cfg.daemon.state_dir);
-  mkdir(cfg.daemon.state_dir.c_str(), 0700);
-  cfg.daemon.durability = "normal";
-  cfg.daemon.mps_pipe_dir = "/tmp/fake-mps-pipe";
-  cfg.daemon.notify_command = hook;
+  DaemonConfig cfg = hook_config(d, "state-eta");
   cfg.daemon.notify_eta_slip_s = 100;
   cfg.daemon.notify_eta_check_s = 1;
-  cfg.engine = policy_config(cfg.daemon.policy);
   Daemon daemon(cfg, env);
   auto submit = [&](MiB mem, const std::string& notify) {
     api::SubmitRequest r;

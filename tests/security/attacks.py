@@ -33,8 +33,9 @@ def pipelined_unread(d, user, conns=16, total=400):
     return AsUser(user, body)
 
 
-def partial_lines(d, user, conns=100, size=4 << 20):
-    """`conns` connections, each sending `size` bytes of a request line that never ends."""
+def partial_lines(d, user, conns=100, size=4 << 20, send_for=20):
+    """`conns` connections, each sending `size` bytes of a request line that never ends
+    (for `send_for` seconds at most: what aegisd does not read stays in the kernel)."""
     def body(report):
         socks = []
         for _ in range(conns):
@@ -45,7 +46,7 @@ def partial_lines(d, user, conns=100, size=4 << 20):
             except OSError:
                 pass
         chunk = b"x" * 65536
-        deadline = time.time() + 20
+        deadline = time.time() + send_for
         while time.time() < deadline and any(left > 0 for _, left in socks):
             for entry in socks:
                 s, left = entry

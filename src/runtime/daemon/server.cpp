@@ -450,10 +450,17 @@ void Server::run() {
     bool work_waiting = false;
     for (auto& c : clients_) {
       short ev = 0;
-      if (!c.has_request() && !c.closing) ev |= POLLIN;
+      const bool request = c.has_request();
+      // A client whose user is at kInputPerUser is not read (read_client), so it is not
+      // polled for input either: its socket stays readable, and asking would wake this
+      // loop at once, again and again, until request_timeout_s (a spin of a whole core).
+      const bool held_back = !request && !c.in.empty() && buffered_input(c.caller.uid) > kInputPerUser;
+      if (!request && !c.closing && !held_back) ev |= POLLIN;
       if (c.busy()) ev |= POLLOUT;
-      work_waiting |= c.has_request() && !c.busy();
-      fds.push_back({c.fd, ev, 0});
+      work_waiting |= request && !c.busy();
+      // Not polled at all when nothing is asked: a hang-up is always reported, and would
+      // spin the same way; it is seen once the user's input drains.
+      fds.push_back({ev ? c.fd : -1, ev, 0});
     }
     const int timeout_ms = work_waiting ? 0 : accepting ? 1000 : static_cast<int>(kAcceptPauseS * 1000);
     if (poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) sys_fail("poll");

@@ -19,6 +19,9 @@ inline constexpr double kLaunchBackoffS = 5;
 // Listings are sent in pages of this many jobs; `queue --all` lists this many at most.
 inline constexpr std::size_t kListPage = 256;
 inline constexpr std::int64_t kMaxListed = 100000;
+// Issue 33 item 1: the store is read this many jobs at a time for a listing: each job read
+// whole may be megabytes (a 1 MiB argv, its environment) until its listing view cuts it.
+inline constexpr std::int64_t kStoreListPage = 16;
 // The id watermark on disk (id_floor.h) runs this far ahead of the ids given out.
 inline constexpr JobId kIdFloorStep = 1000;
 // A `logs` reply carries at most this much of a log (the client reads on): with JSON's
@@ -62,5 +65,9 @@ inline nlohmann::json public_view(const DaemonJob& j, bool with_env) {
   if (!with_env) v["request"].erase("env");
   return v;
 }
+
+// Issue 33 item 1: what a listing (queue, history) shows of a job: no environment, long
+// strings cut to max_bytes (listed in `cut`); `aegis show` gives the whole record.
+inline nlohmann::json listing_view(const DaemonJob& j, std::size_t max_bytes) { return to_listing_json(j, max_bytes); }
 
 }  // namespace aegis

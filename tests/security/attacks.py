@@ -189,7 +189,7 @@ def big_command_jobs(d, user, workdir, count):
     return json.loads(AsUser(user, body).result(timeout=600))
 
 
-def slow_listing_readers(d, user, request, readers=4, chunk=4096, pause_s=0.02):
+def slow_listing_readers(d, user, request, readers=4, chunk=4096, pause_s=0.02):  # pause_s=0: hammering
     """`readers` connections of `user`, each sending `request` and reading its reply `chunk`
     bytes every `pause_s` (a slow client); reports "ready" once all have read a first chunk,
     then keeps reading (asking again when a reply ends) until killed."""
@@ -210,5 +210,27 @@ def slow_listing_readers(d, user, request, readers=4, chunk=4096, pause_s=0.02):
                 data = s.recv(chunk)
                 if not data or data.endswith(b"\n"):
                     s.sendall(line)
-            time.sleep(pause_s)
+            if pause_s:
+                time.sleep(pause_s)
     return AsUser(user, body)
+
+
+def dashboard_ttfb(port, path, n=40):
+    """`n` GETs of the dashboard's `path` (a new connection each): the seconds to the first
+    byte of each reply, and whether it was a 200."""
+    import http.client
+    out = []
+    for _ in range(n):
+        t0 = time.monotonic()
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            c.request("GET", path)
+            r = c.getresponse()  # returns once the status line and headers are in
+            t = time.monotonic() - t0
+            r.read()
+            c.close()
+            out.append([t, r.status == 200])
+        except OSError:
+            out.append([time.monotonic() - t0, False])
+        time.sleep(0.02)
+    return out

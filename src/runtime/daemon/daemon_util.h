@@ -59,7 +59,7 @@ inline std::string signature_of(const DaemonJob& j) {
 
 inline nlohmann::json error_reply(const std::string& msg) { return {{"ok", false}, {"error", msg}}; }
 
-// What listings show of a job; the environment only to those who may manage it.
+// What `show` gives of a job (whole); the environment only to those who may manage it.
 inline nlohmann::json public_view(const DaemonJob& j, bool with_env) {
   nlohmann::json v = to_json(j);
   if (!with_env) v["request"].erase("env");

@@ -966,6 +966,12 @@ TEST(ApiRequest, ListingJsonCutsLongStrings) {
   r.workdir = "/tmp";
   EXPECT_NE(to_listing_json(r, 100, cut).find(R"("command":["ls","-l"])"), std::string::npos);
   EXPECT_TRUE(cut.empty());
+  // Model features past the limit are left out whole, and named.
+  cut.clear();
+  r.model = ModelFeatures{};
+  r.model->activation = std::string(200, 'g');
+  EXPECT_EQ(to_listing_json(r, 100, cut).find("ggg"), std::string::npos);
+  EXPECT_EQ(cut, (std::vector<std::string>{"request.model"}));
   EXPECT_EQ(cut_string("ab\u00e9cd", 3), std::string("ab") + kCutMarker);
   EXPECT_EQ(cut_string("abc", 3), "abc");
 }

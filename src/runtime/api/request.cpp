@@ -587,7 +587,11 @@ std::string to_listing_json(const JobRequest& job, std::size_t max_bytes, std::v
   small.tags = job.tags;
   small.hint_gpu_util = job.hint_gpu_util;
   small.hint_sharing_score = job.hint_sharing_score;
-  small.model = job.model;
+  // The model's features go whole or not at all (a user may send megabytes of them).
+  if (job.model && job.model->activation.size() + 64 * job.model->layer_counts.size() > max_bytes)
+    cut.push_back("request.model");
+  else
+    small.model = job.model;
   small.array = job.array;
   small.after = job.after;
   small.time_limit_s = job.time_limit_s;

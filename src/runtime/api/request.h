@@ -163,7 +163,8 @@ std::string default_job_name(std::string_view argv0);
 std::string to_json(const JobRequest& job);
 // Issue 33 item 1: the request as a listing shows it: no environment, and the argv (all its
 // strings together) and the working directory cut to `max_bytes` each, ending with
-// kCutMarker; the names of the fields cut ("request.command") are added to `cut`.
+// kCutMarker, model features larger than that left out; the names of the fields cut
+// ("request.command", "request.model") are added to `cut`.
 inline constexpr const char* kCutMarker = "\u2026";  // "…"
 std::string to_listing_json(const JobRequest& job, std::size_t max_bytes, std::vector<std::string>& cut);
 // `s` cut to at most `max_bytes` bytes plus the marker, at a UTF-8 character boundary.

@@ -89,8 +89,7 @@ void cut_strings(json& v, std::size_t max_bytes, const std::string& path, std::v
     if (std::find(cut.begin(), cut.end(), path) == cut.end()) cut.push_back(path);
   } else if (v.is_object()) {
     for (auto it = v.begin(); it != v.end(); ++it)
-      if (path.empty() && it.key() == "request") continue;  // cut already, with its own names
-      else cut_strings(it.value(), max_bytes, path.empty() ? it.key() : path, cut);
+      cut_strings(it.value(), max_bytes, path.empty() ? it.key() : path == "request" ? "request." + it.key() : path, cut);
   } else if (v.is_array()) {
     for (auto& e : v) cut_strings(e, max_bytes, path, cut);
   }

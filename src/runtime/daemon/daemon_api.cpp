@@ -310,14 +310,20 @@ Reply Daemon::history(const api::HistoryRequest& r) { return jobs_from_store(r.l
 Reply Daemon::jobs_from_store(std::int64_t limit, std::optional<uid_t> uid, std::vector<std::string> fields) {
   auto before = std::make_shared<JobId>(0);
   auto left = std::make_shared<std::int64_t>(limit);
+  // Issue 33 item 1: after a page with a job cut (megabytes in the store, a few ms to read
+  // even in part), the next page reads one job: a turn of the event loop stays short.
+  auto per_page = std::make_shared<std::int64_t>(kStoreListPage);
   return stream_jobs(
-      [this, before, left, uid, max = static_cast<std::size_t>(cfg_.daemon.listing_string_bytes)] {
+      [this, before, left, uid, per_page, max = static_cast<std::size_t>(cfg_.daemon.listing_string_bytes)] {
         std::vector<json> page;
         if (*left <= 0) return page;
-        for (const auto& j : store_.list_page(*before, std::min<std::int64_t>(*left, kStoreListPage), uid)) {
+        bool cut = false;
+        for (const auto& j : store_.list_page(*before, std::min(*left, *per_page), uid, max)) {
           page.push_back(listing_view(j, max));
+          cut = cut || page.back().contains("cut");
           *before = j.id;
         }
+        *per_page = cut ? 1 : kStoreListPage;
         *left = page.empty() ? 0 : *left - static_cast<std::int64_t>(page.size());
         return page;
       },

@@ -81,6 +81,15 @@ def listing_attack(build, jobs=150):
         summary("`aegis queue` run as a process (runuser, whole output)", cli_latency(d, u2.pw_name), daemon_rss_mb(d))
         dashboard_ttfb(port, "/api/queue", n=1)  # the first read asks the loop to build the listing
         summary("dashboard /api/queue, first byte", dashboard_ttfb(port, "/api/queue", n=N), daemon_rss_mb(d))
+        # An open dashboard tab (polls every 2 s; here every 0.5 s) makes the loop build its listings.
+        import threading
+        stop = threading.Event()
+        tab = threading.Thread(target=lambda: [dashboard_ttfb(port, "/api/queue", n=1) for _ in iter(
+            lambda: stop.wait(0.5), True)], daemon=True)
+        tab.start()
+        summary("`aegis queue` (its columns), a dashboard tab open too", victim_latency(d, u2, n=N, op=CLI_QUEUE),
+                daemon_rss_mb(d))
+        stop.set()
         readers.kill()
     finally:
         d.cleanup()

@@ -382,6 +382,12 @@ TEST(Store, AListingPageReadsTheArgvsFirstCharactersOnly) {
   EXPECT_EQ(whole[0].request.command, a.request.command);
   EXPECT_EQ(whole[0].request.env.at("A"), "1");
   EXPECT_EQ(s.get(a.id)->request.command, a.request.command);  // the next read is whole again
+  // A listing without the request reads no argv at all.
+  const auto bare = s.list_page(0, 10, std::nullopt, 8, false);
+  ASSERT_EQ(bare.size(), 1u);
+  EXPECT_TRUE(bare[0].request.command.empty());
+  EXPECT_EQ(bare[0].request.name, "a");
+  EXPECT_EQ(s.get(a.id)->request.command, a.request.command);
 }
 
 TEST(Store, ReservedIdsAreNeverGivenOut) {

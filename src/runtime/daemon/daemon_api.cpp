@@ -313,12 +313,14 @@ Reply Daemon::jobs_from_store(std::int64_t limit, std::optional<uid_t> uid, std:
   // Issue 33 item 1: after a page with a job cut (megabytes in the store, a few ms to read
   // even in part), the next page reads one job: a turn of the event loop stays short.
   auto per_page = std::make_shared<std::int64_t>(kStoreListPage);
+  // A listing that does not show the request (`aegis queue`, the dashboard) reads no argv.
+  const bool argv = fields.empty() || std::find(fields.begin(), fields.end(), "request") != fields.end();
   return stream_jobs(
-      [this, before, left, uid, per_page, max = static_cast<std::size_t>(cfg_.daemon.listing_string_bytes)] {
+      [this, before, left, uid, per_page, argv, max = static_cast<std::size_t>(cfg_.daemon.listing_string_bytes)] {
         std::vector<json> page;
         if (*left <= 0) return page;
         bool cut = false;
-        for (const auto& j : store_.list_page(*before, std::min(*left, *per_page), uid, max)) {
+        for (const auto& j : store_.list_page(*before, std::min(*left, *per_page), uid, max, argv)) {
           page.push_back(listing_view(j, max));
           cut = cut || page.back().contains("cut");
           *before = j.id;

@@ -1022,7 +1022,7 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
       std::string name = e.text(0, "name");
       r.env.emplace_hint(r.env.end(), std::move(name), e.text(1, "value"));
     });
-  } else if (error.empty()) {  // a listing's (list_page): the argv's first characters, no environment
+  } else if (error.empty() && listing_argv_) {  // a listing's (list_page): the argv's first characters, no environment
     sqlite3_stmt* c = cached(db, "SELECT pos, substr(arg, 1, ?2) FROM job_args WHERE job_id = ?1 ORDER BY pos");
     Use use{c};
     check(sqlite3_bind_int64(c, 1, j.id), "select job rows", db);
@@ -1107,7 +1107,7 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
     });
   }
   // What the API accepted once, it must accept still: a damaged row is not run.
-  if (error.empty())
+  if (error.empty() && listing_argv_)
     if (auto bad = api::validate(r)) error = "request: " + bad->message;
   if (error.empty()) return j;
   // One line, of bounded length: it goes into logs.
@@ -1266,13 +1266,15 @@ std::vector<DaemonJob> Store::list(bool all, std::int64_t limit) {
 }
 
 std::vector<DaemonJob> Store::list_page(JobId before, std::int64_t limit, std::optional<uid_t> uid,
-                                        std::size_t listing_bytes) {
+                                        std::size_t listing_bytes, bool argv) {
   list_skipped_ = 0;
   struct Reset {
     std::size_t& v;
-    ~Reset() { v = 0; }
-  } reset{listing_bytes_};
+    bool& argv;
+    ~Reset() { v = 0, argv = true; }
+  } reset{listing_bytes_, listing_argv_};
   listing_bytes_ = listing_bytes;
+  listing_argv_ = argv || listing_bytes == 0;
   sqlite3_stmt* st = cached(rdb_, uid ? sql().select_page_uid.c_str() : sql().select_page.c_str());
   Use use{st};
   int n = 1;

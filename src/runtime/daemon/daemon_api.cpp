@@ -310,9 +310,10 @@ Reply Daemon::history(const api::HistoryRequest& r) { return jobs_from_store(r.l
 Reply Daemon::jobs_from_store(std::int64_t limit, std::optional<uid_t> uid, std::vector<std::string> fields) {
   auto before = std::make_shared<JobId>(0);
   auto left = std::make_shared<std::int64_t>(limit);
-  // Issue 33 item 1: after a page with a job cut (megabytes in the store, a few ms to read
-  // even in part), the next page reads one job: a turn of the event loop stays short.
-  auto per_page = std::make_shared<std::int64_t>(kStoreListPage);
+  // Issue 33 item 1: a job cut in a listing may be megabytes in the store (a few ms to read
+  // even in part): pages start at one job and double up to kStoreListPage while none was
+  // cut, and go back to one after a page with a cut job, so that a turn stays short.
+  auto per_page = std::make_shared<std::int64_t>(1);
   // A listing that does not show the request (`aegis queue`, the dashboard) reads no argv.
   const bool argv = fields.empty() || std::find(fields.begin(), fields.end(), "request") != fields.end();
   return stream_jobs(
@@ -325,7 +326,7 @@ Reply Daemon::jobs_from_store(std::int64_t limit, std::optional<uid_t> uid, std:
           cut = cut || page.back().contains("cut");
           *before = j.id;
         }
-        *per_page = cut ? 1 : kStoreListPage;
+        *per_page = cut ? 1 : std::min(*per_page * 2, kStoreListPage);
         *left = page.empty() ? 0 : *left - static_cast<std::int64_t>(page.size());
         return page;
       },

@@ -4,7 +4,11 @@
 For each attack: the victim's request latency (p50, p99, max over 40 requests, each on a
 new connection as the CLI makes them, sent while the attack runs), and aegisd's resident
 memory. Target: every request answered within 100 ms.
-Needs root (it creates the users aegistest1 and aegistest2). Usage: bench/bench_dos.py [BUILD_DIR]
+Issue 33 item 1 (`--listing`: that attack only): user 1 queues 150 jobs with 1 MiB argvs
+and four connections of user 1 hammer `history`; user 2's `aegis queue` (the columns it
+prints, and the raw full listing) and the dashboard's first byte of /api/queue.
+Needs root (it creates the users aegistest1 and aegistest2).
+Usage: bench/bench_dos.py [BUILD_DIR] [--listing]
 """
 import json
 import os
@@ -13,8 +17,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "security"))
-from attacks import (daemon_fds, daemon_rss_mb, idle_connections, partial_lines, pipelined_unread,  # noqa: E402
-                     submission_flood, victim_latency)
+from attacks import (big_command_jobs, dashboard_ttfb, daemon_fds, daemon_rss_mb, idle_connections,  # noqa: E402
+                     partial_lines, pipelined_unread, slow_listing_readers, submission_flood, victim_latency)
 from secharness import Daemon, shared_dir, users, wait_for  # noqa: E402
 
 N = 40
@@ -26,6 +30,69 @@ def summary(name, lat, rss):
     p = lambda q: ts[min(len(ts) - 1, int(q * (len(ts) - 1) + 0.5))]  # noqa: E731
     print(f"| {name} | {ok}/{len(lat)} | {p(0.5):.1f} | {p(0.99):.1f} | {ts[-1]:.1f} | {rss:.0f} |", flush=True)
     return ts[-1]
+
+
+# `aegis queue`'s request (apps/aegis/cmd_jobs.cpp printed_fields), and the raw full listing.
+CLI_QUEUE = (json.dumps({"op": "queue", "all": False, "mine": False, "fields": [
+    "id", "name", "user", "state", "gpus", "attempts", "gpu_uuids", "reason", "never_starts", "fair_share",
+    "started_at", "submitted_at", "ended_at"]}) + "\n").encode()
+FULL_QUEUE = b'{"op":"queue"}\n'
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli_latency(d, user, n=20):
+    """`aegis queue` itself, started through runuser (its start-up counts too)."""
+    import subprocess
+    out = []
+    for _ in range(n):
+        t0 = time.monotonic()
+        r = subprocess.run(["runuser", "-u", user, "--", d.aegis, "--socket", d.socket, "queue"],
+                           capture_output=True)
+        out.append([time.monotonic() - t0, r.returncode == 0])
+    return out
+
+
+def listing_attack(build, jobs=150):
+    """Issue 33 item 1: another user's listing and the dashboard while user 1 has `jobs`
+    jobs with 1 MiB argvs queued and four connections hammering `history`."""
+    u1, u2 = users()
+    port = free_port()
+    d = Daemon(build, gpus="1x40960", settings={"observation_window_s": 0.5, "dashboard_port": port})
+    try:
+        d.start()
+        work = shared_dir(d, "work")
+        d.submit("--exclusive", "--", "/bin/sleep", "3600", user=u1.pw_name, cwd=work)
+        ids = big_command_jobs(d, u1, work, jobs)
+        print(f"\nListing attack: {len(ids)} jobs with 1 MiB argvs queued by user 1, "
+              f"aegisd {daemon_rss_mb(d):.0f} MB before the readers")
+        print("| user 2 reads, while 4 of user 1's connections hammer `history` | answered | p50 ms | p99 ms "
+              "| max ms | aegisd RSS MB |")
+        print("|---|---|---|---|---|---|")
+        readers = slow_listing_readers(d, u1, {"op": "history", "limit": 1000}, chunk=65536, pause_s=0)
+        readers.read_until(b"ready")
+        summary("`aegis queue` (its columns)", victim_latency(d, u2, n=N, op=CLI_QUEUE), daemon_rss_mb(d))
+        summary("raw `queue` (every field, cut)", victim_latency(d, u2, n=N, op=FULL_QUEUE), daemon_rss_mb(d))
+        summary("`aegis queue` run as a process (runuser, whole output)", cli_latency(d, u2.pw_name), daemon_rss_mb(d))
+        dashboard_ttfb(port, "/api/queue", n=1)  # the first read asks the loop to build the listing
+        summary("dashboard /api/queue, first byte", dashboard_ttfb(port, "/api/queue", n=N), daemon_rss_mb(d))
+        # An open dashboard tab (polls every 2 s; here every 0.5 s) makes the loop build its listings.
+        import threading
+        stop = threading.Event()
+        tab = threading.Thread(target=lambda: [dashboard_ttfb(port, "/api/queue", n=1) for _ in iter(
+            lambda: stop.wait(0.5), True)], daemon=True)
+        tab.start()
+        summary("`aegis queue` (its columns), a dashboard tab open too", victim_latency(d, u2, n=N, op=CLI_QUEUE),
+                daemon_rss_mb(d))
+        stop.set()
+        readers.kill()
+    finally:
+        d.cleanup()
 
 
 def main(build):
@@ -70,4 +137,8 @@ def main(build):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "build")
+    args = [a for a in sys.argv[1:] if a != "--listing"]
+    build_dir = args[0] if args else "build"
+    if "--listing" not in sys.argv:
+        main(build_dir)
+    listing_attack(build_dir)

@@ -929,6 +929,53 @@ TEST(ApiRequest, QueueEta) {  // issue 32 item 5: aegis queue --eta
   EXPECT_EQ(error_of(R"({"op":"queue","eta":1})"), "eta: must be true or false");
 }
 
+// Issue 33 item 1: a listing carries the fields the client asks for; an unknown one is named.
+TEST(ApiRequest, ListingFields) {
+  EXPECT_TRUE(parsed<ListRequest>(R"({"op":"queue"})").fields.empty());
+  EXPECT_EQ(parsed<ListRequest>(R"({"op":"queue","fields":["name","state"]})").fields,
+            (std::vector<std::string>{"name", "state"}));
+  EXPECT_EQ(parsed<HistoryRequest>(R"({"op":"history","fields":["id","ended_at"]})").fields,
+            (std::vector<std::string>{"id", "ended_at"}));
+  EXPECT_EQ(error_of(R"({"op":"queue","fields":["name","bogus"]})"),
+            "fields: unknown field 'bogus' (known: id, name, user, state, ...; docs/api.md)");
+  EXPECT_EQ(error_of(R"({"op":"history","fields":["env"]})"),
+            "fields: unknown field 'env' (known: id, name, user, state, ...; docs/api.md)");
+  EXPECT_EQ(error_of(R"({"op":"queue","fields":"name"})"), "fields: must be an array of 1 to 30 field names");
+  EXPECT_EQ(error_of(R"({"op":"queue","fields":[]})"), "fields: must be an array of 1 to 30 field names");
+  EXPECT_EQ(error_of(R"({"op":"queue","fields":[1]})"), "fields[0]: must be a string");
+  // A hostile name comes back printable, never raw.
+  EXPECT_EQ(error_of("{\"op\":\"queue\",\"fields\":[\"a\\u001b[2Jb\"]}").find('\x1b'), std::string::npos);
+}
+
+// Issue 33 item 1: the request as a listing shows it: no environment, argv and workdir cut.
+TEST(ApiRequest, ListingJsonCutsLongStrings) {
+  JobRequest r = submitted(R"({"command":["ls"]})");
+  r.command = {"python3", std::string(5000, 'a'), "never-shown"};
+  r.workdir = "/" + std::string(3000, 'w');
+  r.env = {{"SECRET", "s3cr3t"}};
+  std::vector<std::string> cut;
+  const std::string text = to_listing_json(r, 100, cut);
+  EXPECT_LT(text.size(), 400u) << text;
+  EXPECT_EQ(text.find("s3cr3t"), std::string::npos);
+  EXPECT_EQ(text.find("never-shown"), std::string::npos);
+  EXPECT_NE(text.find(std::string("python3\",\"") + std::string(93, 'a') + kCutMarker + "\""), std::string::npos) << text;
+  EXPECT_EQ(cut, (std::vector<std::string>{"request.workdir", "request.command"}));
+  // Short strings pass whole; a cut never splits a UTF-8 character.
+  cut.clear();
+  r.command = {"ls", "-l"};
+  r.workdir = "/tmp";
+  EXPECT_NE(to_listing_json(r, 100, cut).find(R"("command":["ls","-l"])"), std::string::npos);
+  EXPECT_TRUE(cut.empty());
+  // Model features past the limit are left out whole, and named.
+  cut.clear();
+  r.model = ModelFeatures{};
+  r.model->activation = std::string(200, 'g');
+  EXPECT_EQ(to_listing_json(r, 100, cut).find("ggg"), std::string::npos);
+  EXPECT_EQ(cut, (std::vector<std::string>{"request.model"}));
+  EXPECT_EQ(cut_string("ab\u00e9cd", 3), std::string("ab") + kCutMarker);
+  EXPECT_EQ(cut_string("abc", 3), "abc");
+}
+
 }  // namespace
 }  // namespace aegis::api
 

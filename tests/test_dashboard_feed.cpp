@@ -14,6 +14,9 @@
 namespace aegis {
 namespace {
 
+// The feed asks for the page's fields only (issue 33 item 1).
+std::vector<std::string> dashboard_fields() { return {std::begin(kDashboardFields), std::end(kDashboardFields)}; }
+
 struct FeedRig {
   test::FakeEnv env;
   DaemonConfig cfg;
@@ -54,8 +57,8 @@ TEST(DashboardFeed, RepliesAreTheApiRepliesWithoutEnvironmentAndOnlyWhileWatched
   rig.tick(feed);  // now someone has
   const auto r = feed.replies(rig.env.clock, 0);
   ASSERT_TRUE(r.queue && r.gpus);
-  EXPECT_EQ(*r.queue, reply_text(rig.d->respond(api::ListRequest{true, false}, Caller{1001, 1001, 1})));
-  EXPECT_EQ(*r.active, reply_text(rig.d->respond(api::ListRequest{false, false}, Caller{1001, 1001, 1})));
+  EXPECT_EQ(*r.queue, reply_text(rig.d->respond(api::ListRequest{true, false, false, dashboard_fields()}, Caller{1001, 1001, 1})));
+  EXPECT_EQ(*r.active, reply_text(rig.d->respond(api::ListRequest{false, false, false, dashboard_fields()}, Caller{1001, 1001, 1})));
   EXPECT_EQ(*r.gpus, reply_text(rig.d->respond(api::GpusRequest{}, Caller{1001, 1001, 1})));
   EXPECT_EQ(r.queue->find("secret-7f3a"), std::string::npos);
   EXPECT_EQ(r.queue->find("WANDB_API_KEY"), std::string::npos);
@@ -71,7 +74,7 @@ TEST(DashboardFeed, ListsTheNewestMaxJobsOfQueueAll) {
   feed.replies(rig.env.clock, 0);  // someone looks
   rig.tick(feed);
   const auto listed = nlohmann::json::parse(*feed.replies(rig.env.clock, 0).queue)["jobs"];
-  auto all = nlohmann::json::parse(reply_text(rig.d->respond(api::ListRequest{true, false}, Caller{1001, 1001, 1})))["jobs"];
+  auto all = nlohmann::json::parse(reply_text(rig.d->respond(api::ListRequest{true, false, false, dashboard_fields()}, Caller{1001, 1001, 1})))["jobs"];
   ASSERT_EQ(all.size(), 12u);
   all.erase(all.begin() + 10, all.end());
   EXPECT_EQ(listed, all);

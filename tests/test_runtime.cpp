@@ -363,6 +363,33 @@ TEST(Store, ADamagedDatabaseFailsRequestsWithStoreError) {
   remove_db(path);
 }
 
+// Issue 33 item 1: a listing's read of the store takes each argv string's first characters
+// (one past the listing's cut) and no environment; a plain read has them whole.
+TEST(Store, AListingPageReadsTheArgvsFirstCharactersOnly) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  Store s(path, false);
+  DaemonJob a = make_job("a");
+  a.request.command = {"/bin/echo", std::string(100000, 'x') + "tail", "\u00e9\u00e9\u00e9"};
+  s.insert(a);
+  const auto page = s.list_page(0, 10, std::nullopt, 8);
+  ASSERT_EQ(page.size(), 1u);
+  EXPECT_EQ(page[0].request.command,
+            (std::vector<std::string>{"/bin/echo", std::string(9, 'x'), "\u00e9\u00e9\u00e9"}));  // short: whole
+  EXPECT_TRUE(page[0].request.env.empty());
+  const auto whole = s.list_page(0, 10);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].request.command, a.request.command);
+  EXPECT_EQ(whole[0].request.env.at("A"), "1");
+  EXPECT_EQ(s.get(a.id)->request.command, a.request.command);  // the next read is whole again
+  // A listing without the request reads no argv at all.
+  const auto bare = s.list_page(0, 10, std::nullopt, 8, false);
+  ASSERT_EQ(bare.size(), 1u);
+  EXPECT_TRUE(bare[0].request.command.empty());
+  EXPECT_EQ(bare[0].request.name, "a");
+  EXPECT_EQ(s.get(a.id)->request.command, a.request.command);
+}
+
 TEST(Store, ReservedIdsAreNeverGivenOut) {
   const std::string path = test::temp_path("store.db");
   remove_db(path);

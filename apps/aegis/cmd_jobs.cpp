@@ -115,6 +115,14 @@ std::string eta_of(const json& j, double now) {
   return in <= 0 ? "now" : "in " + format_time_limit(std::ceil(in));
 }
 
+// Issue 33 item 1: the job fields print_jobs prints, all a listing needs to carry for it.
+json printed_fields(bool eta = false) {
+  json f = json::array({"id", "name", "user", "state", "gpus", "attempts", "gpu_uuids", "reason", "never_starts",
+                        "fair_share", "started_at", "submitted_at", "ended_at"});
+  if (eta) f.push_back("eta");
+  return f;
+}
+
 void print_jobs(const json& jobs, bool eta = false) {
   const double now = static_cast<double>(std::time(nullptr));
   if (eta) fmt::print("{:<12} ", "ETA");
@@ -477,6 +485,7 @@ void add_job_listings(CLI::App& app) {
   queue->callback([] {
     json q{{"op", "queue"}, {"all", q_all}, {"mine", q_mine}};
     if (q_eta) q["eta"] = true;  // item 5
+    if (!q_json) q["fields"] = printed_fields(q_eta);  // issue 33 item 1: --json prints every field
     const auto reply = ask(q);
     if (q_json) {
       // ASCII only (ensure_ascii): another user's strings reach this terminal as \u escapes.
@@ -592,7 +601,9 @@ void add_job_listings(CLI::App& app) {
   history->add_option("--limit", limit, "How many")->check(CLI::Range(1, 100000));
   history->add_flag("--json", hist_json, "Print JSON");
   history->callback([] {
-    const auto r = ask({{"op", "history"}, {"limit", limit}});
+    json q{{"op", "history"}, {"limit", limit}};
+    if (!hist_json) q["fields"] = printed_fields();
+    const auto r = ask(q);
     if (hist_json) fmt::print("{}\n", field(r, "jobs").dump(2, ' ', true));
     else print_jobs(field(r, "jobs"));
   });

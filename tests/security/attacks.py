@@ -165,3 +165,73 @@ def daemon_cpu_s(d):
 
 def daemon_fds(d):
     return len(os.listdir(f"/proc/{d.proc.pid}/fd"))
+
+
+# --- issue 33 item 1: listings that grow with one user's records ---
+BIG_ARG_BYTES = (1 << 20) - 64  # a job's argv may hold 1 MiB in all (api::kMaxCommandBytes)
+
+
+def big_command_jobs(d, user, workdir, count):
+    """`user` queues `count` jobs whose argv carries ~1 MiB each (a last arg of 'x's), over
+    the socket; they wait behind the GPUs' memory (mem_mib near a whole GPU's). Returns the
+    ids accepted (the per-user limit refuses the rest)."""
+    def body(report):
+        ids = []
+        s = connect(d.socket)
+        for i in range(count):
+            job = {"command": ["/bin/sleep", "3600", str(i) + "x" * BIG_ARG_BYTES], "workdir": workdir,
+                   "mem_mib": 39000}
+            s.sendall(json.dumps({"op": "submit", "job": job}).encode() + b"\n")
+            r = read_reply(s, timeout=120)
+            if not r.get("ok"):
+                break
+            ids.append(r["id"])
+        return json.dumps(ids).encode()
+    return json.loads(AsUser(user, body).result(timeout=600))
+
+
+def slow_listing_readers(d, user, request, readers=4, chunk=4096, pause_s=0.02):  # pause_s=0: hammering
+    """`readers` connections of `user`, each sending `request` and reading its reply `chunk`
+    bytes every `pause_s` (a slow client); reports "ready" once all have read a first chunk,
+    then keeps reading (asking again when a reply ends) until killed."""
+    line = json.dumps(request).encode() + b"\n"
+
+    def body(report):
+        socks = []
+        for _ in range(readers):
+            s = connect(d.socket)
+            s.sendall(line)
+            socks.append(s)
+        for s in socks:
+            s.settimeout(120)
+            s.recv(chunk)
+        report(b"ready\n")
+        while True:
+            for s in socks:
+                data = s.recv(chunk)
+                if not data or data.endswith(b"\n"):
+                    s.sendall(line)
+            if pause_s:
+                time.sleep(pause_s)
+    return AsUser(user, body)
+
+
+def dashboard_ttfb(port, path, n=40):
+    """`n` GETs of the dashboard's `path` (a new connection each): the seconds to the first
+    byte of each reply, and whether it was a 200."""
+    import http.client
+    out = []
+    for _ in range(n):
+        t0 = time.monotonic()
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            c.request("GET", path)
+            r = c.getresponse()  # returns once the status line and headers are in
+            t = time.monotonic() - t0
+            r.read()
+            c.close()
+            out.append([t, r.status == 200])
+        except OSError:
+            out.append([time.monotonic() - t0, False])
+        time.sleep(0.02)
+    return out

@@ -395,9 +395,27 @@ Request parse_submit(const json& req) {
   return r;
 }
 
+// Issue 33 item 1: the job fields a listing should carry; unknown ones are named.
+std::vector<std::string> read_fields(const json& f) {
+  constexpr std::size_t kKnown = std::size(kListingFields);
+  if (!f.is_array() || f.empty() || f.size() > kKnown)
+    fail("fields", "must be an array of 1 to " + std::to_string(kKnown) + " field names");
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    const std::string path = "fields[" + std::to_string(i) + "]";
+    if (!f[i].is_string()) fail(path, "must be a string");
+    const auto& name = f[i].get_ref<const std::string&>();
+    if (std::find(std::begin(kListingFields), std::end(kListingFields), name) == std::end(kListingFields))
+      fail("fields", "unknown field '" + detail::printable(name) + "' (known: id, name, user, state, ...; docs/api.md)");
+    out.push_back(name);
+  }
+  return out;
+}
+
 Request parse_queue(const json& req) {
-  allow_only(req, {"op", "all", "mine", "eta"});
+  allow_only(req, {"op", "all", "mine", "eta", "fields"});
   ListRequest r;
+  if (const json* f = find(req, "fields")) r.fields = read_fields(*f);
   if (const json* all = find(req, "all")) r.all = detail::read_bool<JsonAccess>(*all, "all");
   if (const json* mine = find(req, "mine")) r.mine = detail::read_bool<JsonAccess>(*mine, "mine");
   if (const json* eta = find(req, "eta")) r.eta = detail::read_bool<JsonAccess>(*eta, "eta");  // item 5
@@ -453,8 +471,9 @@ Request parse_logs(const json& req) {
 }
 
 Request parse_history(const json& req) {
-  allow_only(req, {"op", "limit"});
+  allow_only(req, {"op", "limit", "fields"});
   HistoryRequest r;
+  if (const json* f = find(req, "fields")) r.fields = read_fields(*f);
   if (const json* l = find(req, "limit")) r.limit = detail::read_integer<JsonAccess>(*l, "limit", 1, kMaxHistory);
   return r;
 }
@@ -533,6 +552,54 @@ std::string to_json(const JobRequest& job) {
   // Replaces rather than throws on invalid UTF-8: only a job that validate() rejects has
   // any, and the daemon will reject it by name.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string cut_string(const std::string& s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  std::size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;  // not inside a character
+  return s.substr(0, n) + kCutMarker;
+}
+
+std::string to_listing_json(const JobRequest& job, std::size_t max_bytes, std::vector<std::string>& cut) {
+  // Everything but the (possibly megabytes of) argv and environment, then the argv's first
+  // max_bytes: the copy costs the small fields only.
+  JobRequest small;
+  small.name = job.name;
+  small.workdir = job.workdir.size() > max_bytes ? cut_string(job.workdir, max_bytes) : job.workdir;
+  if (small.workdir.size() != job.workdir.size()) cut.push_back("request.workdir");
+  std::size_t left = max_bytes;
+  for (const auto& a : job.command) {
+    if (a.size() > left) {
+      small.command.push_back(cut_string(a, left));
+      cut.push_back("request.command");
+      break;
+    }
+    small.command.push_back(a);
+    left -= a.size();
+  }
+  small.gpus = job.gpus;
+  small.mem_mib = job.mem_mib;
+  small.profiled_mib = job.profiled_mib;
+  small.faketensor_mib = job.faketensor_mib;
+  small.exclusive = job.exclusive;
+  small.restartable = job.restartable;
+  small.tags = job.tags;
+  small.hint_gpu_util = job.hint_gpu_util;
+  small.hint_sharing_score = job.hint_sharing_score;
+  // The model's features go whole or not at all (a user may send megabytes of them).
+  if (job.model && job.model->activation.size() + 64 * job.model->layer_counts.size() > max_bytes)
+    cut.push_back("request.model");
+  else
+    small.model = job.model;
+  small.array = job.array;
+  small.after = job.after;
+  small.time_limit_s = job.time_limit_s;
+  small.priority = job.priority;
+  small.checkpoint_signal = job.checkpoint_signal;
+  small.checkpoint_lead_s = job.checkpoint_lead_s;
+  small.notify = job.notify;
+  return to_json(small);
 }
 
 std::string default_job_name(std::string_view argv0) { return detail::default_name(argv0); }

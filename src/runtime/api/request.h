@@ -96,6 +96,9 @@ struct ListRequest {
   bool all = false;
   bool mine = false;
   bool eta = false;  // issue 32 item 5: each waiting job's expected start (lifecycle/eta.h)
+  // Issue 33 item 1: the job fields the client prints (kListingFields; `id` always comes);
+  // empty: all of them.
+  std::vector<std::string> fields;
 };
 struct ShowRequest { std::int64_t id = 0; };
 // Issue 32 item 3: the parsed --array: its indices, ascending, and its cap (%N; 0: none).
@@ -116,7 +119,16 @@ struct LogsRequest {
   std::uint64_t max_bytes = 1 << 20;
 };
 struct GpusRequest {};
-struct HistoryRequest { std::int64_t limit = 100; };      // 1..100000
+struct HistoryRequest {
+  std::int64_t limit = 100;         // 1..100000
+  std::vector<std::string> fields;  // as ListRequest's
+};
+// The job fields a `queue` or `history` request may ask for (`fields`), docs/api.md.
+inline constexpr const char* kListingFields[] = {
+    "id", "name", "user", "uid", "gid", "state", "gpus", "gpu_uuids", "attempts", "submitted_at", "started_at",
+    "ended_at", "reason", "queue", "queue_seq", "cancel_requested", "recovery", "request", "attempt_log",
+    "attached_to", "exit_code", "signal", "array_id", "array_index", "array_limit", "after", "never_starts",
+    "fair_share", "eta", "cut"};
 struct PingRequest {};
 // Issue 32 item 4, op "wait": the state of each job (an array's id: of each element), so that
 // `aegis wait` can tell when all are final. Answers at once; the client asks again.
@@ -149,6 +161,14 @@ std::string default_job_name(std::string_view argv0);
 
 // The JSON object of a job request, as parse_request reads it back under "job".
 std::string to_json(const JobRequest& job);
+// Issue 33 item 1: the request as a listing shows it: no environment, and the argv (all its
+// strings together) and the working directory cut to `max_bytes` each, ending with
+// kCutMarker, model features larger than that left out; the names of the fields cut
+// ("request.command", "request.model") are added to `cut`.
+inline constexpr const char* kCutMarker = "\u2026";  // "…"
+std::string to_listing_json(const JobRequest& job, std::size_t max_bytes, std::vector<std::string>& cut);
+// `s` cut to at most `max_bytes` bytes plus the marker, at a UTF-8 character boundary.
+std::string cut_string(const std::string& s, std::size_t max_bytes);
 
 // Memory sizes: "12000" (MiB), "12000M", "12000MiB", "12G", "12GiB", "1.5G", "1T".
 // Empty when malformed, zero or negative, or above 1 PiB.

@@ -123,6 +123,9 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
       "How a job's processes are found and stopped: a cgroup v2 per attempt, or the descendants of its shim "
       "(auto: cgroup where cgroup v2 is delegated to root)"),
     P("max_jobs_per_user", max_jobs_per_user, 0, kInf, "", "Jobs one user may have queued or running (0 = no limit)"),
+    P("listing_string_bytes", listing_string_bytes, 64, 1 << 20, "",
+      "queue and history cut each job's argv, working directory and other strings past this many bytes (marked "
+      "with \u2026 and listed in the job's `cut`); `aegis show ID` has them whole"),
     P("priority_levels", priority_levels, 0, 0, "",
       "Priority levels each user may ask for with --priority: a comma list of WHO:LEVELS, WHO a user name, @group "
       "or *, LEVELS N or LO..HI (e.g. \"*:0, @ml:0..5, alice:-10..10\"); level 0 is everyone's, and a user may also "

@@ -73,6 +73,7 @@ struct DaemonSettings {
   std::int64_t log_tail_bytes = 1 << 20;  // kept past the cap and written when the job ends
   std::string job_tracking = "auto";      // auto | cgroup | descendants: how a job's processes are found
   std::int64_t max_jobs_per_user = 1000;  // queued and running, per user (0 = no limit)
+  std::int64_t listing_string_bytes = 512; // issue 33 item 1: a listing cuts each job's longer strings (`aegis show` has them)
   // Priorities and preemption (issue 32 item 1, docs/config.md "Priorities and preemption").
   std::string priority_levels = "*:0";    // WHO:LEVELS, comma list; WHO = user, @group or *; LEVELS = N or LO..HI
   bool preemption = false;                // a waiting head may stop running jobs of lower levels

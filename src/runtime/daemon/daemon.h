@@ -186,7 +186,7 @@ class Daemon {
   nlohmann::json submit(const api::SubmitRequest& r, const Caller& c);
   Reply list(const api::ListRequest& r, const Caller& c);
   Reply history(const api::HistoryRequest& r);
-  Reply jobs_from_store(std::int64_t limit, std::optional<uid_t> uid, nlohmann::json tail);
+  Reply jobs_from_store(std::int64_t limit, std::optional<uid_t> uid, std::vector<std::string> fields);
   nlohmann::json show(const api::ShowRequest& r, const Caller& c);
   nlohmann::json cancel(const api::CancelRequest& r, const Caller& c);
   nlohmann::json logs(const api::LogsRequest& r, const Caller& c);

@@ -35,16 +35,35 @@ Reply Daemon::respond(const api::Request& request, const Caller& caller) {
 
 namespace {
 
+// The fields asked for (and `id`), and `cut` naming those of them that were cut.
+json project(const json& j, const std::vector<std::string>& fields) {
+  json out = json::object();
+  out["id"] = j.at("id");
+  for (const auto& f : fields)
+    if (auto it = j.find(f); it != j.end() && f != "cut") out[f] = *it;
+  if (auto cut = j.find("cut"); cut != j.end()) {
+    json kept = json::array();
+    for (const auto& c : *cut) {
+      const auto& name = c.get_ref<const std::string&>();
+      if (out.contains(name.substr(0, name.find('.')))) kept.push_back(c);
+    }
+    if (!kept.empty()) out["cut"] = std::move(kept);
+  }
+  return out;
+}
+
 // A listing sent in parts: `{"ok":true,"jobs":[`, then pages of jobs as the client reads
 // them, then `],` the closing fields `}`. A page that fails to read (a damaged database)
 // ends the listing early with "incomplete": the reason (the reply was already "ok").
-Reply stream_jobs(std::function<std::vector<json>()> next_page, json tail) {
+// Issue 33 item 1: each job carries only `fields` (all when empty; `id` always).
+Reply stream_jobs(std::function<std::vector<json>()> next_page, json tail, std::vector<std::string> fields) {
   struct State {
     bool started = false, first = true;
   };
   auto st = std::make_shared<State>();
   Reply r;
-  r.more = [st, next_page = std::move(next_page), tail = std::move(tail)](std::string& out) mutable {
+  r.more = [st, next_page = std::move(next_page), tail = std::move(tail),
+            fields = std::move(fields)](std::string& out) mutable {
     auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
     if (!st->started) {
       st->started = true;
@@ -63,9 +82,10 @@ Reply stream_jobs(std::function<std::vector<json>()> next_page, json tail) {
       out += "}\n";
       return false;
     }
-    for (const auto& j : page) {
+    for (auto& j : page) {
       if (!st->first) out += ",";
       st->first = false;
+      if (!fields.empty()) j = project(j, fields);
       out += dump(j);
     }
     return true;
@@ -214,7 +234,7 @@ json Daemon::submit(const api::SubmitRequest& r, const Caller& c) {
 // it will be served), or with `all` every job, newest first; `mine`: the caller's only.
 Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
   const std::optional<uid_t> only = r.mine ? std::optional<uid_t>(c.uid) : std::nullopt;
-  if (r.all) return jobs_from_store(kMaxListed, only, json::object());
+  if (r.all) return jobs_from_store(kMaxListed, only, r.fields);
   std::vector<std::pair<std::tuple<int, std::int64_t>, JobId>> order;
   // Queued jobs in the lifecycle's serving order (priority level, fair share, FIFO).
   std::map<JobId, std::int64_t> served_at;
@@ -258,12 +278,12 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
   }
   // Built as the client reads: a job that ended meanwhile is shown as it is by then.
   return stream_jobs(
-      [this, ids, pos, never, factors, eta] {
+      [this, ids, pos, never, factors, eta, max = static_cast<std::size_t>(cfg_.daemon.listing_string_bytes)] {
         std::vector<json> page;
         for (; *pos < ids->size() && page.size() < kListPage; ++*pos) {
           const JobId id = (*ids)[*pos];
-          if (auto it = records_.find(id); it != records_.end()) page.push_back(public_view(it->second, false));
-          else if (auto j = store_.get(id)) page.push_back(public_view(*j, false));
+          if (auto it = records_.find(id); it != records_.end()) page.push_back(listing_view(it->second, max));
+          else if (auto j = store_.get(id)) page.push_back(listing_view(*j, max));
           else continue;
           if (auto n = never->find(id); n != never->end() && page.back()["state"] == "queued")
             page.back()["never_starts"] = n->second;
@@ -281,27 +301,36 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
         }
         return page;
       },
-      std::move(tail));
+      std::move(tail), r.fields);
 }
 
-Reply Daemon::history(const api::HistoryRequest& r) { return jobs_from_store(r.limit, std::nullopt, json::object()); }
+Reply Daemon::history(const api::HistoryRequest& r) { return jobs_from_store(r.limit, std::nullopt, r.fields); }
 
 // The newest `limit` jobs of the store (only `uid`'s when given), a page at a time.
-Reply Daemon::jobs_from_store(std::int64_t limit, std::optional<uid_t> uid, json tail) {
+Reply Daemon::jobs_from_store(std::int64_t limit, std::optional<uid_t> uid, std::vector<std::string> fields) {
   auto before = std::make_shared<JobId>(0);
   auto left = std::make_shared<std::int64_t>(limit);
+  // Issue 33 item 1: a job cut in a listing may be megabytes in the store (a few ms to read
+  // even in part): pages start at one job and double up to kStoreListPage while none was
+  // cut, and go back to one after a page with a cut job, so that a turn stays short.
+  auto per_page = std::make_shared<std::int64_t>(1);
+  // A listing that does not show the request (`aegis queue`, the dashboard) reads no argv.
+  const bool argv = fields.empty() || std::find(fields.begin(), fields.end(), "request") != fields.end();
   return stream_jobs(
-      [this, before, left, uid] {
+      [this, before, left, uid, per_page, argv, max = static_cast<std::size_t>(cfg_.daemon.listing_string_bytes)] {
         std::vector<json> page;
         if (*left <= 0) return page;
-        for (const auto& j : store_.list_page(*before, std::min<std::int64_t>(*left, kListPage), uid)) {
-          page.push_back(public_view(j, false));
+        bool cut = false;
+        for (const auto& j : store_.list_page(*before, std::min(*left, *per_page), uid, max, argv)) {
+          page.push_back(listing_view(j, max));
+          cut = cut || page.back().contains("cut");
           *before = j.id;
         }
+        *per_page = cut ? 1 : std::min(*per_page * 2, kStoreListPage);
         *left = page.empty() ? 0 : *left - static_cast<std::int64_t>(page.size());
         return page;
       },
-      std::move(tail));
+      json::object(), std::move(fields));
 }
 
 std::optional<DaemonJob> Daemon::find(JobId id) {

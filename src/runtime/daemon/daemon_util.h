@@ -19,6 +19,9 @@ inline constexpr double kLaunchBackoffS = 5;
 // Listings are sent in pages of this many jobs; `queue --all` lists this many at most.
 inline constexpr std::size_t kListPage = 256;
 inline constexpr std::int64_t kMaxListed = 100000;
+// Issue 33 item 1: the store is read this many jobs at a time for a listing: each job read
+// whole may be megabytes (a 1 MiB argv, its environment) until its listing view cuts it.
+inline constexpr std::int64_t kStoreListPage = 16;
 // The id watermark on disk (id_floor.h) runs this far ahead of the ids given out.
 inline constexpr JobId kIdFloorStep = 1000;
 // A `logs` reply carries at most this much of a log (the client reads on): with JSON's
@@ -56,11 +59,15 @@ inline std::string signature_of(const DaemonJob& j) {
 
 inline nlohmann::json error_reply(const std::string& msg) { return {{"ok", false}, {"error", msg}}; }
 
-// What listings show of a job; the environment only to those who may manage it.
+// What `show` gives of a job (whole); the environment only to those who may manage it.
 inline nlohmann::json public_view(const DaemonJob& j, bool with_env) {
   nlohmann::json v = to_json(j);
   if (!with_env) v["request"].erase("env");
   return v;
 }
+
+// Issue 33 item 1: what a listing (queue, history) shows of a job: no environment, long
+// strings cut to max_bytes (listed in `cut`); `aegis show` gives the whole record.
+inline nlohmann::json listing_view(const DaemonJob& j, std::size_t max_bytes) { return to_listing_json(j, max_bytes); }
 
 }  // namespace aegis

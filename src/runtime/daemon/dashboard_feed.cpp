@@ -74,8 +74,12 @@ void DashboardFeed::publish(Daemon& d, double now) {
   // the first max_jobs_ of `queue --all` (both are the store's newest jobs, one handler):
   // the event loop builds it, so its size is bounded whatever the store holds.
   auto gpus_text = std::make_shared<const std::string>(dump(gpus.object));
-  auto queue_text = std::make_shared<const std::string>(reply_text(d.respond(api::HistoryRequest{max_jobs_}, kReader)));
-  auto active_text = std::make_shared<const std::string>(reply_text(d.respond(api::ListRequest{false, false}, kReader)));
+  // Issue 33 item 1: the fields the page shows only (kDashboardFields), each job's strings cut.
+  const std::vector<std::string> fields(std::begin(kDashboardFields), std::end(kDashboardFields));
+  auto queue_text =
+      std::make_shared<const std::string>(reply_text(d.respond(api::HistoryRequest{max_jobs_, fields}, kReader)));
+  auto active_text =
+      std::make_shared<const std::string>(reply_text(d.respond(api::ListRequest{false, false, false, fields}, kReader)));
   {
     std::lock_guard lock(mu_);
     latest_ = Replies{std::move(gpus_text), std::move(queue_text), std::move(active_text), now};

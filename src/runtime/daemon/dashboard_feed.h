@@ -34,6 +34,12 @@ struct DashboardFrame {
   std::vector<Job> jobs;
 };
 
+// Issue 33 item 1: the job fields the page (dashboard.html) shows; its listings carry only
+// these (and each job's strings cut at listing_string_bytes, as every listing's are).
+inline constexpr const char* kDashboardFields[] = {"id", "name", "user", "state", "gpus", "gpu_uuids", "attempts",
+                                                   "attempt_log", "submitted_at", "started_at", "ended_at",
+                                                   "reason", "recovery"};
+
 class DashboardFeed {
  public:
   // Keeps the last `capacity` frames (dashboard_history_s at the telemetry rate) and lists

@@ -255,8 +255,14 @@ void Server::read_client(Client& c, double now) {
 }
 
 void Server::write_client(Client& c, double now) {
+  // One page of a long reply per turn (issue 33 item 1): a client that reads as fast as
+  // aegisd writes must not have its whole listing built while everyone else waits.
+  bool produced = false;
   while (true) {
-    if (c.out.size() < kReplyLowWater && c.more && !c.more(c.out)) c.more = nullptr;
+    if (!produced && c.out.size() < kReplyLowWater && c.more) {
+      produced = true;
+      if (!c.more(c.out)) c.more = nullptr;
+    }
     if (c.out.empty()) break;
     const ssize_t n = send(c.fd, c.out.data(), c.out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;

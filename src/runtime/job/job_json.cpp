@@ -1,5 +1,6 @@
 #include "runtime/job/job_json.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <new>
 #include <stdexcept>
@@ -75,7 +76,40 @@ Attempt attempt_from(const json& j) {
 
 }  // namespace
 
-json to_json(const DaemonJob& job) {
+namespace {
+
+json job_json(const DaemonJob& job, json request);
+
+// Cuts every string under `v` longer than max_bytes; `path` names `v` in `cut` (once).
+void cut_strings(json& v, std::size_t max_bytes, const std::string& path, std::vector<std::string>& cut) {
+  if (v.is_string()) {
+    auto& s = v.get_ref<std::string&>();
+    if (s.size() <= max_bytes) return;
+    s = api::cut_string(s, max_bytes);
+    if (std::find(cut.begin(), cut.end(), path) == cut.end()) cut.push_back(path);
+  } else if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it)
+      cut_strings(it.value(), max_bytes, path.empty() ? it.key() : path == "request" ? "request." + it.key() : path, cut);
+  } else if (v.is_array()) {
+    for (auto& e : v) cut_strings(e, max_bytes, path, cut);
+  }
+}
+
+}  // namespace
+
+json to_json(const DaemonJob& job) { return job_json(job, json::parse(api::to_json(job.request))); }
+
+json to_listing_json(const DaemonJob& job, std::size_t max_bytes) {
+  std::vector<std::string> cut;
+  json v = job_json(job, json::parse(api::to_listing_json(job.request, max_bytes, cut)));
+  cut_strings(v, max_bytes, "", cut);
+  if (!cut.empty()) v["cut"] = cut;
+  return v;
+}
+
+namespace {
+
+json job_json(const DaemonJob& job, json request) {
   json attempts = json::array();
   for (const auto& a : job.attempts) attempts.push_back(attempt_json(a));
   const Attempt* cur = job.current();
@@ -98,7 +132,7 @@ json to_json(const DaemonJob& job) {
             {"recovery", {{"floor_mib", job.recovery.floor_mib},
                           {"exclusive_only", job.recovery.exclusive_only},
                           {"oom_count", job.recovery.oom_count}}},
-            {"request", nlohmann::json::parse(api::to_json(job.request))},
+            {"request", std::move(request)},
             {"attempt_log", attempts},
             {"attached_to", job.attached_to ? json{{"pid", job.attached_to->pid}, {"start_ticks", job.attached_to->start_ticks}}
                                             : json(nullptr)},
@@ -119,6 +153,8 @@ json to_json(const DaemonJob& job) {
   }
   return j;
 }
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------
 // The schema-1 reader: the store kept this JSON view as each job's record until schema 2

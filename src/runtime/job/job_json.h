@@ -10,6 +10,10 @@
 namespace aegis {
 
 nlohmann::json to_json(const DaemonJob& job);
+// Issue 33 item 1: the job as listings show it: its request as api::to_listing_json gives it
+// (no environment, long argv and workdir cut), every other string past `max_bytes` cut too,
+// and `cut`: the fields cut ("request.command", "reason", "attempt_log"), when any was.
+nlohmann::json to_listing_json(const DaemonJob& job, std::size_t max_bytes);
 
 // The reader of that view, for the store's migration from schema 1 only (store/schema.h),
 // whose records were this JSON: the store keeps typed columns now, and nothing else reads

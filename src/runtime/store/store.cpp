@@ -1010,16 +1010,27 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
     while (error.empty() && (rc = sqlite3_step(c)) == SQLITE_ROW) each(c);
     if (error.empty() && rc != SQLITE_DONE) fail("select " + why + "'s rows", db);
   };
-  children("SELECT pos, arg FROM job_args WHERE job_id = ?1 ORDER BY pos", [&](sqlite3_stmt* c) {
+  auto arg = [&](sqlite3_stmt* c) {
     Row a(c, "job_args", error);
     if (a.integer(0, "pos") != static_cast<std::int64_t>(r.command.size())) a.wrong("pos", "not in sequence");
     r.command.push_back(a.text(1, "arg"));
-  });
-  children("SELECT name, value FROM job_env WHERE job_id = ?1 ORDER BY name", [&](sqlite3_stmt* c) {
-    Row e(c, "job_env", error);
-    std::string name = e.text(0, "name");
-    r.env.emplace_hint(r.env.end(), std::move(name), e.text(1, "value"));
-  });
+  };
+  if (listing_bytes_ == 0) {
+    children("SELECT pos, arg FROM job_args WHERE job_id = ?1 ORDER BY pos", arg);
+    children("SELECT name, value FROM job_env WHERE job_id = ?1 ORDER BY name", [&](sqlite3_stmt* c) {
+      Row e(c, "job_env", error);
+      std::string name = e.text(0, "name");
+      r.env.emplace_hint(r.env.end(), std::move(name), e.text(1, "value"));
+    });
+  } else if (error.empty() && listing_argv_) {  // a listing's (list_page): the argv's first characters, no environment
+    sqlite3_stmt* c = cached(db, "SELECT pos, substr(arg, 1, ?2) FROM job_args WHERE job_id = ?1 ORDER BY pos");
+    Use use{c};
+    check(sqlite3_bind_int64(c, 1, j.id), "select job rows", db);
+    check(sqlite3_bind_int64(c, 2, static_cast<std::int64_t>(listing_bytes_) + 1), "select job rows", db);
+    int rc = SQLITE_DONE;
+    while (error.empty() && (rc = sqlite3_step(c)) == SQLITE_ROW) arg(c);
+    if (error.empty() && rc != SQLITE_DONE) fail("select " + why + "'s rows", db);
+  }
   children("SELECT pos, tag FROM job_tags WHERE job_id = ?1 ORDER BY pos", [&](sqlite3_stmt* c) {
     Row t(c, "job_tags", error);
     if (t.integer(0, "pos") != static_cast<std::int64_t>(r.tags.size())) t.wrong("pos", "not in sequence");
@@ -1096,7 +1107,7 @@ std::optional<DaemonJob> Store::read_job(sqlite3* db, sqlite3_stmt* s, std::stri
     });
   }
   // What the API accepted once, it must accept still: a damaged row is not run.
-  if (error.empty())
+  if (error.empty() && listing_argv_)
     if (auto bad = api::validate(r)) error = "request: " + bad->message;
   if (error.empty()) return j;
   // One line, of bounded length: it goes into logs.
@@ -1254,8 +1265,16 @@ std::vector<DaemonJob> Store::list(bool all, std::int64_t limit) {
   return listed(st);
 }
 
-std::vector<DaemonJob> Store::list_page(JobId before, std::int64_t limit, std::optional<uid_t> uid) {
+std::vector<DaemonJob> Store::list_page(JobId before, std::int64_t limit, std::optional<uid_t> uid,
+                                        std::size_t listing_bytes, bool argv) {
   list_skipped_ = 0;
+  struct Reset {
+    std::size_t& v;
+    bool& argv;
+    ~Reset() { v = 0, argv = true; }
+  } reset{listing_bytes_, listing_argv_};
+  listing_bytes_ = listing_bytes;
+  listing_argv_ = argv || listing_bytes == 0;
   sqlite3_stmt* st = cached(rdb_, uid ? sql().select_page_uid.c_str() : sql().select_page.c_str());
   Use use{st};
   int n = 1;

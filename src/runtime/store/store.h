@@ -94,7 +94,13 @@ class Store {
   // One page of the jobs table, newest first: ids below `before` (0: from the newest), at
   // most `limit`, only `uid`'s when given. For listings sent in parts (a reply never holds
   // more than a page); skipped rows are counted as by list().
-  std::vector<DaemonJob> list_page(JobId before, std::int64_t limit, std::optional<uid_t> uid = std::nullopt);
+  // Issue 33 item 1: with `listing_bytes` > 0 (a listing, which cuts each string there), each
+  // argv string is read up to listing_bytes + 1 characters only and the environment not at
+  // all: a job's megabytes of argv are neither copied nor checked to be cut afterwards.
+  // `argv` false (a listing that does not show the request): no argv either, and the
+  // request is not validated (a plain read of the job still is).
+  std::vector<DaemonJob> list_page(JobId before, std::int64_t limit, std::optional<uid_t> uid = std::nullopt,
+                                   std::size_t listing_bytes = 0, bool argv = true);
   // The id the next insert will get (inside the open transaction, if any).
   JobId next_id();
   std::int64_t next_queue_seq();
@@ -170,6 +176,8 @@ class Store {
   std::vector<Quarantined> quarantined_;
   std::vector<Quarantined> migration_quarantined_;  // reported by the first unfinished()
   std::int64_t list_skipped_ = 0;
+  std::size_t listing_bytes_ = 0;  // list_page's, while it reads (read_job)
+  bool listing_argv_ = true;
   std::map<std::pair<sqlite3*, const char*>, sqlite3_stmt*> statements_;
   // A digest of each job's request lists (argv, environment, tags, layer counts) as last
   // written or loaded through db_, so that update() rewrites those rows only when they

@@ -11,12 +11,14 @@ Every user's jobs write their memory use into that file, so it is open to every 
    layer) and report the GPUs' sample as failed, naming the lock, then recover once the
    lock is let go;
 3. `truncate -s 0` on the file (older builds died of SIGBUS at their next sample): aegisd
-   must survive, keep answering, and report the sample as failed.
+   must survive, keep answering, report the sample as failed (in `aegis gpus` or its log),
+   and restore the file it owns, reading the GPUs well again.
 Only generous bounds (30 s for a reply) that a frozen daemon misses; no timing asserts.
 Usage: test_emulated_gpu_state.py BUILD_DIR [foreign] [lock] [truncate]  (default: all three)
 """
 import ctypes
 import fcntl
+import json
 import mmap
 import os
 import shutil
@@ -112,19 +114,38 @@ def held_lock(d, attacker, victim, path):
 
 
 def truncated(d, attacker, victim, path):
-    """Attack 3: the file truncated under aegisd."""
+    """Attack 3: the file truncated under aegisd. aegisd owns the file, so it restores it at
+    its next sample (the failed sample says why, and its log keeps the line: a failed sample
+    shows in `aegis gpus` only until the next good one)."""
+    size = os.stat(path).st_size
     r = subprocess.run(["runuser", "-u", attacker.pw_name, "--", "truncate", "-s", "0", path],
                        capture_output=True, text=True)
     if r.returncode != 0:
         fail("setup: the attacker could not truncate the file: " + r.stderr)
-    bad = wait_for("a sample after the truncation (or aegisd's death)",
-                   lambda: d.proc.poll() is not None or gpu_error(d, victim.pw_name), timeout=120)
+
+    def seen():
+        if d.proc.poll() is not None:
+            return "aegisd died"
+        shown = gpu_error(d, victim.pw_name)
+        if "truncated" in shown:
+            return shown
+        logged = [l for l in open(d.log, errors="replace").read().splitlines() if "truncated" in l]
+        return logged[-1] if logged else ""
+
+    bad = wait_for("the truncation reported (or aegisd's death)", seen, timeout=120)
     alive(d, "state file truncated")
-    if "truncated" not in str(bad):
-        fail(f"the failed sample does not say the file is truncated: {bad!r}")
+    if "truncated to 0 bytes" not in bad:
+        fail(f"the truncation is not reported as such: {bad!r}")
     cli(d, victim.pw_name, "queue", "--json")
+    wait_for("the GPUs to read well again", lambda: not gpu_error(d, victim.pw_name), timeout=120)
+    st = os.stat(path)
+    if st.st_size != size or st.st_uid != 0 or st.st_mode & 0o777 != 0o666:
+        fail(f"the state file was not restored: {st.st_size} bytes (was {size}), uid {st.st_uid}, "
+             f"mode {oct(st.st_mode & 0o777)}")
+    gpus = json.loads(cli(d, victim.pw_name, "gpus", "--json"))
     alive(d, "state file truncated")
-    print(f"OK: after truncate -s 0, aegisd lives, answers {victim.pw_name} and reports {bad!r}")
+    print(f"OK: after truncate -s 0, aegisd lives, answers {victim.pw_name}, reports {bad!r}, "
+          f"and reads its {len(gpus) if isinstance(gpus, list) else '?'} GPU(s) again from the restored file")
 
 
 def main(build, parts):

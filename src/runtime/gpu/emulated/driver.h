@@ -1,5 +1,5 @@
 // The emulated NVML library's process-wide state: nvmlInit's reference count, the options
-// read from the environment at the first nvmlInit, the mapped shared state and the device
+// read from the environment at the first nvmlInit, the opened shared state and the device
 // handles (GPUs and MIG instances, by device id: device_ids.h). Internal to
 // libaegis-nvml-emulated.so.
 #pragma once

@@ -1,12 +1,12 @@
-"""Attack: the emulated GPUs' shared state file (issue 33 item 5; docs/security.md, "The
-emulated GPUs' state file").
+"""Attack: the emulated GPUs' shared state file (issue 33 item 5; docs/security.md,
+defence 14; tests/test_emulated_state.cpp plays the same on the State alone).
 
 Every user's jobs write their memory use into that file, so it is open to every user (mode
 0666, as /dev/nvidia* are). Three attacks by one user, played against a root aegisd:
 1. a state file made by the user before aegisd starts, where aegisd's will be: aegisd
    must refuse it (one line naming the owner), never adopt it;
 2. holding every lock the file has (flock, a POSIX record lock on the whole file, and the
-   process-shared mutex that older builds kept inside it) and never letting go: aegisd must
+   process-shared mutex that layouts before 5 kept inside it) and never letting go: aegisd must
    keep answering another user's requests (`aegis gpus` included, which reads the GPU
    layer) and report the GPUs' sample as failed, naming the lock, then recover once the
    lock is let go;

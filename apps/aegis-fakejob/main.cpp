@@ -1,6 +1,7 @@
 // aegis-fakejob: an emulated training job for the emulated GPUs (docs/emulated-gpu.md).
 // Exit status: 0 done, 1 a CUDA error (out of memory, also at an MPS memory limit; no MPS
-// control daemon), 2 bad arguments or no emulated GPUs, 128 + signal on SIGTERM/SIGINT.
+// control daemon) or an emulated GPU state it cannot reach (its lock held too long, the file
+// damaged: state.h), 2 bad arguments or no emulated GPUs, 128 + signal on SIGTERM/SIGINT.
 // Whatever the exit, it gives back what it holds.
 #include <csignal>
 #include <cstdio>
@@ -28,7 +29,7 @@ int usage_error(const std::string& why) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   using namespace aegis;
   struct sigaction sa {};
   sa.sa_handler = on_signal;  // no SA_RESTART: a signal cuts a nap short
@@ -95,4 +96,7 @@ int main(int argc, char** argv) {
     rc = rc == 0 ? 1 : rc;
   }
   return rc;
+} catch (const std::exception& e) {  // the state unreachable outside the job's own loop
+  std::fprintf(stderr, "aegis-fakejob: %s\n", e.what());
+  return 1;
 }

@@ -101,14 +101,20 @@ nvml::nvmlReturn_t first_init() {
   }
   auto state = State::open(path, gpus, &error);
   if (!state) return fail(error);
-  const int count = state->gpu_count();
-  if (count == 0) return fail("no GPUs: set AEGIS_EMULATED_GPUS (e.g. 3x40960)");
-  if (mig && !state->set_mig(*mig, &error)) return fail(error);
-  enumerate(*state, count);
+  try {
+    const int count = state->gpu_count();
+    if (count == 0) return fail("no GPUs: set AEGIS_EMULATED_GPUS (e.g. 3x40960)");
+    if (mig && !state->set_mig(*mig, &error)) return fail(error);
+    enumerate(*state, count);
+  } catch (const StateError& e) {
+    return fail(e.what());
+  }
   g_options = o;
   g_state = state.release();
   return nvml::NVML_SUCCESS;
 }
+
+thread_local char t_call_detail[512] = "";
 
 }  // namespace
 
@@ -135,6 +141,10 @@ nvml::nvmlReturn_t driver_shutdown() {
 }
 
 const char* driver_init_detail() { return g_detail; }
+
+void set_call_detail(const char* why) { std::snprintf(t_call_detail, sizeof t_call_detail, "%s", why); }
+
+const char* call_detail() { return t_call_detail; }
 
 State* driver_state() { return g_state; }
 

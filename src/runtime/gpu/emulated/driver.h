@@ -1,5 +1,5 @@
 // The emulated NVML library's process-wide state: nvmlInit's reference count, the options
-// read from the environment at the first nvmlInit, the mapped shared state and the device
+// read from the environment at the first nvmlInit, the opened shared state and the device
 // handles (GPUs and MIG instances, by device id: device_ids.h). Internal to
 // libaegis-nvml-emulated.so.
 #pragma once
@@ -47,11 +47,22 @@ nvml::nvmlDevice_t device_handle(int id);
 // Whether `gpu` was in MIG mode at nvmlInit (a real driver also reads it once).
 bool mig_mode(int gpu);
 
-// Runs `f` (returning an nvmlReturn_t) with no exception escaping into C callers.
+// Why this thread's last call failed with NVML_ERROR_GPU_IS_LOST (nvmlErrorString shows
+// it, as init's detail), or "".
+void set_call_detail(const char* why);
+const char* call_detail();
+
+// Runs `f` (returning an nvmlReturn_t) with no exception escaping into C callers. A state
+// that cannot be reached (its lock held past the bounded wait, the file damaged: state.h)
+// is NVML_ERROR_GPU_IS_LOST, which the loader takes as a failed sample whatever the call;
+// nvmlErrorString then says why.
 template <class F>
 nvml::nvmlReturn_t guarded(F&& f) noexcept {
   try {
     return f();
+  } catch (const StateError& e) {
+    set_call_detail(e.what());
+    return nvml::NVML_ERROR_GPU_IS_LOST;
   } catch (...) {
     return nvml::NVML_ERROR_UNKNOWN;
   }

@@ -122,6 +122,11 @@ AEGIS_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
       const char* d = aegis::emu::driver_init_detail();
       return *d ? d : "Driver Not Loaded";
     }
+    case NVML_ERROR_GPU_IS_LOST: {
+      // The state could not be reached (driver.h guarded): say why.
+      const char* d = aegis::emu::call_detail();
+      return *d ? d : "GPU is lost";
+    }
     case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
     case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument Version Mismatch";
     default: return "Unknown Error";

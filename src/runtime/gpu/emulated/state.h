@@ -1,13 +1,38 @@
-// The emulated GPUs' shared state: a file mapped by every process that plays a part (the
-// emulated NVML library, fake jobs, tests), holding the devices (GPUs and their MIG
-// instances, numbered as in device_ids.h) and a process table under a robust
-// process-shared mutex. Processes that no longer exist are dropped when read.
+// The emulated GPUs' shared state: a file that every process playing a part (the emulated
+// NVML library, fake jobs, tests) reads and writes, holding the devices (GPUs and their MIG
+// instances, numbered as in device_ids.h) and a process table. Processes that no longer
+// exist are dropped when read.
+//
+// Every user may write the file (mode 0666, as /dev/nvidia*: jobs run under their owners'
+// uids), so a hostile one can hold its lock, truncate it or fill it with garbage while a
+// root aegisd reads it (issue 33 item 5; docs/security.md, defence 14).
+// Hence, by design:
+// - a kernel lock (flock), never a mutex inside the file: a lock word any user can write
+//   lets them corrupt the robust-list pointers a holder's thread follows; and the lock is
+//   waited for at most a bounded time (lock_wait below), after which the call fails with
+//   StateError naming the held lock: no user can freeze a reader;
+// - pread/pwrite of the parts in use into a private copy, never a mapping: a mapped file
+//   truncated under its reader kills it with SIGBUS, and no size check made before an access
+//   closes that race (a signal handler could, but would have to longjmp out of any access
+//   in any library call); a short read is reported as a truncated file instead. The price:
+//   about 5 us a call (a flock pair and two preads; a reader that changes nothing writes
+//   nothing);
+// - each count and index read is checked before use, and a file damaged (truncated, header
+//   overwritten) is restored only by a process running as its owner (aegisd, which made
+//   it), with the devices that process configured or found at open, at its next call;
+// - a file is adopted only if owned by this user or root (checked on the descriptor opened
+//   with O_NOFOLLOW; a regular file with one link): another user's file is refused with one
+//   line naming its owner.
 #pragma once
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <sys/types.h>
 #include <utility>
 #include <vector>
 
@@ -78,12 +103,29 @@ namespace layout {
 struct File;
 }
 
+// A call that could not reach the state: its lock held past the bounded wait, or the file
+// damaged (truncated, overwritten). what() is one line naming the file and the cause.
+class StateError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// How long a call waits for the file's lock before failing. An honest holder keeps it for
+// microseconds; 1 s leaves three orders of magnitude for a holder preempted on a loaded
+// machine and bounds what a user holding it can stall a reader (AEGIS_EMULATED_LOCK_WAIT_MS,
+// docs/emulated-gpu.md).
+inline constexpr std::chrono::milliseconds kDefaultLockWait{1000};
+
 class State {
  public:
-  // Maps `path`, creating and sizing it if missing. With `gpus` non-empty, (re)configures
+  // Opens `path`, creating and sizing it if missing. With `gpus` non-empty, (re)configures
   // the GPU table to them (processes on GPUs that vanish are dropped; a GPU that changes
-  // leaves MIG mode). Returns null and sets `error` to one line when the file cannot be used.
-  static std::unique_ptr<State> open(const std::string& path, std::span<const GpuSpec> gpus, std::string* error);
+  // leaves MIG mode). Returns null and sets `error` to one line when the file cannot be used
+  // (another user's, a link, another build's, its lock held). `lock_wait`: unset, the
+  // environment's AEGIS_EMULATED_LOCK_WAIT_MS or kDefaultLockWait. Every other call throws
+  // StateError when the file cannot be reached (see the top of this header).
+  static std::unique_ptr<State> open(const std::string& path, std::span<const GpuSpec> gpus, std::string* error,
+                                     std::chrono::milliseconds lock_wait = std::chrono::milliseconds{-1});
   ~State();
   State(const State&) = delete;
   State& operator=(const State&) = delete;
@@ -123,9 +165,22 @@ class State {
   std::size_t processes(int device, std::span<ProcessEntry> out);
 
  private:
-  State(std::string path, layout::File* file) : path_(std::move(path)), file_(file) {}
+  class Session;
+  State(std::string path, int fd, uid_t owner, std::chrono::milliseconds lock_wait);
+  void lock() const;    // the file's flock, waited for at most lock_wait_; StateError past it
+  void unlock() const;
+  void load() const;    // the parts in use into file_, checked; StateError when damaged
+  void store() const;   // file_'s parts in use back, marked with `writer` while written
+  void remember_machine() const;  // what restore() brings back: the devices as configured now
+  void restore() const;  // the owner's: the file resized and made anew with the machine it knows
+
   std::string path_;
-  layout::File* file_;
+  int fd_;
+  uid_t owner_;  // the file's; restore() is for the owner alone
+  std::chrono::milliseconds lock_wait_;
+  mutable std::mutex mu_;  // this process's threads (flock is per open file, shared by them)
+  std::unique_ptr<layout::File> file_;     // the private copy (only the parts in use are current)
+  std::unique_ptr<layout::File> machine_;  // remember_machine()'s devices and GPU count
 };
 
 }  // namespace aegis::emu

@@ -1,9 +1,10 @@
-// The bytes of the shared state file, for State's implementation (and the test that dies
-// holding the lock). Fixed-size tables so the file never moves; any change to this layout
-// must bump kVersion, since a file made by another build is refused rather than misread.
+// The bytes of the shared state file, for State's implementation (and the tests that damage
+// it). Fixed-size tables so the file never moves; any change to this layout must bump
+// kVersion, since a file made by another build is refused rather than misread. Nothing in
+// it is trusted: every user can write it (state.h), so readers check every count and index.
 #pragma once
+#include <cstddef>
 #include <cstdint>
-#include <pthread.h>
 
 #include "runtime/gpu/emulated/device_ids.h"
 #include "runtime/gpu/emulated/state.h"
@@ -11,7 +12,8 @@
 namespace aegis::emu::layout {
 
 inline constexpr std::uint64_t kMagic = 0x554d456967656100ULL;  // "\0aegiEMU", written last at creation
-inline constexpr std::uint32_t kVersion = 4;                    // 2: MIG instances; 3: MPS clients; 4: their server
+// 2: MIG instances; 3: MPS clients; 4: their server; 5: no mutex inside (a flock instead), `writer`
+inline constexpr std::uint32_t kVersion = 5;
 inline constexpr int kNameBytes = 64;
 inline constexpr int kProfileBytes = 16;
 
@@ -46,7 +48,11 @@ struct File {
   std::uint64_t magic;
   std::uint32_t version;
   std::uint32_t bytes;  // sizeof(File) of the build that made it
-  pthread_mutex_t mutex;  // process-shared, robust
+  // The pid of a process part-way through writing its change back (0: none): set before the
+  // first write and cleared by the last, so one killed in between leaves it set and the next
+  // locker repairs the table (what a robust mutex's EOWNERDEAD told the builds before 5).
+  std::uint32_t writer;
+  std::uint32_t reserved;
   std::int64_t created_ns;  // CLOCK_MONOTONIC
   std::int64_t updated_ns;  // integrals are current up to here
   std::int32_t gpu_count;
@@ -54,5 +60,8 @@ struct File {
   Device devices[kMaxDevices];
   Process processes[kMaxProcesses];
 };
+
+// Where the fixed header ends and the device table starts.
+inline constexpr std::size_t kHeaderBytes = offsetof(File, devices);
 
 }  // namespace aegis::emu::layout

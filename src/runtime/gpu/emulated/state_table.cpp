@@ -160,7 +160,7 @@ bool remove_pid(File& f, std::uint32_t pid) {
 }
 
 // (A zombie still exists until reaped.)
-void drop_dead(File& f, int device) {
+bool drop_dead(File& f, int device) {
   const int gpu = gpu_of(device);
   bool changed = false;
   for (int i = f.process_count - 1; i >= 0; --i) {
@@ -170,6 +170,7 @@ void drop_dead(File& f, int device) {
     i = std::min(i, f.process_count);
   }
   if (changed) recompute(f);
+  return changed;
 }
 
 void repair(File& f) {

@@ -40,8 +40,8 @@ int find(const File& f, int device, std::uint32_t pid);
 int find_or_add(File& f, int device, std::uint32_t pid);
 bool remove_pid(File& f, std::uint32_t pid);
 // Drops the entries of processes on `device`'s GPU (instances included) that no longer
-// exist: a job killed with SIGKILL frees its memory at the next reading.
-void drop_dead(File& f, int device);
+// exist: a job killed with SIGKILL frees its memory at the next reading. True if any went.
+bool drop_dead(File& f, int device);
 // After a holder died mid-change: keep only well-formed, unique entries, then rederive.
 void repair(File& f);
 

@@ -119,6 +119,9 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   // An optional `group` column: the users' groups, for fair-share group weights.
   const bool groups = r.has_column("group");
   std::map<std::string, std::int64_t> group_ids;
+  // Issue 32 item 1: an optional `priority` column, each job's level (empty: 0), in the
+  // range aegis submit --priority allows.
+  const bool priorities = r.has_column("priority");
   auto number = [](std::map<std::string, std::int64_t>& ids, std::vector<std::string>& names, const std::string& name) {
     auto [it, fresh] = ids.emplace(name, static_cast<std::int64_t>(ids.size()));
     if (fresh) names.push_back(name);
@@ -129,6 +132,10 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
     if (const auto v = time_limits ? r.opt_double("time_limit_s") : std::nullopt) {
       if (!(*v >= 1 && *v <= 365.0 * 86400)) r.fail("time_limit_s", "must be a number of seconds from 1 to 365 days");
       j.time_limit_s = static_cast<float>(*v);
+    }
+    if (const auto p = priorities ? r.opt_int("priority") : std::nullopt) {
+      if (*p < -1000 || *p > 1000) r.fail("priority", "must be an integer level from -1000 to 1000");
+      j.priority = static_cast<std::int16_t>(*p);
     }
     if (users) j.owner = number(user_ids, t.user_names, r.get_text("user"));
     if (groups) j.group = number(group_ids, t.group_names, r.get_text("group"));

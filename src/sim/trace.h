@@ -35,6 +35,7 @@ struct TraceJob {
   std::int32_t owner = -1;               // its user, numbered in order of appearance (-1: no user column)
   std::int32_t group = -1;               // its group, likewise (-1: no group column; fair share, issue 32)
   float time_limit_s = 0;                // issue 32 item 5: its `time_limit_s` column (0: none given)
+  std::int16_t priority = 0;             // issue 32 item 1: its `priority` column (absent or empty: 0)
 };
 
 // Issue 32 items 3-4: a job's array and dependencies, from the aegis format's optional

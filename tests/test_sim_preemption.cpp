@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "sched/policies.h"
+#include "sim/csv.h"
 #include "sim/json_report.h"
 #include "sim/metrics.h"
 #include "sim/simulator.h"
@@ -90,7 +91,9 @@ TEST(SimPreemption, AJobThatSavesWhenWarnedIsStoppedThenAndLosesNothing) {
   ASSERT_EQ(r.jobs[1].attempts.size(), 2u);
   EXPECT_NEAR(r.jobs[1].attempts[0].end, 650, 1e-6);
   EXPECT_NEAR(r.jobs[2].first_launch, 650, 1e-6);
-  EXPECT_NEAR(r.jobs[1].end, 1000 + (1000 - 300), 1e-6);  // resumes when job 0 ends, 300 s saved
+  // It saved its 300 s of work at t=650 and resumes when job 2 ends (t=850) with 700 s left.
+  EXPECT_NEAR(r.jobs[1].attempts[1].launch, 850, 1e-6);
+  EXPECT_NEAR(r.jobs[1].end, 850 + 700, 1e-6);
 }
 
 // Off (the default), a trace's levels only order the queue: the level-5 job waits for a GPU.

@@ -147,7 +147,7 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
     j.workload = r.get_text("workload_name");
     const auto g = r.get_int("num_gpus");
     if (g < 1 || g > 1024) r.fail("num_gpus", fmt::format("{} is not in [1, 1024]", g));
-    j.num_gpus = static_cast<int>(g);
+    j.num_gpus = static_cast<std::int16_t>(g);
     const WorkloadProfile* w = catalog.find(j.workload);
     if (!w) r.fail("workload_name", fmt::format("unknown workload '{}' (not in {})", j.workload, catalog.path()));
     if (!w->problem.empty())

@@ -103,6 +103,7 @@ std::string outcome_name(SimOutcome o) {
     case SimOutcome::Completed: return "completed";
     case SimOutcome::Oom: return "oom";
     case SimOutcome::Stopped: return "stopped";
+    case SimOutcome::Preempted: return "preempted";
   }
   return "";
 }

@@ -35,7 +35,7 @@ struct Case {
     j.index = index;
     j.submit_time = submit;
     j.workload = name;
-    j.num_gpus = catalog.find(name)->num_gpus;
+    j.num_gpus = static_cast<std::int16_t>(catalog.find(name)->num_gpus);
     j.line = static_cast<std::uint32_t>(index) + 2;  // as if row `index` of a CSV file "test"
     trace.path = "test";
     trace.jobs.push_back(j);

@@ -57,7 +57,7 @@ WorkloadCatalog small_catalog() {
 TraceJob job(std::int64_t index, int gpus, Seconds duration, double fraction = 1.0) {
   TraceJob j;
   j.index = index;
-  j.num_gpus = gpus;
+  j.num_gpus = static_cast<std::int16_t>(gpus);
   j.duration_s = duration;
   j.gpu_fraction = fraction;
   j.line = static_cast<std::uint32_t>(index) + 1;
@@ -406,7 +406,7 @@ TEST(Mapping, KeepsGpuCountsAndBorrowsTheNearestCount) {
     const WorkloadProfile* w = catalog.find(j.workload);
     ASSERT_NE(w, nullptr) << j.workload;
     EXPECT_TRUE(w->problem.empty());
-    EXPECT_EQ(w->num_gpus, std::min(j.num_gpus, 2)) << "job " << j.index;
+    EXPECT_EQ(w->num_gpus, std::min<int>(j.num_gpus, 2)) << "job " << j.index;
     EXPECT_EQ(j.num_gpus, count_of(j.index));
     EXPECT_EQ(j.duration_s, 10.0 + static_cast<double>(j.index));
   }
@@ -562,7 +562,7 @@ TEST(TraceFormats, BundledPhillyLoadsEveryJob) {
     const WorkloadProfile* w = catalog.find(j.workload);
     ASSERT_NE(w, nullptr) << t.where(j);
     ASSERT_TRUE(w->problem.empty()) << t.where(j);
-    ASSERT_EQ(w->num_gpus, std::min(j.num_gpus, 2)) << t.where(j);  // the catalog has 1- and 2-GPU workloads
+    ASSERT_EQ(w->num_gpus, std::min<int>(j.num_gpus, 2)) << t.where(j);  // the catalog has 1- and 2-GPU workloads
     ASSERT_TRUE(j.duration_s && *j.duration_s > 0) << t.where(j);
   }
 }

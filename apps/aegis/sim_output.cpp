@@ -19,6 +19,7 @@ const char* outcome_name(SimOutcome o) {
     case SimOutcome::Completed: return "completed";
     case SimOutcome::Oom: return "oom";
     case SimOutcome::Stopped: return "stopped";
+    case SimOutcome::Preempted: return "preempted";
   }
   return "?";
 }
@@ -61,6 +62,10 @@ void print_table(const Trace& trace, const std::string& cluster, std::uint64_t s
     for (const auto& [u, s] : m.user_shares) line += fmt::format(" {} {:.3f}", u, s);
     fmt::print("{:<12} user GPU shares:{}\n", m.policy, line);
   }
+  // Preemption (issue 32 item 1), when on: running jobs stopped, and the work they lost.
+  for (const auto& m : ms)
+    if (m.preemption)
+      fmt::print("{:<12} preemptions: {}, work lost: {:.0f} GPU-s\n", m.policy, m.preemptions, m.work_lost_gpu_s);
 }
 
 std::vector<std::pair<std::string, double>> print_normalised(const std::vector<const Trace*>& traces,

@@ -247,26 +247,18 @@ void OneServerPlacer::started(const QueuedJob& job, const Placement& p, Seconds 
 // The GPUs as they will be once `gone` stopped: their jobs off the running list, the memory
 // they were admitted with free again and their processes gone (the driver reads the rest
 // afresh after they stop). Asked of a copy, so the server's view is untouched.
-std::optional<Placement> OneServerPlacer::place_without(const QueuedJob& job, Seconds now,
-                                                        std::span<const JobId> gone) {
+std::optional<Launch> ServerPlacer::probe_without(const QueuedJob& job, Seconds now, std::span<const JobId> gone,
+                                                  const std::function<void(const RunningJob&, int, GpuView&)>& take_away) const {
   ServerPlacer what_if(engine_);
-  what_if.views = server.views;
-  what_if.state = server.state;
-  what_if.window_stats = server.window_stats;
-  for (const RunningJob& r : server.running) {
+  what_if.views = views;
+  what_if.state = state;
+  what_if.window_stats = window_stats;
+  for (const RunningJob& r : running) {
     if (std::find(gone.begin(), gone.end(), r.spec.id) == gone.end()) {
       what_if.running.push_back(r);
       continue;
     }
-    const auto used = used_mib.find(r.spec.id);
-    for (int g : r.gpus) {
-      GpuView& v = what_if.views[static_cast<std::size_t>(g)];
-      MiB freed = r.admitted_mib;
-      if (used != used_mib.end())
-        if (auto u = used->second.find(g); u != used->second.end()) freed = u->second;
-      v.free_mib = std::min(v.total_mib, v.free_mib + freed);
-      v.process_count = std::max(0, v.process_count - 1);
-    }
+    for (int g : r.gpus) take_away(r, g, what_if.views[static_cast<std::size_t>(g)]);
   }
   // A GPU none of the remaining jobs uses has no process of aegis left: only foreign ones.
   for (GpuView& v : what_if.views) {
@@ -275,11 +267,23 @@ std::optional<Placement> OneServerPlacer::place_without(const QueuedJob& job, Se
       used = used || std::find(r.gpus.begin(), r.gpus.end(), v.index) != r.gpus.end();
     if (!used) v.process_count = std::min(v.process_count, v.foreign_mib > 0 ? 1 : 0);
   }
-  auto l = what_if.probe(job, now, false);
+  return what_if.probe(job, now, false);
+}
+
+std::optional<Placement> OneServerPlacer::place_without(const QueuedJob& job, Seconds now,
+                                                        std::span<const JobId> gone) {
+  auto l = server.probe_without(job, now, gone, [&](const RunningJob& r, int g, GpuView& v) {
+    const auto used = used_mib.find(r.spec.id);
+    MiB freed = r.admitted_mib;
+    if (used != used_mib.end())
+      if (auto u = used->second.find(g); u != used->second.end()) freed = u->second;
+    v.free_mib = std::min(v.total_mib, v.free_mib + freed);
+    v.process_count = std::max(0, v.process_count - 1);
+  });
   if (!l) return std::nullopt;
   Placement p;
   MiB total = 0;
-  for (int g : l->gpus) total = total == 0 ? what_if.views[g].total_mib : std::min(total, what_if.views[g].total_mib);
+  for (int g : l->gpus) total = total == 0 ? server.views[g].total_mib : std::min(total, server.views[g].total_mib);
   p.parts.push_back({0, std::move(*l), total});
   return p;
 }

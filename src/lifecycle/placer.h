@@ -3,6 +3,7 @@
 // (one server for aegisd; for the simulator, a dispatcher over many servers that asks a
 // ServerPlacer per server). Every call into the engine goes through a Placer.
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
@@ -138,6 +139,11 @@ class ServerPlacer {
   // `windows` (when the engine reads telemetry); nothing of the server changes. The
   // answer is written into `out` (its storage reused). The simulator's pressure what-ifs.
   bool refuses_with(const QueuedJob& job, Seconds now, WindowStatsSource& windows, Decisions& out);
+  // Preemption's what-if (Placer::place_without) on this server: the engine's answer for
+  // `job` now were the running jobs `gone` stopped, `take_away(r, g, view)` giving back
+  // what running job r holds of its GPU g (an index into `views`); nothing of the server changes.
+  std::optional<Launch> probe_without(const QueuedJob& job, Seconds now, std::span<const JobId> gone,
+                                      const std::function<void(const RunningJob&, int, GpuView&)>& take_away) const;
   // Adds the job to `running`, as launched now.
   void add(const QueuedJob& job, const Launch& l, Seconds now);
 

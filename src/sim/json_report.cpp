@@ -18,6 +18,8 @@ bool omitted_at_default(const ParamInfo& p) {
   static const std::map<std::string_view, ParamValue> kLab = {
       {"array_probe_settle_s", ParamValue(60.0)},                                 // items 3, 4
       {"backfill", ParamValue(false)}, {"time_limit_factor", ParamValue(0.0)},  // item 5
+      {"preemption", ParamValue(false)}, {"checkpoint_lead_s", ParamValue(120.0)},  // item 1
+      {"checkpoint_save_s", ParamValue(30.0)}, {"checkpoint_interval_s", ParamValue(0.0)},
   };
   const auto it = kLab.find(p.name);
   return it != kLab.end() && it->second == p.value;
@@ -60,6 +62,10 @@ Json to_json(const RunMetrics& m) {
   if (!m.user_shares.empty()) {  // a trace with users only: runs without keep their bytes
     j["user_shares"] = Json::object();
     for (const auto& [u, s] : m.user_shares) j["user_shares"][u] = s;
+  }
+  if (m.preemption) {  // sim.preemption on only: runs without keep their bytes
+    j["preemptions"] = m.preemptions;
+    j["work_lost_gpu_s"] = m.work_lost_gpu_s;
   }
   return j;
 }

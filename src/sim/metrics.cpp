@@ -126,7 +126,7 @@ RunMetrics summarize(const SimResult& r) {
       }
       ++m.attempts;
       m.exec_total_s += a.end - a.launch;
-      if (a.outcome != SimOutcome::Completed) ++m.failed_attempts;
+      if (a.outcome != SimOutcome::Completed && a.outcome != SimOutcome::Preempted) ++m.failed_attempts;
       if (a.outcome == SimOutcome::Oom) ++m.oom_attempts;
       if (a.neighbour_oom) ++m.neighbour_oom_attempts;
       if (a.mps_limit) ++m.mps_limit_attempts;
@@ -143,6 +143,9 @@ RunMetrics summarize(const SimResult& r) {
   m.energy_j = r.energy_j;
   m.gpu_mem_util_mean = r.gpu_mem_util_mean;
   m.sm_util_mean = r.sm_util_mean;
+  m.preemption = r.preemption;
+  m.preemptions = r.preemptions;
+  m.work_lost_gpu_s = r.work_lost_gpu_s;
   double charged = 0;
   for (const auto& [u, s] : r.user_gpu_seconds) charged += s;
   for (const auto& [u, s] : r.user_gpu_seconds) m.user_shares.emplace_back(u, charged > 0 ? s / charged : 0);

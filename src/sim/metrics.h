@@ -1,7 +1,8 @@
 // Summary figures of one simulated run, as the published evaluation reports them.
 // Definitions (docs/simulator.md): JCT = end - submit of completed jobs; queueing delay
 // = first launch - submit; execution time = sum over all attempts of (end - launch);
-// slowdown = the successful attempt's duration / solo runtime (interference only).
+// slowdown = the successful attempt's duration / solo runtime (interference only);
+// a preempted attempt is not a failed one.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -32,6 +33,10 @@ struct RunMetrics {
   double sm_util_mean = 0;
   // Each user's share of the charged GPU-seconds (a trace with users; fair share, issue 32).
   std::vector<std::pair<std::string, double>> user_shares;
+  // Preemption (issue 32 item 1), when sim.preemption is on: stops, and the work they lost.
+  bool preemption = false;
+  std::int64_t preemptions = 0;
+  double work_lost_gpu_s = 0;
 };
 
 RunMetrics summarize(const SimResult& r);

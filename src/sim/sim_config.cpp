@@ -40,6 +40,16 @@ const ParamEntry<SimConfig> kEntries[] = {
       "Remember servers' refusals while the policy's stages declare them monotone (false = ask every time)"),
     P("time_limit_factor", time_limit_factor, 0, 1000, "",
       "A job without a trace time limit gets this many times its solo runtime as one (0 = none); limits are enforced"),
+    P("preemption", preemption, 0, 0, "",
+      "A waiting job that cannot start may stop running jobs of lower trace priority levels (the lifecycle's "
+      "preemption, as aegisd's `preemption`); they are warned, checkpoint, and go back to their place in the queue"),
+    P("checkpoint_lead_s", checkpoint_lead_s, 0, 86400, "",
+      "Lead time of every job's checkpoint signal, as --checkpoint-signal USR1@120 (0 = stopped at once, unwarned)"),
+    P("checkpoint_save_s", checkpoint_save_s, 0, 86400, "",
+      "Seconds a warned job takes to save its checkpoint; above the lead it is stopped at the lead unsaved"),
+    P("checkpoint_interval_s", checkpoint_interval_s, 0, 30 * 86400, "",
+      "A running job also checkpoints every this many seconds of its attempt (0 = never): what a stop without "
+      "a saved checkpoint loses is its work since the last one"),
 };
 
 #undef P

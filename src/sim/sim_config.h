@@ -68,6 +68,19 @@ struct SimConfig {
   // limit gets this many times its own solo runtime (0 = none). Limits are enforced: an
   // attempt past its limit is stopped and the job fails ("timeout").
   double time_limit_factor = 0;
+
+  // Issue 32 item 1 (docs/lab-policies.md, "Priorities and preemption"): the lifecycle's
+  // preemption, as aegisd's `preemption` turns it on (off: a trace's priorities only order
+  // the queue). Every job is taken to ask for a checkpoint signal with this lead time
+  // (aegis submit --checkpoint-signal USR1@120, the issue's example; 0: stopped at once,
+  // unwarned). A warned job saves its checkpoint this many seconds later and says so (it
+  // then loses nothing); one that needs longer than its lead is stopped at the lead and
+  // loses its work since its last periodic checkpoint, taken every checkpoint_interval_s of
+  // an attempt (0: none: it loses the whole attempt).
+  bool preemption = false;
+  Seconds checkpoint_lead_s = 120;
+  Seconds checkpoint_save_s = 30;
+  Seconds checkpoint_interval_s = 0;
 };
 
 std::span<const ParamEntry<SimConfig>> sim_param_table();

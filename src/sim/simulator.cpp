@@ -4,6 +4,7 @@
 #include "sim/simulator.h"
 
 #include <algorithm>
+#include <csignal>
 #include <fmt/format.h>
 #include <limits>
 #include <optional>
@@ -48,6 +49,7 @@ LifecycleOptions lifecycle_options(const SimOptions& o, const Trace& trace) {
   l.report_changes = false;  // no store: the jobs that finished are all it needs
   l.start_placements = false;  // its dispatcher hears of each start directly
   l.mps_limits = o.sim.sharing == "mps" && o.sim.mps_memory_limits;
+  l.preemption = o.sim.preemption;  // issue 32 item 1, as aegisd's `preemption`
   return l;
 }
 
@@ -155,6 +157,9 @@ class Run {
       if (u >= 0 && static_cast<std::size_t>(u) < user_names_.size())
         r.user_gpu_seconds.emplace_back(user_names_[static_cast<std::size_t>(u)], life_.fair_share().charged(u, end));
     r.reservations = std::move(reservations_);
+    r.preemption = opt_.sim.preemption;  // issue 32 item 1
+    r.preemptions = life_.preemptions();
+    r.work_lost_gpu_s = work_lost_gpu_s_;
     return r;
   }
 
@@ -225,6 +230,13 @@ class Run {
     // Issue 32 item 5: the trace's limit, else sim.time_limit_factor times its solo runtime.
     if (tj.time_limit_s > 0) spec.time_limit = static_cast<Seconds>(tj.time_limit_s);
     else if (opt_.sim.time_limit_factor > 0) spec.time_limit = opt_.sim.time_limit_factor * work_of(tj, *j.w);
+    // Issue 32 item 1: its trace priority level; with preemption every job asks for a
+    // checkpoint signal (sim.checkpoint_lead_s), as `--checkpoint-signal USR1@LEAD` would.
+    spec.priority = tj.priority;
+    if (opt_.sim.preemption && opt_.sim.checkpoint_lead_s > 0) {
+      spec.checkpoint_signal = SIGUSR1;
+      spec.checkpoint_lead_s = opt_.sim.checkpoint_lead_s;
+    }
     estimates_.submitted(spec, *j.w);  // the history of its signature, as aegisd's chain has it
     if (links_) {  // issue 32: its array and dependencies (trace columns), as aegisd gives them
       if (auto l = links_->find(tj.index); l != links_->end()) {
@@ -317,7 +329,28 @@ class Run {
         for (JobId id : life_.expire(t).signals) time_out(static_cast<int>(id), t);
         break;
       }
+      case EvKind::CheckpointDue:  // issue 32 item 1: a periodic checkpoint, then the next
+      case EvKind::CheckpointSaved: {  // a warned job's checkpoint
+        const Job& j = st_.jobs[static_cast<std::size_t>(e.id)];
+        if (!j.on_gpus() || j.attempt != e.version) break;
+        if (e.kind() == EvKind::CheckpointDue)
+          st_.events.push(t + opt_.sim.checkpoint_interval_s, EvKind::CheckpointDue, e.id, e.version);
+        physics_.checkpoint(e.id, t);
+        // The lifecycle hears of it: a job being preempted is stopped now.
+        for (JobId id : life_.checkpointed(e.id, t).signals) preempt_stop(static_cast<int>(id), t);
+        break;
+      }
     }
+  }
+
+  // Issue 32 item 1: job id's attempt is stopped for a preemption. It loses its work since
+  // its last checkpoint, and the lifecycle requeues it; its next attempt resumes from that
+  // checkpoint (JobPhysics::launch).
+  void preempt_stop(int id, Seconds t) {
+    Job& j = st_.jobs[static_cast<std::size_t>(id)];
+    if (!j.on_gpus()) return;
+    work_lost_gpu_s_ += physics_.preempt(id, t) * static_cast<double>(rec_.of(j).num_gpus);
+    life_.ended(id, {aegis::AttemptOutcome::Cancelled, "stopped for a preemption"}, t, stop_fx_);
   }
 
   // Job id's attempt was stopped at its time limit: it ends, failed ("timeout").
@@ -339,6 +372,16 @@ class Run {
   // Failures through the recovery rule, then the queues head first: the lifecycle's pass,
   // with the dispatcher as its placer; the simulator only keeps its records.
   void tick(Seconds t) {
+    // Issue 32 item 1: a pass that stopped running jobs (a preemption) freed their GPUs for
+    // the job they were stopped for: the lifecycle is asked again at once.
+    while (pass(t)) {
+    }
+    if (opt_.record_timeline) rec_.note_queue(static_cast<int>(life_.queued_count()), t);
+  }
+
+  // One lifecycle pass, its effects applied; true if it stopped a running job.
+  bool pass(Seconds t) {
+    bool stopped = false;
     // With no job new to the queue and no server changed since the last pass, that pass's
     // answers stand (refusals stand until a server changes; time opens gates only through
     // wakes, which change their server), so the pass is skipped. Without the refusal
@@ -355,12 +398,27 @@ class Run {
         // Issue 32 item 5: its time limit, as an event of this attempt.
         if (const auto& lim = life_.find(s.job)->spec().time_limit)
           st_.events.push(t + *lim, EvKind::Timeout, static_cast<int>(s.job), st_.jobs[s.job].attempt);
+        // Issue 32 item 1: its periodic checkpoints.
+        if (opt_.sim.preemption && opt_.sim.checkpoint_interval_s > 0)
+          st_.events.push(t + opt_.sim.checkpoint_interval_s, EvKind::CheckpointDue, static_cast<int>(s.job),
+                          st_.jobs[s.job].attempt);
       }
       // A job requeued after an OOM is queued again in the lifecycle (its attempt's parts
       // are gone: on_gpus() is false) until its next launch.
       // A probe's peak or a dependency: ask again then (issue 32; the placer's own gates
       // wake their servers).
       if (links_ && fx.wake_at) st_.push_wake(0, *fx.wake_at);
+      // Issue 32 item 1: a preemption's warnings (each warned job saves its checkpoint
+      // sim.checkpoint_save_s later, if its lead allows), the end of their lead times
+      // (fx.wake_at), and the jobs to stop now.
+      if (opt_.sim.preemption) {
+        for (const auto& w : fx.warnings)
+          if (opt_.sim.checkpoint_save_s <= opt_.sim.checkpoint_lead_s)
+            st_.events.push(t + opt_.sim.checkpoint_save_s, EvKind::CheckpointSaved, static_cast<int>(w.job),
+                            st_.jobs[w.job].attempt);
+        if (!links_ && fx.wake_at && *fx.wake_at > t) st_.push_wake(0, *fx.wake_at);
+        stops_.assign(fx.signals.begin(), fx.signals.end());
+      }
       for (JobId id : fx.finished) {
         const LifeJob* lj = life_.find(id);
         // Completions are recorded as they happen; failures and (issue 32: a dependency
@@ -374,8 +432,11 @@ class Run {
         j.live.reset();
         ++n_finished_;
       }
+      for (JobId id : stops_) preempt_stop(static_cast<int>(id), t);  // (fx_ is read: ended() may reuse it)
+      stopped = !stops_.empty();
+      stops_.clear();
     }
-    if (opt_.record_timeline) rec_.note_queue(static_cast<int>(life_.queued_count()), t);
+    return stopped;
   }
 
   const SimOptions& opt_;
@@ -391,6 +452,9 @@ class Run {
   TelemetryWindows windows_;
   std::optional<ClusterDispatcher> dispatcher_;  // made once the servers are
   Effects fx_;  // the lifecycle's answers, kept for their lists' storage (read at once)
+  Effects stop_fx_;  // a preempted job's end (issue 32 item 1)
+  std::vector<JobId> stops_;  // a pass's jobs to stop (issue 32 item 1)
+  double work_lost_gpu_s_ = 0;
   SimEstimates estimates_{opt_.engine};  // the estimate chain, fed as aegisd feeds it
   std::size_t n_finished_ = 0;
   std::vector<std::pair<std::int64_t, Seconds>> reservations_;  // SimOptions::record_reservations

@@ -52,7 +52,7 @@ struct ClusterSpec {
   ClusterSpec with_mig(const std::string& layout) const;
 };
 
-enum class SimOutcome { Completed, Oom, Stopped };
+enum class SimOutcome { Completed, Oom, Stopped, Preempted };
 
 // Cluster-wide GPU ids of an attempt: up to 2 inline, in the place of the heap pointer
 // (95 % of Philly's jobs ask for 1 or 2 GPUs), more on the heap. 16 bytes: an
@@ -126,6 +126,12 @@ struct SimResult {
   // A trace with users: each one's charged GPU-seconds (fair share's measure: its booked
   // share of each GPU x time, docs/lab-policies.md), in the order of their numbers.
   std::vector<std::pair<std::string, double>> user_gpu_seconds;
+  // Preemption (issue 32 item 1; sim.preemption): running jobs stopped for a higher level
+  // (the lifecycle's count) and the work they lost, GPU-seconds at solo speed (each
+  // stopped attempt's work since its last checkpoint times its GPUs).
+  bool preemption = false;
+  std::int64_t preemptions = 0;
+  double work_lost_gpu_s = 0;
 };
 
 struct SimError : std::runtime_error {

@@ -119,6 +119,9 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
   // An optional `group` column: the users' groups, for fair-share group weights.
   const bool groups = r.has_column("group");
   std::map<std::string, std::int64_t> group_ids;
+  // Issue 32 item 1: an optional `priority` column, each job's level (empty: 0), in the
+  // range aegis submit --priority allows.
+  const bool priorities = r.has_column("priority");
   auto number = [](std::map<std::string, std::int64_t>& ids, std::vector<std::string>& names, const std::string& name) {
     auto [it, fresh] = ids.emplace(name, static_cast<std::int64_t>(ids.size()));
     if (fresh) names.push_back(name);
@@ -130,6 +133,10 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
       if (!(*v >= 1 && *v <= 365.0 * 86400)) r.fail("time_limit_s", "must be a number of seconds from 1 to 365 days");
       j.time_limit_s = static_cast<float>(*v);
     }
+    if (const auto p = priorities ? r.opt_int("priority") : std::nullopt) {
+      if (*p < -1000 || *p > 1000) r.fail("priority", "must be an integer level from -1000 to 1000");
+      j.priority = static_cast<std::int16_t>(*p);
+    }
     if (users) j.owner = number(user_ids, t.user_names, r.get_text("user"));
     if (groups) j.group = number(group_ids, t.group_names, r.get_text("group"));
     j.line = static_cast<std::uint32_t>(r.line());
@@ -140,7 +147,7 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
     j.workload = r.get_text("workload_name");
     const auto g = r.get_int("num_gpus");
     if (g < 1 || g > 1024) r.fail("num_gpus", fmt::format("{} is not in [1, 1024]", g));
-    j.num_gpus = static_cast<int>(g);
+    j.num_gpus = static_cast<std::int16_t>(g);
     const WorkloadProfile* w = catalog.find(j.workload);
     if (!w) r.fail("workload_name", fmt::format("unknown workload '{}' (not in {})", j.workload, catalog.path()));
     if (!w->problem.empty())

@@ -29,13 +29,15 @@ struct TraceJob {
   WorkloadName workload;                 // catalog workload whose profile it runs with
   std::optional<Seconds> duration_s;     // its own runtime alone; absent = the workload's
   double gpu_fraction = 1.0;             // Alibaba gpu_milli / 1000 for fractional requests
-  int num_gpus = 1;
+  std::int16_t num_gpus = 1;             // 1 to 1024 (every reader's bound)
+  std::int16_t priority = 0;             // issue 32 item 1: its `priority` column (absent or empty: 0)
   std::uint32_t line = 0;                // line of the source file it came from (0: not from a file)
   std::uint32_t source = 0;              // its id in the source trace: Trace::source_ids[source]
   std::int32_t owner = -1;               // its user, numbered in order of appearance (-1: no user column)
   std::int32_t group = -1;               // its group, likewise (-1: no group column; fair share, issue 32)
   float time_limit_s = 0;                // issue 32 item 5: its `time_limit_s` column (0: none given)
 };
+static_assert(sizeof(TraceJob) == 72);
 
 // Issue 32 items 3-4: a job's array and dependencies, from the aegis format's optional
 // `array_id` (the job_index of its array's first element; elements in order of appearance),

@@ -170,7 +170,7 @@ TraceJob philly_job(const CsvReader& r, std::int64_t row, bool has_cluster, Trac
   const double d = r.get_double("duration");
   if (d <= 0) r.fail("duration", fmt::format("{} is not positive", d));
   j.duration_s = d;
-  j.num_gpus = gpu_count(r, "num_gpus", 1);
+  j.num_gpus = static_cast<std::int16_t>(gpu_count(r, "num_gpus", 1));
   if (has_cluster) j.source = t.keep_source_id(r.field("cluster"), sources);
   return j;
 }
@@ -310,7 +310,7 @@ Trace load_alibaba_trace(const std::string& path, const WorkloadCatalog& catalog
     TraceJob j = job_at(r, row);
     j.submit_time = created;
     j.duration_s = *deleted - *scheduled;
-    j.num_gpus = gpus;
+    j.num_gpus = static_cast<std::int16_t>(gpus);
     // Only a single-GPU pod can ask for part of a GPU (the trace's own definition).
     if (gpus == 1 && milli < 1000) j.gpu_fraction = static_cast<double>(milli) / 1000.0;
     j.source = t.keep_source_id(r.field("name"), sources);

@@ -56,6 +56,37 @@ std::optional<Placement> ClusterDispatcher::place(const QueuedJob& job, Seconds 
   return p;
 }
 
+std::optional<Placement> ClusterDispatcher::place_without(const QueuedJob& job, Seconds t, std::span<const JobId> gone) {
+  if (job.spec.num_gpus > max_per_server_) return std::nullopt;
+  // The servers the victims run on, in index order (elsewhere nothing changes: place()
+  // asked those already).
+  std::vector<int> servers;
+  for (JobId id : gone)
+    if (const Job& v = st_.jobs[static_cast<std::size_t>(id)]; v.on_gpus())
+      for (const auto& part : v.live->parts) servers.push_back(part.server);
+  std::sort(servers.begin(), servers.end());
+  servers.erase(std::unique(servers.begin(), servers.end()), servers.end());
+  for (int s : servers) {
+    Server& srv = st_.servers[static_cast<std::size_t>(s)];
+    windows_.set_now(s, t);
+    ++st_.n_ticks;
+    st_.n_visits += static_cast<std::uint64_t>(srv.ngpus);
+    // What a stopped job frees is what it holds now (its memory; a process if it was active).
+    auto l = srv.placer.probe_without(job, t, gone, [&](const RunningJob& r, int g, GpuView& v) {
+      const Live& live = *st_.jobs[static_cast<std::size_t>(r.spec.id)].live;
+      v.free_mib = std::min(v.total_mib, v.free_mib + live.held_mib);
+      const Gpu& gpu = st_.gpus[static_cast<std::size_t>(srv.first_gpu + g)];
+      if (std::find(gpu.active.begin(), gpu.active.end(), static_cast<int>(r.spec.id)) != gpu.active.end())
+        v.process_count = std::max(0, v.process_count - 1);
+    });
+    if (!l) continue;
+    Placement p;
+    p.parts.push_back({s, std::move(*l), 0});
+    return p;
+  }
+  return std::nullopt;
+}
+
 void ClusterDispatcher::started(const QueuedJob& job, const Placement& p, Seconds t) {
   physics_.launch(job, p, t);
   started_last_ = true;

@@ -55,6 +55,10 @@ class ClusterDispatcher final : public Placer {
   std::optional<Placement> place(const QueuedJob& job, Seconds t) override;
   void started(const QueuedJob& job, const Placement& p, Seconds t) override;
   std::optional<std::string> never_runs(const QueuedJob& job) const override;
+  // Preemption's what-if (issue 32 item 1): each server that runs one of `gone`, asked as
+  // if those were stopped (their memory and processes gone). A job larger than a server
+  // gets no answer: nothing is preempted for a gang job (docs/lab-policies.md).
+  std::optional<Placement> place_without(const QueuedJob& job, Seconds t, std::span<const JobId> gone) override;
   // Without the requeue's words: the simulator shows no waiting job's reason (a stopped
   // job's reason, which it records, is always written).
   std::variant<Requeue, Stop> recover(const Failure& f) const override { return engine_.recover(f, false); }

@@ -13,7 +13,11 @@
 
 namespace aegis::simrun {
 
-enum class EvKind : std::uint8_t { Arrival, FirstActivity, RampDone, Complete, Wake, SteadyPhase, Timeout };
+// CheckpointDue: a periodic checkpoint of an attempt; CheckpointSaved: a warned job's
+// (preemption, issue 32 item 1).
+enum class EvKind : std::uint8_t {
+  Arrival, FirstActivity, RampDone, Complete, Wake, SteadyPhase, Timeout, CheckpointDue, CheckpointSaved
+};
 
 // 24 bytes (the heap moves them at every push and pop): the kind rides in the low byte of
 // the push order, which it does not reorder (each push has its own sequence number, so

@@ -26,6 +26,9 @@ void JobPhysics::launch(const QueuedJob& job, const Placement& placement, Second
   Job& j = st_.jobs[id];
   j.attempt += 1;
   j.version += 1;
+  // Resumed from a checkpoint (issue 32 item 1): what it saved is done (0 unless preempted).
+  j.live->work -= j.live->saved_work;
+  j.live->saved_work = 0;
   j.live->work_done = 0;
   j.live->last_update = t;
   j.live->speed = 1;
@@ -168,6 +171,12 @@ bool JobPhysics::allocate(Job& j, MiB mib, Seconds t) {
 }
 
 // Ends the current attempt: frees its GPUs and memory, updates neighbours' speeds.
+double JobPhysics::preempt(int id, Seconds t) {
+  finish_attempt(id, t, SimOutcome::Preempted);  // (its work advanced to t)
+  const Live& l = *st_.jobs[id].live;
+  return std::max(0.0, l.work_done - l.saved_work);
+}
+
 void JobPhysics::finish_attempt(int id, Seconds t, SimOutcome outcome) {
   Job& j = st_.jobs[id];
   const bool was_active = j.live->active;

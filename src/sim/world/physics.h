@@ -35,6 +35,15 @@ class JobPhysics {
   bool complete(int id, Seconds t);
   // Its attempt is stopped (its time limit passed: issue 32 item 5); its GPUs are freed.
   void stop(int id, Seconds t) { finish_attempt(id, t, SimOutcome::Stopped); }
+  // Preemption (issue 32 item 1): the attempt saves a checkpoint at t (Live::saved_work);
+  // it is stopped at t, and its next attempt resumes from that checkpoint. preempt()
+  // returns the work it loses (done since the checkpoint).
+  void checkpoint(int id, Seconds t) {
+    Job& j = st_.jobs[id];
+    advance(j, t);
+    j.live->saved_work = j.live->work_done;
+  }
+  double preempt(int id, Seconds t);
 
   // Takes the energy and utilisation integrals of every GPU up to t.
   void integrate_all(Seconds t) {

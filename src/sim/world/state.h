@@ -40,6 +40,8 @@ struct Live {
   MiB feasible_floor = -1;  // recovery floor at which the cluster was found able to run it
   bool request_exclusive = false;
   Seconds work = 0;                // solo-seconds of work: its own duration or the workload's
+  // (less what a checkpoint saved before a stop: an attempt resumes from it; issue 32 item 1)
+  double saved_work = 0;           // the current attempt's work at its last checkpoint
   // The current attempt.
   Seconds last_update = 0;
   double work_done = 0;

@@ -1,5 +1,5 @@
 """Attack: the emulated GPUs' shared state file (issue 33 item 5; docs/security.md,
-defence 14; tests/test_emulated_state.cpp plays the same on the State alone).
+defence 15; tests/test_emulated_state.cpp plays the same on the State alone).
 
 Every user's jobs write their memory use into that file, so it is open to every user (mode
 0666, as /dev/nvidia* are). Three attacks by one user, played against a root aegisd:

@@ -5,7 +5,7 @@
 //
 // Every user may write the file (mode 0666, as /dev/nvidia*: jobs run under their owners'
 // uids), so a hostile one can hold its lock, truncate it or fill it with garbage while a
-// root aegisd reads it (issue 33 item 5; docs/security.md, defence 14).
+// root aegisd reads it (issue 33 item 5; docs/security.md, defence 15).
 // Hence, by design:
 // - a kernel lock (flock), never a mutex inside the file: a lock word any user can write
 //   lets them corrupt the robust-list pointers a holder's thread follows; and the lock is

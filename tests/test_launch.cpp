@@ -48,6 +48,7 @@ TEST(LaunchFile, RoundTripsEveryField) {
   f.kill_grace_s = 2.5;
   f.log_max_bytes = 1 << 20;
   f.log_tail_bytes = 4096;
+  f.log_min_free_bytes = 64 << 20;
   f.cgroup_mount = "/sys/fs/cgroup";
   f.cgroup = "/aegis/1-2/job-3-1";
   auto back = decode_launch_file(encode_launch_file(f));
@@ -62,6 +63,7 @@ TEST(LaunchFile, RoundTripsEveryField) {
   EXPECT_DOUBLE_EQ(g.kill_grace_s, 2.5);
   EXPECT_EQ(g.log_max_bytes, f.log_max_bytes);
   EXPECT_EQ(g.log_tail_bytes, 4096u);
+  EXPECT_EQ(g.log_min_free_bytes, f.log_min_free_bytes);
   EXPECT_EQ(g.cgroup, f.cgroup);
   EXPECT_EQ(g.cgroup_mount, f.cgroup_mount);
 }
@@ -150,6 +152,30 @@ TEST(CappedLog, AWriteErrorLosesBytesNotTheJob) {
   EXPECT_NE(std::string(buf).find("back"), std::string::npos);
   close(p[0]);
   close(p[1]);
+}
+
+TEST(CappedLog, OutputStopsAboveTheFreeSpaceGuard) {
+  // No filesystem has this much free: every byte is held back, counted, and the log ends
+  // with one line saying why (no note per write, which would fill the disk by itself).
+  const std::string path = test::temp_path("log");
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  CappedLog log(fd, 0, 0, std::uint64_t{1} << 62);
+  for (int i = 0; i < 1000; ++i) log.write("0123456789", 10);
+  EXPECT_EQ(log.written(), 0u);
+  EXPECT_EQ(log.dropped(), 10000u);
+  EXPECT_EQ(slurp(path), "");
+  log.finish();
+  close(fd);
+  const std::string text = slurp(path);
+  EXPECT_NE(text.find("[aegis: 10000 bytes of output were lost: its filesystem keeps"), std::string::npos) << text;
+  EXPECT_NE(text.find("(log_min_free_bytes)]"), std::string::npos) << text;
+  // A guard any filesystem meets writes everything.
+  const int fd2 = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  CappedLog small(fd2, 0, 0, 1);
+  small.write("kept\n", 5);
+  small.finish();
+  close(fd2);
+  EXPECT_EQ(slurp(path), "kept\n");
 }
 
 LaunchFile a_launch() {

@@ -258,8 +258,8 @@ int Shim::run() {
   out_fd_ = open(dir_.stdout_log().c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   err_fd_ = open(dir_.stderr_log().c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
   if (out_fd_ < 0 || err_fd_ < 0) return start_failed("logs: " + errno_text(errno));
-  out_log_ = std::make_unique<aegis::CappedLog>(out_fd_, f_.log_max_bytes, f_.log_tail_bytes);
-  err_log_ = std::make_unique<aegis::CappedLog>(err_fd_, f_.log_max_bytes, f_.log_tail_bytes);
+  out_log_ = std::make_unique<aegis::CappedLog>(out_fd_, f_.log_max_bytes, f_.log_tail_bytes, f_.log_min_free_bytes);
+  err_log_ = std::make_unique<aegis::CappedLog>(err_fd_, f_.log_max_bytes, f_.log_tail_bytes, f_.log_min_free_bytes);
   if (!f_.cgroup.empty() && !aegis::create_cgroup(f_.cgroup_mount + f_.cgroup))
     return start_failed("cgroup " + f_.cgroup_mount + f_.cgroup + ": " + errno_text(errno));
 

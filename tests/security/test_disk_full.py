@@ -32,7 +32,7 @@ def main(build):
     u1, u2 = users()
     d = Daemon(build, gpus="1x40960", shared_gpus=True,
                settings={"observation_window_s": 0.5, "telemetry_sample_hz": 4.0, "log_max_bytes": CAP,
-                         "log_tail_bytes": TAIL})
+                         "log_tail_bytes": TAIL, "log_min_free_bytes": 1 << 20})  # the 64 MiB default > this disk
     os.makedirs(d.state, mode=0o700)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", d.state], check=True)
     filler = os.path.join(d.state, "filler")

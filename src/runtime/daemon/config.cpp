@@ -119,6 +119,9 @@ std::span<const ParamEntry<DaemonSettings>> entries() {
       "log_tail_bytes (0 = no cap)"),
     P("log_tail_bytes", log_tail_bytes, 0, 64 << 20, "",
       "Bytes of a capped log's end kept and written when the job ends (framework errors are there)"),
+    P("log_min_free_bytes", log_min_free_bytes, 0, kInf, "",
+      "Job output is dropped (and the log says how much) while its filesystem has fewer bytes than this free "
+      "for unprivileged writers, so that no job's output can leave aegisd's database without room (0 = off)"),
     P("job_tracking", job_tracking, 0, 0, "auto,cgroup,descendants",
       "How a job's processes are found and stopped: a cgroup v2 per attempt, or the descendants of its shim "
       "(auto: cgroup where cgroup v2 is delegated to root)"),

@@ -71,6 +71,7 @@ struct DaemonSettings {
   // Defences against one user harming the others (docs/security.md).
   std::int64_t log_max_bytes = 128 << 20; // per job attempt and stream; past it only the tail is kept (0 = no cap)
   std::int64_t log_tail_bytes = 1 << 20;  // kept past the cap and written when the job ends
+  std::int64_t log_min_free_bytes = 64 << 20;  // logs stop below this free space on their filesystem (0 = off)
   std::string job_tracking = "auto";      // auto | cgroup | descendants: how a job's processes are found
   std::int64_t max_jobs_per_user = 1000;  // queued and running, per user (0 = no limit)
   std::int64_t listing_string_bytes = 512; // issue 33 item 1: a listing cuts each job's longer strings (`aegis show` has them)

@@ -17,10 +17,10 @@ namespace {
 // server.cpp, daemon_metrics.cpp, the launch file written per attempt), so a new value holds from the next
 // request, connection or attempt on. Everything else is fixed at start: paths, sockets and
 // ports already open, the GPUs, the store, the engine and its policy.
-constexpr std::array<std::string_view, 10> kLive = {
+constexpr std::array<std::string_view, 11> kLive = {
     "admin_group",           "max_jobs_per_user", "max_connections_per_user", "request_timeout_s",
     "client_idle_timeout_s", "reply_timeout_s",   "log_max_bytes",            "log_tail_bytes",
-    "metrics_max_jobs",      "priority_levels"};
+    "log_min_free_bytes",    "metrics_max_jobs",  "priority_levels"};
 
 }  // namespace
 

@@ -829,6 +829,7 @@ LaunchFile Daemon::launch_file(const DaemonJob& rec, const Effects::Start& s) co
   f.kill_grace_s = cfg_.daemon.kill_grace_s;
   f.log_max_bytes = static_cast<std::uint64_t>(cfg_.daemon.log_max_bytes);
   f.log_tail_bytes = static_cast<std::uint64_t>(cfg_.daemon.log_tail_bytes);
+  f.log_min_free_bytes = static_cast<std::uint64_t>(cfg_.daemon.log_min_free_bytes);
   return f;
 }
 

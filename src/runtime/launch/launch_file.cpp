@@ -32,6 +32,7 @@ std::string encode_launch_file(const LaunchFile& f) {
   field(out, "grace", std::to_string(f.kill_grace_s));
   field(out, "log_max_bytes", std::to_string(f.log_max_bytes));
   field(out, "log_tail_bytes", std::to_string(f.log_tail_bytes));
+  field(out, "log_min_free_bytes", std::to_string(f.log_min_free_bytes));
   field(out, "cgroup_mount", f.cgroup_mount);
   field(out, "cgroup", f.cgroup);
   for (const auto& a : f.argv) field(out, "arg", a);
@@ -61,6 +62,7 @@ std::variant<LaunchFile, std::string> decode_launch_file(std::string_view data) 
       ok = f.kill_grace_s >= 0;
     } else if (key == "log_max_bytes") ok = parse_number(value, f.log_max_bytes);
     else if (key == "log_tail_bytes") ok = parse_number(value, f.log_tail_bytes);
+    else if (key == "log_min_free_bytes") ok = parse_number(value, f.log_min_free_bytes);
     else if (key == "cgroup_mount") f.cgroup_mount = value;
     else if (key == "cgroup") f.cgroup = value;
     else if (key == "arg") f.argv.emplace_back(value);

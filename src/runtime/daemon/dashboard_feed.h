@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -61,6 +62,12 @@ class DashboardFeed {
     double at = 0;
   };
   Replies replies(double now, double wait_s);
+  // The same without waiting, for the dashboard's poll loop: the replies for a reader that
+  // asked at `asked` once they are fresh enough (as above) or `wait_s` has passed by `now`;
+  // until then nothing. `on_publish` (set once; nullptr to clear) runs after each build,
+  // under the feed's lock, so that the loop wakes; it must be quick.
+  std::optional<Replies> replies_ready(double asked, double now, double wait_s);
+  void on_publish(std::function<void()> f);
   // Frames after `since` (all kept ones when 0) as JSON, oldest first.
   std::string frames_json(double since) const;
 
@@ -71,6 +78,7 @@ class DashboardFeed {
   std::condition_variable fresh_;
   Replies latest_;
   bool wanted_ = false;              // a reader asked since the replies were last built
+  std::function<void()> on_publish_;
   std::deque<DashboardFrame> frames_;
 };
 

@@ -1,94 +1,362 @@
+// Why a hand-written loop and not cpp-httplib (issue 33 item 6): httplib serves each
+// connection on a worker thread from its first byte to its last, and its timeouts are per
+// read. A client sending one header byte a second never reaches a timeout, so a handful of
+// such clients held every worker (two per listener) and the dashboard stopped answering
+// anyone for as long as they liked; more threads only raise the number needed. Here one
+// thread polls every connection: a connection costs a descriptor and a buffer, never a
+// thread, so the defence is a bound on each connection's life (the whole head within
+// dashboard_timeout_s, the whole reply within it again), a bound on the head's size, and a
+// bound on connections where the newcomer wins: when a listener is full, the connection
+// that has been waiting longest for its head is dropped (then the oldest of any kind), not
+// the newcomer. A browser sends its head at once, so it is served before the next
+// newcomer could push it out. The routes and the feed are as before.
 #include "runtime/daemon/dashboard_server.h"
 
+#include <algorithm>
+#include <arpa/inet.h>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
-#include <condition_variable>
+#include <cmath>
 #include <cstring>
-#include <deque>
+#include <fcntl.h>
 #include <fmt/format.h>
-#include <httplib.h>
-#include <mutex>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <thread>
 #include <unistd.h>
+#include <vector>
+
+#include "runtime/daemon/dashboard_http.h"
 
 namespace aegis {
 
 namespace {
 
-// Worker threads per listener: a page loads its three endpoints at once; two threads keep
-// that quick while bounding what the dashboard can take from the machine.
-constexpr std::size_t kThreadsPerListener = 2;
+namespace http = dashboard_http;
+using Clock = std::chrono::steady_clock;
+
+// Connections accepted per listener per pass, so that a connect flood cannot keep the loop
+// from the connections it holds.
+constexpr int kAcceptsPerPass = 64;
+// Out of descriptors: accepting pauses this long (the listen socket stays readable).
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// httplib's own ThreadPool queues without limit: each waiting connection holds a
-// descriptor. This one makes the accepting thread wait instead once `cap` connections are
-// being served or queued, so that further clients wait in the kernel's backlog.
-class BoundedPool : public httplib::TaskQueue {
- public:
-  BoundedPool(std::size_t threads, std::size_t cap) : cap_(cap) {
-    for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
-  }
-  void enqueue(std::function<void()> fn) override {
-    std::unique_lock lock(mu_);
-    room_.wait(lock, [&] { return held_ < cap_ || shutdown_; });
-    ++held_;
-    jobs_.push_back(std::move(fn));
-    ready_.notify_one();
-  }
-  void shutdown() override {
-    {
-      std::lock_guard lock(mu_);
-      shutdown_ = true;
-    }
-    ready_.notify_all();
-    room_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-
- private:
-  void work() {
-    while (true) {
-      std::function<void()> fn;
-      {
-        std::unique_lock lock(mu_);
-        ready_.wait(lock, [&] { return !jobs_.empty() || shutdown_; });
-        if (jobs_.empty()) return;  // shut down, nothing left
-        fn = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      fn();  // serves one connection and closes it (its deadlines bound this)
-      {
-        std::lock_guard lock(mu_);
-        --held_;
-      }
-      room_.notify_one();
-    }
-  }
-  const std::size_t cap_;
-  std::mutex mu_;
-  std::condition_variable ready_, room_;
-  std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
-  std::size_t held_ = 0;
-  bool shutdown_ = false;
-};
-
-// The page's script and styles are inline and it loads nothing else: the policy forbids
-// every other load, and the endpoints send JSON that is never interpreted as a page.
-void common_headers(httplib::Response& res) {
-  res.set_header("Cache-Control", "no-store");
-  res.set_header("X-Content-Type-Options", "nosniff");
-  res.set_header("Referrer-Policy", "no-referrer");
-  res.set_header("Content-Security-Policy",
-                 "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
-                 "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+void close_fd(int& fd) {
+  if (fd >= 0) close(fd);
+  fd = -1;
 }
 
 }  // namespace
+
+namespace dashboard_conn {  // named: DashboardServer::Loop holds these
+
+using Part = std::shared_ptr<const std::string> DashboardFeed::Replies::*;
+
+enum class Stage { Head, Feed, Write };
+
+struct Conn {
+  int fd = -1;  // -1 once closed (removed at the end of the pass)
+  std::size_t listener = 0;
+  Stage stage = Stage::Head;
+  Clock::time_point opened, deadline;
+  std::string in;  // the head so far, at most kMaxHead + 1 bytes
+  std::string out;
+  std::size_t sent = 0;
+  bool head_only = false;
+  Part part = nullptr;  // Feed: the reply waited for
+  double asked = 0;     // Feed: when (the feed's clock)
+};
+
+}  // namespace dashboard_conn
+
+using namespace dashboard_conn;
+
+struct DashboardServer::Loop {
+  Loop(const DaemonSettings& s, DashboardFeed& f, double tick_s)
+      : settings(s),
+        feed(f),
+        timeout(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s.dashboard_timeout_s))),
+        // A reader waits at most two ticks for fresh replies (dashboard_feed.h), within its deadline.
+        wait_s(std::min(2 * tick_s, s.dashboard_timeout_s)),
+        max_conns(static_cast<std::size_t>(s.dashboard_max_connections)) {}
+  ~Loop() { stop(); }
+
+  void listen_on(const std::string& what, std::string& where);
+  void start();
+  void stop();
+
+ private:
+  void run();
+  void accept_from(std::size_t l, Clock::time_point now);
+  void make_room(std::size_t l);
+  void read_head(Conn& c, Clock::time_point now);
+  void dispatch(Conn& c, Clock::time_point now);
+  void try_feed(Conn& c, Clock::time_point now);
+  void reply(Conn& c, Clock::time_point now, int status, std::string_view type, std::string_view body);
+  void write_out(Conn& c);
+
+  const DaemonSettings settings;
+  DashboardFeed& feed;
+  const Clock::duration timeout;
+  const double wait_s;
+  const std::size_t max_conns;  // per listener
+  struct Listener {
+    int fd = -1;
+    bool tcp = false;
+    Clock::time_point paused_until{};
+  };
+  std::vector<Listener> listeners;
+  std::vector<Conn> conns;
+  int wake[2] = {-1, -1};  // the feed's publications and stop() write here
+  std::atomic<bool> stopping{false};
+  bool stopped = false;
+  std::thread thread;
+};
+
+void DashboardServer::Loop::listen_on(const std::string& what, std::string& where) {
+  const bool tcp = what == "dashboard_port";
+  const std::string place = tcp ? fmt::format("127.0.0.1:{}", settings.dashboard_port) : settings.dashboard_socket;
+  int fd = socket(tcp ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  bool ok = fd >= 0;
+  if (ok && tcp) {
+    const int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<std::uint16_t>(settings.dashboard_port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // loopback only, always
+    ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  } else if (ok) {
+    // main checked that the directory is root's alone; a stale socket file is replaced.
+    unlink(place.c_str());
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path, place.c_str(), place.size() + 1);  // length checked by check_dashboard_settings
+    ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    if (ok) chmod(place.c_str(), static_cast<mode_t>(std::stoul(settings.dashboard_socket_mode, nullptr, 8)));
+  }
+  // The backlog holds connections the loop has not taken yet; they cost aegisd nothing.
+  ok = ok && ::listen(fd, SOMAXCONN) == 0;
+  if (!ok) {
+    const int err = errno;
+    if (fd >= 0) close(fd);
+    throw ConfigError(fmt::format("{}: cannot listen on {} ({})", what, place, std::strerror(err)));
+  }
+  listeners.push_back({fd, tcp, {}});
+  where += fmt::format("{}{}", where.empty() ? "" : " and ", place);
+}
+
+void DashboardServer::Loop::start() {
+  if (pipe2(wake, O_NONBLOCK | O_CLOEXEC) != 0)
+    throw ConfigError(fmt::format("dashboard: cannot create a pipe ({})", std::strerror(errno)));
+  // Runs under the feed's lock (dashboard_feed.h); a full pipe already wakes the loop.
+  feed.on_publish([fd = wake[1]] {
+    const char c = 1;
+    if (write(fd, &c, 1) < 0) {
+    }
+  });
+  thread = std::thread([this] { run(); });
+}
+
+void DashboardServer::Loop::stop() {
+  feed.on_publish(nullptr);  // no publication reaches the pipe after this
+  if (thread.joinable()) {
+    stopping = true;
+    const char c = 1;
+    if (write(wake[1], &c, 1) < 0) {
+    }
+    thread.join();
+  }
+  for (auto& c : conns) close_fd(c.fd);
+  conns.clear();
+  for (auto& l : listeners) close_fd(l.fd);
+  listeners.clear();
+  close_fd(wake[0]);
+  close_fd(wake[1]);
+  if (!stopped && !settings.dashboard_socket.empty()) unlink(settings.dashboard_socket.c_str());
+  stopped = true;
+}
+
+void DashboardServer::Loop::run() {
+  std::vector<pollfd> fds;
+  while (!stopping) {
+    auto now = Clock::now();
+    // What each pollfd is: the pipe, then the listeners, then conns_[i - 1 - listeners].
+    fds.assign(1, pollfd{wake[0], POLLIN, 0});
+    auto next = now + std::chrono::seconds(1);  // a pause ends, or a deadline falls, sooner
+    for (const auto& l : listeners) {
+      const bool paused = l.paused_until > now;
+      fds.push_back({paused ? -1 : l.fd, POLLIN, 0});
+      if (paused) next = std::min(next, l.paused_until);
+    }
+    for (const auto& c : conns) {
+      // A connection waiting for the feed is not polled: its hang-up would wake us without end.
+      const short ev = c.stage == Stage::Head ? POLLIN : POLLOUT;
+      fds.push_back({c.stage == Stage::Feed ? -1 : c.fd, ev, 0});
+      next = std::min(next, c.deadline);
+    }
+    const auto wait_ms = std::chrono::ceil<std::chrono::milliseconds>(next - now).count();
+    if (poll(fds.data(), fds.size(), static_cast<int>(std::max<std::int64_t>(0, wait_ms))) < 0 && errno != EINTR)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // cannot happen with valid fds; never spin
+    if (stopping) break;
+    now = Clock::now();
+    if (fds[0].revents) {
+      char buf[256];
+      while (read(wake[0], buf, sizeof buf) > 0) {
+      }
+    }
+    // The connections first (those accepted below are polled next pass), then the feed's
+    // waiters, deadlines, and last the newcomers.
+    const std::size_t first = 1 + listeners.size(), held = conns.size();
+    for (std::size_t i = 0; i < held; ++i) {
+      Conn& c = conns[i];
+      const short rev = fds[first + i].revents;
+      if (!rev || c.fd < 0) continue;
+      if (c.stage == Stage::Head) read_head(c, now);
+      else if (c.stage == Stage::Write) write_out(c);
+    }
+    for (auto& c : conns)
+      if (c.fd >= 0 && c.stage == Stage::Feed) try_feed(c, now);
+    for (auto& c : conns)
+      if (c.fd >= 0 && now >= c.deadline) close_fd(c.fd);  // unfinished head, or a reply not read
+    for (std::size_t l = 0; l < listeners.size(); ++l)
+      if (fds[1 + l].revents) accept_from(l, now);
+    std::erase_if(conns, [](const Conn& c) { return c.fd < 0; });
+  }
+}
+
+void DashboardServer::Loop::accept_from(std::size_t l, Clock::time_point now) {
+  for (int n = 0; n < kAcceptsPerPass; ++n) {
+    const int fd = accept4(listeners[l].fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+        listeners[l].paused_until = now + kAcceptPause;
+      return;  // EAGAIN: none left; ECONNABORTED and the like: the next pass
+    }
+    if (listeners[l].tcp) {
+      const int one = 1;  // a reply leaves in one write; no wait for an ACK before its last bytes
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    }
+    make_room(l);
+    Conn c;
+    c.fd = fd;
+    c.listener = l;
+    c.opened = now;
+    c.deadline = now + timeout;  // the whole head, not each read
+    conns.push_back(std::move(c));
+  }
+}
+
+// At the limit, the newcomer takes the place of the connection that has waited longest for
+// its head (a slow or silent client: a browser sends its head at once); if every one has
+// sent its head, of the oldest.
+void DashboardServer::Loop::make_room(std::size_t l) {
+  std::size_t open = 0;
+  Conn *oldest_head = nullptr, *oldest = nullptr;
+  for (auto& c : conns) {
+    if (c.fd < 0 || c.listener != l) continue;
+    ++open;
+    if (!oldest || c.opened < oldest->opened) oldest = &c;
+    if (c.stage == Stage::Head && (!oldest_head || c.opened < oldest_head->opened)) oldest_head = &c;
+  }
+  if (open < max_conns) return;
+  close_fd(oldest_head ? oldest_head->fd : oldest->fd);
+}
+
+void DashboardServer::Loop::read_head(Conn& c, Clock::time_point now) {
+  char buf[http::kMaxHead + 1];
+  const ssize_t n = recv(c.fd, buf, http::kMaxHead + 1 - c.in.size(), 0);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    close_fd(c.fd);  // gone before asking
+    return;
+  }
+  if (n < 0) return;
+  c.in.append(buf, static_cast<std::size_t>(n));
+  const std::size_t len = http::head_length(c.in);
+  if ((len == 0 && c.in.size() > http::kMaxHead) || len > http::kMaxHead)
+    return reply(c, now, 431, "application/json", http::error_json("request head over 8 KiB"));
+  if (len > 0) dispatch(c, now);
+}
+
+void DashboardServer::Loop::dispatch(Conn& c, Clock::time_point now) {
+  const http::Request req = http::parse_head(std::string_view(c.in).substr(0, http::head_length(c.in)));
+  c.head_only = req.method == "HEAD";
+  if (req.error) {
+    const char* why = req.error == 405   ? "read-only: only GET is served"
+                      : req.error == 413 ? "no request body is accepted"
+                      : req.error == 505 ? "HTTP/1.x only"
+                                         : "malformed request";
+    return reply(c, now, req.error, "application/json", http::error_json(why));
+  }
+  if (req.path == "/") return reply(c, now, 200, "text/html; charset=utf-8", dashboard_page());
+  Part part = req.path == "/api/gpus"     ? &DashboardFeed::Replies::gpus
+              : req.path == "/api/queue"  ? &DashboardFeed::Replies::queue
+              : req.path == "/api/active" ? &DashboardFeed::Replies::active
+                                          : nullptr;
+  if (part) {
+    c.stage = Stage::Feed;
+    c.part = part;
+    c.asked = wall_now();
+    c.deadline = now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(wait_s)) +
+                 std::chrono::milliseconds(1);
+    return try_feed(c, now);
+  }
+  if (req.path == "/api/history") {
+    double since = 0;
+    if (const auto it = req.query.find("since"); it != req.query.end()) {
+      const std::string& v = it->second;
+      char* end = nullptr;
+      since = std::strtod(v.c_str(), &end);
+      if (v.empty() || end != v.c_str() + v.size() || !(since >= 0))
+        return reply(c, now, 400, "application/json", http::error_json("since: expected seconds since the epoch"));
+    }
+    return reply(c, now, 200, "application/json", feed.frames_json(since));
+  }
+  reply(c, now, 404, "", "");
+}
+
+void DashboardServer::Loop::try_feed(Conn& c, Clock::time_point now) {
+  // At the deadline, whatever the feed holds (the clocks differ: the feed's is the wall's).
+  const auto r = feed.replies_ready(c.asked, now >= c.deadline ? c.asked + wait_s : wall_now(), wait_s);
+  if (!r) {
+    if (now < c.deadline) return;  // the next publication, or the deadline, wakes us
+    return reply(c, now, 503, "application/json", http::error_json("aegisd has not published yet; try again"));
+  }
+  const auto& text = (*r).*c.part;
+  if (!text) return reply(c, now, 503, "application/json", http::error_json("aegisd has not published yet; try again"));
+  reply(c, now, 200, "application/json", *text);
+}
+
+void DashboardServer::Loop::reply(Conn& c, Clock::time_point now, int status, std::string_view type,
+                                  std::string_view body) {
+  c.out = http::format_reply(status, type, body, c.head_only);
+  c.sent = 0;
+  c.in.clear();
+  c.stage = Stage::Write;
+  c.deadline = now + timeout;  // the whole reply must be read within this
+  write_out(c);
+}
+
+void DashboardServer::Loop::write_out(Conn& c) {
+  while (c.sent < c.out.size()) {
+    const ssize_t n = send(c.fd, c.out.data() + c.sent, c.out.size() - c.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;  // POLLOUT says when
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return close_fd(c.fd);
+    c.sent += static_cast<std::size_t>(n);
+  }
+  shutdown(c.fd, SHUT_WR);  // `Connection: close`: the reply ends here
+  close_fd(c.fd);
+}
 
 std::string check_dashboard_settings(const DaemonSettings& s) {
   const std::string& m = s.dashboard_socket_mode;
@@ -104,105 +372,12 @@ std::string check_dashboard_settings(const DaemonSettings& s) {
 }
 
 DashboardServer::DashboardServer(const DaemonSettings& s, DashboardFeed& feed, double tick_s)
-    : feed_(feed), settings_(s), tick_s_(tick_s) {
-  listeners_.reserve(2);
-  try {
-    if (s.dashboard_port > 0) {
-      listeners_.emplace_back();
-      listen(listeners_.back(), "dashboard_port");
-    }
-    if (!s.dashboard_socket.empty()) {
-      listeners_.emplace_back();
-      listen(listeners_.back(), "dashboard_socket");
-    }
-  } catch (...) {
-    stop();
-    throw;
-  }
+    : loop_(std::make_unique<Loop>(s, feed, tick_s)) {
+  if (s.dashboard_port > 0) loop_->listen_on("dashboard_port", where_);
+  if (!s.dashboard_socket.empty()) loop_->listen_on("dashboard_socket", where_);
+  loop_->start();
 }
 
-void DashboardServer::listen(Listener& l, const std::string& what) {
-  l.http = std::make_unique<httplib::Server>();
-  httplib::Server& http = *l.http;
-  const std::size_t cap = static_cast<std::size_t>(settings_.dashboard_max_connections);
-  http.new_task_queue = [cap] { return new BoundedPool(kThreadsPerListener, cap); };
-  const auto timeout = std::chrono::duration<double>(settings_.dashboard_timeout_s);
-  http.set_read_timeout(timeout);
-  http.set_write_timeout(timeout);
-  http.set_keep_alive_timeout(static_cast<time_t>(std::max(1.0, settings_.dashboard_timeout_s)));
-  http.set_payload_max_length(0);  // read-only: no request carries a body
-
-  http.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    common_headers(res);
-    res.set_content(dashboard_page(), "text/html; charset=utf-8");
-  });
-  // A reader waits at most two ticks for fresh replies (dashboard_feed.h), within its deadline.
-  const double wait_s = std::min(2 * tick_s_, settings_.dashboard_timeout_s);
-  using Part = std::shared_ptr<const std::string> DashboardFeed::Replies::*;
-  auto reply = [this, wait_s](Part part) {
-    return [this, wait_s, part](const httplib::Request&, httplib::Response& res) {
-      common_headers(res);
-      const auto r = feed_.replies(wall_now(), wait_s);
-      const auto& text = r.*part;
-      if (!text) {
-        res.status = 503;
-        res.set_content("{\"ok\":false,\"error\":\"aegisd has not published yet; try again\"}", "application/json");
-        return;
-      }
-      res.set_content(*text, "application/json");
-    };
-  };
-  http.Get("/api/gpus", reply(&DashboardFeed::Replies::gpus));
-  http.Get("/api/queue", reply(&DashboardFeed::Replies::queue));
-  http.Get("/api/active", reply(&DashboardFeed::Replies::active));
-  http.Get("/api/history", [this](const httplib::Request& req, httplib::Response& res) {
-    common_headers(res);
-    double since = 0;
-    if (req.has_param("since")) {
-      const std::string v = req.get_param_value("since");
-      char* end = nullptr;
-      since = std::strtod(v.c_str(), &end);
-      if (v.empty() || end != v.c_str() + v.size() || !(since >= 0)) {
-        res.status = 400;
-        res.set_content("{\"ok\":false,\"error\":\"since: expected seconds since the epoch\"}", "application/json");
-        return;
-      }
-    }
-    res.set_content(feed_.frames_json(since), "application/json");
-  });
-
-  bool bound = false;
-  if (what == "dashboard_port") {
-    bound = http.bind_to_port("127.0.0.1", static_cast<int>(settings_.dashboard_port));
-    where_ += fmt::format("{}127.0.0.1:{}", where_.empty() ? "" : " and ", settings_.dashboard_port);
-  } else {
-    // main checked that the directory is root's alone; a stale socket file is replaced.
-    const std::string& path = settings_.dashboard_socket;
-    unlink(path.c_str());
-    http.set_address_family(AF_UNIX);
-    bound = http.bind_to_port(path, 80);
-    if (bound) chmod(path.c_str(), static_cast<mode_t>(std::stoul(settings_.dashboard_socket_mode, nullptr, 8)));
-    where_ += fmt::format("{}{}", where_.empty() ? "" : " and ", path);
-  }
-  if (!bound)
-    throw ConfigError(fmt::format("{}: cannot listen on {} ({})", what,
-                                  what == "dashboard_port" ? fmt::format("127.0.0.1:{}", settings_.dashboard_port)
-                                                           : settings_.dashboard_socket,
-                                  std::strerror(errno)));
-  l.thread = std::thread([&http] { http.listen_after_bind(); });
-  // stop() only reaches a server that is running: wait for it to be (microseconds).
-  for (int i = 0; i < 5000 && !http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
-
-void DashboardServer::stop() {
-  for (auto& l : listeners_) {
-    if (l.http) l.http->stop();
-    if (l.thread.joinable()) l.thread.join();
-  }
-  listeners_.clear();
-  if (!settings_.dashboard_socket.empty()) unlink(settings_.dashboard_socket.c_str());
-}
-
-DashboardServer::~DashboardServer() { stop(); }
+DashboardServer::~DashboardServer() { loop_->stop(); }
 
 }  // namespace aegis

@@ -1,19 +1,13 @@
-// aegisd's read-only web dashboard (docs/dashboard.md): cpp-httplib serving one page and
-// three JSON endpoints from a DashboardFeed, on a loopback TCP port and/or a Unix socket,
-// in threads of its own. A slow or hostile client can hold at most the dashboard's own
-// bounded threads and queue (deadlines on every read and write); never the event loop.
+// aegisd's read-only web dashboard (docs/dashboard.md): one page and four JSON endpoints
+// from a DashboardFeed, on a loopback TCP port and/or a Unix socket, served by one thread
+// of its own polling non-blocking sockets. A slow or hostile client holds one connection
+// slot until a whole-request deadline; never another client's turn, nor the event loop.
 #pragma once
 #include <memory>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "runtime/daemon/config.h"
 #include "runtime/daemon/dashboard_feed.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace aegis {
 
@@ -31,17 +25,8 @@ class DashboardServer {
   const std::string& describe() const { return where_; }
 
  private:
-  struct Listener {
-    std::unique_ptr<httplib::Server> http;
-    std::thread thread;
-  };
-  void listen(Listener& l, const std::string& what);
-  void stop();
-
-  DashboardFeed& feed_;
-  const DaemonSettings settings_;
-  const double tick_s_;
-  std::vector<Listener> listeners_;
+  struct Loop;  // dashboard_server.cpp
+  std::unique_ptr<Loop> loop_;
   std::string where_;
 };
 

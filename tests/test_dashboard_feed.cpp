@@ -104,5 +104,30 @@ TEST(DashboardFeed, TheRingKeepsTheLastFramesWithEachRunningJobsMemory) {
   EXPECT_EQ(newer["frames"].size(), 2u);
 }
 
+// The poll loop's wait (issue 33 item 6): nothing until the next build, and the loop is
+// woken by it; at the wait's end whatever the feed holds. Never blocks.
+TEST(DashboardFeed, RepliesReadyWaitsWithoutBlockingAndWakesTheLoop) {
+  FeedRig rig;
+  DashboardFeed feed(10, 1000);
+  int woken = 0;
+  feed.on_publish([&] { ++woken; });
+  rig.tick(feed);
+  const double asked = rig.env.clock;
+  EXPECT_FALSE(feed.replies_ready(asked, asked, 2));  // none built yet, and this reader wants them
+  EXPECT_EQ(woken, 0);
+  rig.tick(feed);
+  EXPECT_EQ(woken, 1);
+  const auto r = feed.replies_ready(asked, rig.env.clock, 2);
+  ASSERT_TRUE(r && r->queue);
+  // Fresh enough for a reader that asks within the wait: at once.
+  EXPECT_TRUE(feed.replies_ready(rig.env.clock + 1, rig.env.clock + 1, 2));
+  // Stale for a later reader until the wait is over, then what there is.
+  EXPECT_FALSE(feed.replies_ready(rig.env.clock + 5, rig.env.clock + 5, 2));
+  EXPECT_TRUE(feed.replies_ready(rig.env.clock + 5, rig.env.clock + 7, 2));
+  feed.on_publish(nullptr);
+  rig.tick(feed);
+  EXPECT_EQ(woken, 1);
+}
+
 }  // namespace
 }  // namespace aegis

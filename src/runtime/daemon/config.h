@@ -37,8 +37,8 @@ struct DaemonSettings {
   std::string dashboard_socket_mode = "0666";  // who may connect: `aegis queue --all` is everyone's too
   double dashboard_history_s = 3600;      // the charts' span: GPU and job samples kept this long
   std::int64_t dashboard_max_jobs = 200;  // the newest jobs of `queue --all` it lists (the loop builds them)
-  std::int64_t dashboard_max_connections = 32;  // served or waiting at once, per listener
-  double dashboard_timeout_s = 10;        // each read and write of a dashboard connection; keep-alive
+  std::int64_t dashboard_max_connections = 32;  // open at once, per listener (the newcomer wins)
+  double dashboard_timeout_s = 10;        // a dashboard request's whole head; again its whole reply
   double kill_grace_s = 10;
   // Issue 32 item 5: time limits (docs/config.md): a job given none gets the default; one
   // over the maximum is refused at submit. 0 = none.

@@ -41,8 +41,9 @@ namespace http = dashboard_http;
 using Clock = std::chrono::steady_clock;
 
 // Connections accepted per listener per pass, so that a connect flood cannot keep the loop
-// from the connections it holds.
-constexpr int kAcceptsPerPass = 64;
+// from the connections it holds; at most half the limit, so that one pass's newcomers
+// cannot push out a connection accepted in the same pass before its head is read.
+constexpr std::size_t kAcceptsPerPass = 64;
 // Out of descriptors: accepting pauses this long (the listen socket stays readable).
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 
@@ -67,7 +68,8 @@ struct Conn {
   int fd = -1;  // -1 once closed (removed at the end of the pass)
   std::size_t listener = 0;
   Stage stage = Stage::Head;
-  Clock::time_point opened, deadline;
+  std::uint64_t seq = 0;  // accept order: the oldest is the lowest
+  Clock::time_point deadline;
   std::string in;  // the head so far, at most kMaxHead + 1 bytes
   std::string out;
   std::size_t sent = 0;
@@ -116,6 +118,7 @@ struct DashboardServer::Loop {
   };
   std::vector<Listener> listeners;
   std::vector<Conn> conns;
+  std::uint64_t accepted = 0;
   int wake[2] = {-1, -1};  // the feed's publications and stop() write here
   std::atomic<bool> stopping{false};
   bool stopped = false;
@@ -235,7 +238,8 @@ void DashboardServer::Loop::run() {
 }
 
 void DashboardServer::Loop::accept_from(std::size_t l, Clock::time_point now) {
-  for (int n = 0; n < kAcceptsPerPass; ++n) {
+  const std::size_t per_pass = std::min(kAcceptsPerPass, std::max<std::size_t>(1, max_conns / 2));
+  for (std::size_t n = 0; n < per_pass; ++n) {
     const int fd = accept4(listeners[l].fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
@@ -250,9 +254,10 @@ void DashboardServer::Loop::accept_from(std::size_t l, Clock::time_point now) {
     Conn c;
     c.fd = fd;
     c.listener = l;
-    c.opened = now;
+    c.seq = ++accepted;
     c.deadline = now + timeout;  // the whole head, not each read
     conns.push_back(std::move(c));
+    read_head(conns.back(), now);  // a browser's head is usually there already
   }
 }
 
@@ -265,8 +270,8 @@ void DashboardServer::Loop::make_room(std::size_t l) {
   for (auto& c : conns) {
     if (c.fd < 0 || c.listener != l) continue;
     ++open;
-    if (!oldest || c.opened < oldest->opened) oldest = &c;
-    if (c.stage == Stage::Head && (!oldest_head || c.opened < oldest_head->opened)) oldest_head = &c;
+    if (!oldest || c.seq < oldest->seq) oldest = &c;
+    if (c.stage == Stage::Head && (!oldest_head || c.seq < oldest_head->seq)) oldest_head = &c;
   }
   if (open < max_conns) return;
   close_fd(oldest_head ? oldest_head->fd : oldest->fd);

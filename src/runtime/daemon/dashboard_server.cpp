@@ -193,7 +193,7 @@ void DashboardServer::Loop::run() {
   std::vector<pollfd> fds;
   while (!stopping) {
     auto now = Clock::now();
-    // What each pollfd is: the pipe, then the listeners, then conns_[i - 1 - listeners].
+    // What each pollfd is: the pipe, then the listeners, then conns[i - 1 - listeners.size()].
     fds.assign(1, pollfd{wake[0], POLLIN, 0});
     auto next = now + std::chrono::seconds(1);  // a pause ends, or a deadline falls, sooner
     for (const auto& l : listeners) {

@@ -17,10 +17,16 @@ aegis.db-wal deleted; aegisd starts again. Asserted:
   stopped (its GPU is free for the jobs that aegisd does know);
 - its work did not run twice (its marker file was written once);
 - a later job of user 2 runs and completes, with a larger id.
+Second play, a record older than its job: on one GPU, user 2's job waits behind user 1's;
+the WAL is checkpointed (the waiting job's record reaches aegis.db), then the first job
+ends and the second starts (its launch is in the WAL only). After kill -9 and the WAL's
+loss, aegis.db says the second job waits: it must not run a second time beside the first
+run; it is reported lost and stopped, and user 1's job is still recorded as completed.
 Usage: test_wal_loss.py BUILD_DIR
 """
 import json
 import os
+import sqlite3
 import sys
 import time
 
@@ -47,8 +53,7 @@ def alive(pid):
         return False
 
 
-def main(build):
-    u1, u2 = (u.pw_name for u in users())
+def no_record(build, u1, u2):
     d = Daemon(build, gpus="2x40960", settings={"policy": "exclusive", "kill_grace_s": 2})
     try:
         d.start()
@@ -123,8 +128,68 @@ def main(build):
         d.stop()
     finally:
         d.cleanup()
-    print("OK: jobs whose records were lost with the WAL were stopped and reported to their owners")
 
+
+
+def marker_runs(marks, i):
+    p = os.path.join(marks, str(i))
+    return open(p).read().split() if os.path.exists(p) else []
+
+
+def older_record(build, u1, u2):
+    d = Daemon(build, gpus="1x40960", settings={"policy": "exclusive", "kill_grace_s": 2})
+    try:
+        d.start()
+        work = shared_dir(d, "work")
+        marks = shared_dir(d, "marks")
+        go = os.path.join(work, "go")
+        first = d.submit("--", "/bin/sh", "-c", f"echo $$ >> {marks}/$AEGIS_JOB_ID; "
+                         f"while [ ! -e {go} ]; do sleep 0.2; done", user=u1, cwd=work)
+        wait_for(f"job {first} to run", lambda: (shown(d, first, u1) or {}).get("state") == "running", timeout=120)
+        second = d.submit("--", "/bin/sh", "-c", f"echo $$ >> {marks}/$AEGIS_JOB_ID; exec sleep 100000",
+                          user=u2, cwd=work)
+        if (shown(d, second, u2) or {}).get("state") != "queued":
+            fail(f"job {second} should wait behind job {first}: {shown(d, second, u2)}")
+        # A checkpoint while aegisd runs (as SQLite's automatic one would): aegis.db now
+        # holds the second job, waiting.
+        con = sqlite3.connect(os.path.join(d.state, "aegis.db"))
+        busy, _, _ = con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        con.close()
+        if busy:
+            fail("the checkpoint could not run")
+        open(go, "w").close()
+        pid = int(wait_for(f"job {second} to start", lambda: marker_runs(marks, second), timeout=120)[0])
+        wait_for(f"job {first} to be recorded as completed",
+                 lambda: (shown(d, first, u1) or {}).get("state") == "completed", timeout=60)
+        d.kill9()
+        os.unlink(os.path.join(d.state, "aegis.db-wal"))
+        d.start()
+
+        job = wait_for(f"job {second} (record older than its run) to be accounted for",
+                       lambda: (lambda j: j if j and j["state"] in FINAL else None)(shown(d, second, u2)),
+                       timeout=60, every=0.5)
+        if "lost" not in job.get("reason", ""):
+            fail(f"job {second}: its reason does not say its record was lost: {job.get('reason')!r}")
+        print(f"job {second}: {job['state']}: {job['reason']}")
+        wait_for(f"job {second}'s process {pid} to be stopped", lambda: not alive(pid), timeout=60)
+        job = wait_for(f"job {first} to be final", lambda: (lambda j: j if j and j["state"] in FINAL else None)(
+            shown(d, first, u1)), timeout=60, every=0.5)
+        if job["state"] != "completed":
+            fail(f"job {first} (ended before the loss) is {job['state']}: {job.get('reason')}")
+        time.sleep(2)  # a second run, if any, would have written its marker by now
+        for i in (first, second):
+            if len(marker_runs(marks, i)) != 1:
+                fail(f"job {i} ran {len(marker_runs(marks, i))} times")
+        d.stop()
+    finally:
+        d.cleanup()
+
+
+def main(build):
+    u1, u2 = (u.pw_name for u in users())
+    no_record(build, u1, u2)
+    older_record(build, u1, u2)
+    print("OK: jobs whose records were lost with the WAL were stopped and reported to their owners")
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -116,6 +116,13 @@ void Daemon::account_for_lost_records(Seconds now) {
       if (stop) stopping.emplace_back(id, n);
     }
     lost_stopping_.insert(lost_stopping_.end(), stopping.begin(), stopping.end());
+    // Without a lost -wal, a job whose attempts all never started is the leftover of a
+    // submission whose commit failed (its launch files come first, Daemon::apply): it was
+    // refused, not lost.
+    if (!store_.wal_lost() && std::ranges::all_of(j.attempts, [](const Attempt& a) {
+          return a.outcome == AttemptOutcome::Lost;
+        }))
+      continue;
     stats_.lost_records++;
     if (!launch || launch->argv.empty()) {
       fmt::print(stderr, "aegisd: error: job {}: lost: no record, and no readable launch file; {}\n", id, what);

@@ -109,8 +109,8 @@ Record<T> read_record(const std::string& path, F&& from_json) {
 }
 
 // The entries of `dir` named by a plain decimal number (no sign, no leading space, not
-// too large) that are directories themselves, not links; ascending.
-std::vector<std::int64_t> numbered_dirs(const std::string& dir) {
+// too large) of at least `from` that are directories themselves, not links; ascending.
+std::vector<std::int64_t> numbered_dirs(const std::string& dir, std::int64_t from) {
   std::vector<std::int64_t> out;
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return out;
@@ -123,7 +123,7 @@ std::vector<std::int64_t> numbered_dirs(const std::string& dir) {
     const std::string_view name = e->d_name;
     std::int64_t v = 0;
     const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
-    if (name.empty() || name[0] == '-' || ec != std::errc() || end != name.data() + name.size()) continue;
+    if (name.empty() || name[0] == '-' || ec != std::errc() || end != name.data() + name.size() || v < from) continue;
     struct stat st {};
     if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) out.push_back(v);
   }
@@ -136,14 +136,13 @@ std::vector<std::int64_t> numbered_dirs(const std::string& dir) {
 
 std::vector<JobId> job_dirs(const std::string& state_dir, JobId from) {
   std::vector<JobId> out;
-  for (auto id : numbered_dirs(state_dir + "/jobs"))
-    if (id >= from) out.push_back(static_cast<JobId>(id));
+  for (auto id : numbered_dirs(state_dir + "/jobs", static_cast<std::int64_t>(from))) out.push_back(static_cast<JobId>(id));
   return out;
 }
 
 std::vector<int> attempt_numbers(const std::string& state_dir, JobId job) {
   std::vector<int> out;
-  for (auto n : numbered_dirs(state_dir + "/jobs/" + std::to_string(job)))
+  for (auto n : numbered_dirs(state_dir + "/jobs/" + std::to_string(job), 1))
     if (n > 0 && n <= std::numeric_limits<int>::max()) out.push_back(static_cast<int>(n));
   return out;
 }

@@ -63,6 +63,7 @@ Attempt found_attempt(Env& env, JobId id, int n, Seconds now, std::string& what,
       break;
     case AttemptStatus::State::Ended:
       a.ended_at = st.ended_at;
+      a.launched_at = std::min(a.launched_at, st.ended_at);  // its run is not charged (fair share)
       if (WIFEXITED(st.wait_status)) a.exit_code = WEXITSTATUS(st.wait_status);
       if (WIFSIGNALED(st.wait_status)) a.signal = WTERMSIG(st.wait_status);
       a.outcome = !st.start_error.empty() ? AttemptOutcome::FailedStart
@@ -168,6 +169,17 @@ bool Daemon::newer_attempts_on_disk(DaemonJob& rec, Seconds now) {
       }()))
     return false;
   std::string what;
+  // The attempt the record thought running ended without it knowing: as it stands on disk.
+  if (Attempt* cur = rec.current(); cur && !cur->ended_at) {
+    bool stop = false;
+    const Attempt found = found_attempt(env_, rec.id, cur->number, now, what, stop);
+    if (stop) lost_stopping_.emplace_back(rec.id, cur->number);
+    cur->ended_at = std::max(cur->launched_at, *found.ended_at);
+    cur->outcome = found.outcome;
+    cur->exit_code = found.exit_code;
+    cur->signal = found.signal;
+    cur->detail = found.detail;
+  }
   for (int n : newer) {
     bool stop = false;
     rec.attempts.push_back(found_attempt(env_, rec.id, n, now, what, stop));

@@ -15,6 +15,7 @@ aegis.db-wal deleted; aegisd starts again. Asserted:
 - each running job is accounted for: shown to its owner, in `aegis show` and in
   `aegis history`, with a reason that says its record was lost, and its processes are
   stopped (its GPU is free for the jobs that aegisd does know);
+- the metrics count the lost records and say the WAL was lost;
 - its work did not run twice (its marker file was written once);
 - a later job of user 2 runs and completes, with a larger id.
 Second play, a record older than its job: on one GPU, user 2's job waits behind user 1's;
@@ -29,6 +30,7 @@ import os
 import sqlite3
 import sys
 import time
+import urllib.request
 
 from secharness import Daemon, fail, shared_dir, users, wait_for
 
@@ -54,7 +56,8 @@ def alive(pid):
 
 
 def no_record(build, u1, u2):
-    d = Daemon(build, gpus="2x40960", settings={"policy": "exclusive", "kill_grace_s": 2})
+    port = 19900 + os.getpid() % 90
+    d = Daemon(build, gpus="2x40960", settings={"policy": "exclusive", "kill_grace_s": 2, "metrics_port": port})
     try:
         d.start()
         work = shared_dir(d, "work")
@@ -111,6 +114,11 @@ def no_record(build, u1, u2):
         for i in running:
             if not any(f"job {i}" in line and "lost" in line for line in log.splitlines()):
                 fail(f"aegisd's log does not name job {i} as lost: {log[-3000:]}")
+
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        for want in ("aegis_database_wal_lost 1\n", f"aegis_lost_records_total {len(running)}\n"):
+            if want not in metrics:
+                fail(f"the metrics lack {want.strip()!r}")
 
         # Nothing ran twice, and the GPUs serve new work.
         later = d.submit("--", "/bin/sh", "-c", f"echo $$ >> {marks}/$AEGIS_JOB_ID", user=u2, cwd=work)

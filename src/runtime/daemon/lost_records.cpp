@@ -44,6 +44,14 @@ constexpr const char* kOlder =
     "lost: its record in the database was older than its attempts on disk when aegisd started (lost with the "
     "database's write-ahead log?); ";
 
+// For the log: a start error can quote the user's command, which may hold a line break
+// (a forged log line); control characters are shown as '?'.
+std::string log_safe(std::string s) {
+  for (auto& c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return s;
+}
+
 // One attempt found on disk: recorded as it stands, and stopped when it still runs.
 Attempt found_attempt(Env& env, JobId id, int n, Seconds now, std::string& what, bool& stopping) {
   Attempt a;
@@ -126,7 +134,7 @@ void Daemon::account_for_lost_records(Seconds now) {
       continue;
     stats_.lost_records++;
     if (!launch || launch->argv.empty()) {
-      fmt::print(stderr, "aegisd: error: job {}: lost: no record, and no readable launch file; {}\n", id, what);
+      fmt::print(stderr, "aegisd: error: job {}: lost: no record, and no readable launch file; {}\n", id, log_safe(what));
       continue;
     }
     j.uid = launch->uid;
@@ -143,7 +151,7 @@ void Daemon::account_for_lost_records(Seconds now) {
                                                                                              : JobState::Failed;
     j.reason = kMissing + what;
     j.queue_seq = store_.next_queue_seq();
-    fmt::print(stderr, "aegisd: error: job {} of {}: {}\n", id, j.user, j.reason);
+    fmt::print(stderr, "aegisd: error: job {} of {}: {}\n", id, log_safe(j.user), log_safe(j.reason));
     try {
       Tx tx(store_);
       store_.restore(j);
@@ -190,7 +198,7 @@ bool Daemon::newer_attempts_on_disk(DaemonJob& rec, Seconds now) {
   if (!rec.started_at) rec.started_at = now;
   rec.ended_at = now;
   rec.reason = kOlder + what;
-  fmt::print(stderr, "aegisd: error: job {} of {}: {}\n", rec.id, rec.user, rec.reason);
+  fmt::print(stderr, "aegisd: error: job {} of {}: {}\n", rec.id, log_safe(rec.user), log_safe(rec.reason));
   try {
     Tx tx(store_);
     store_.update(rec);

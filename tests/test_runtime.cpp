@@ -197,6 +197,42 @@ TEST(Store, RollbackWithoutATransactionDoesNothing) {
   remove_db(path);
 }
 
+// Issue 33 item 6: a -wal lost while the database was closed is told at the next open
+// (from the -shm's index), and a whole set of files is not.
+TEST(Store, ALostWriteAheadLogIsToldAtOpen) {
+  const std::string path = test::temp_path("wal.db"), lost = test::temp_path("wal-lost.db"),
+                    whole = test::temp_path("wal-whole.db");
+  for (const auto& p : {path, lost, whole}) remove_db(p);
+  JobId id = 0;
+  {
+    Store s(path, false);
+    EXPECT_FALSE(s.wal_lost());
+    DaemonJob a = make_job("a");
+    s.insert(a);
+    id = a.id;
+    // Copied while it is open (as after kill -9): the commits are in the -wal only.
+    namespace fs = std::filesystem;
+    for (const char* suffix : {"", "-shm"}) fs::copy_file(path + suffix, lost + suffix);
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::copy_file(path + suffix, whole + suffix);
+  }
+  {
+    Store s(lost, false);
+    ASSERT_TRUE(s.wal_lost());
+    EXPECT_NE(s.wal_lost()->find("wal-lost.db-wal is missing: "), std::string::npos) << *s.wal_lost();
+    EXPECT_FALSE(s.get(id).has_value());  // what SQLite does: the commits are undone
+  }
+  {
+    Store s(lost, false);  // SQLite rebuilt the index: told once
+    EXPECT_FALSE(s.wal_lost());
+  }
+  {
+    Store s(whole, false);
+    EXPECT_FALSE(s.wal_lost());
+    EXPECT_TRUE(s.get(id).has_value());
+  }
+  for (const auto& p : {path, lost, whole}) remove_db(p);
+}
+
 TEST(Store, AnUnreadableRowIsSetAsideAndTheOthersLoad) {
   const std::string path = test::temp_path("store.db");
   remove_db(path);

@@ -32,6 +32,7 @@ Daemon::Daemon(DaemonConfig config, Env& env)
       notifier_(std::make_unique<Notifier>(NotifierSettings::from(cfg_.daemon))),
       eta_watch_(cfg_.daemon.notify_eta_slip_s) {
   // Ids are never reused on this host, even if the database was lost (id_floor.h).
+  first_unknown_id_ = store_.next_id();  // issue 33 item 6: ids above it have no record
   id_floor_recorded_ = highest_job_id_on_disk(cfg_.daemon.state_dir);
   store_.reserve_ids_above(id_floor_recorded_);
   chain_ = EstimateChain(EstimateChainConfig{static_cast<int>(cfg_.daemon.history_window), cfg_.daemon.history_quantile,
@@ -157,9 +158,11 @@ void Daemon::select_gpus(const std::vector<GpuStatus>& all) {
 }
 
 void Daemon::recover_jobs(Seconds now, bool restarted) {
+  if (restarted) account_for_lost_records(now);  // issue 33 item 6
   // Every unfinished job comes back: queued ones in their places, running ones with their
   // attempt, which the next tick checks (still running, ended, or gone).
   for (auto& rec : store_.unfinished()) {
+    if (restarted && newer_attempts_on_disk(rec, now)) continue;  // ended as lost
     const bool running = rec.state == JobState::Running && rec.current();
     if (running && restarted) {
       try {  // a note for `aegis show`; not worth failing a start on a full disk
@@ -481,6 +484,7 @@ void Daemon::after_sample(Seconds now, bool observe) {
   apply(life_.expire(now), now);  // attempts past their time limit are stopped (item 5)
   send_stop_signals();
   send_warnings();
+  watch_lost_attempts();  // issue 33 item 6
   schedule(now);
   watch_etas(now);
 }

@@ -57,6 +57,8 @@ struct DaemonStats {
   double tick_seconds_max = 0;
   std::vector<double> recent_tick_seconds;       // last 1024, for quantiles
   std::vector<double> recent_decide_seconds;     // snapshot and engine only, last 1024
+  std::int64_t lost_records = 0;                 // issue 33 item 6: jobs found at start without their record
+  bool wal_lost = false;                         // ... and whether the database's -wal was found lost
 };
 
 class Daemon {
@@ -157,6 +159,14 @@ class Daemon {
   void collect_ends(Seconds now);
   void cancel_orphans(Seconds now);
   void check_mps(Seconds now, bool force);  // the supervisor's check, its happenings logged
+  // Issue 33 item 6 (lost_records.cpp): at start, jobs whose attempts on disk are newer
+  // than their record, or that have no record at all (lost with the -wal), are stopped and
+  // recorded as lost; stopped attempts are watched until their processes are gone.
+  void account_for_lost_records(Seconds now);
+  bool newer_attempts_on_disk(DaemonJob& rec, Seconds now);
+  void watch_lost_attempts();
+  JobId first_unknown_id_ = 0;  // the store's next id before the floor on disk raised it
+  std::vector<std::pair<JobId, int>> lost_stopping_;
   // Effects out.
   void apply(Effects fx, Seconds now);
   LaunchFile launch_file(const DaemonJob& rec, const Effects::Start& s) const;

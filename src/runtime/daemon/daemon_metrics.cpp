@@ -124,6 +124,13 @@ std::string Daemon::metrics_text() const {
   line("# HELP aegis_oom_attempts_total Attempts that died of out-of-memory");
   line("# TYPE aegis_oom_attempts_total counter");
   line(fmt::format("aegis_oom_attempts_total {}", stats_.outcomes.count("oom") ? stats_.outcomes.at("oom") : 0));
+  // Issue 33 item 6 (docs/daemon.md, "Nothing lost, nothing twice").
+  line("# HELP aegis_lost_records_total Jobs found at start with attempts on disk but no (or an older) record");
+  line("# TYPE aegis_lost_records_total counter");
+  line(fmt::format("aegis_lost_records_total {}", stats_.lost_records));
+  line("# HELP aegis_database_wal_lost Whether the database's write-ahead log was found lost at start");
+  line("# TYPE aegis_database_wal_lost gauge");
+  line(fmt::format("aegis_database_wal_lost {}", stats_.wal_lost ? 1 : 0));
   line("# HELP aegis_submissions_total Jobs accepted");
   line("# TYPE aegis_submissions_total counter");
   line(fmt::format("aegis_submissions_total {}", stats_.submissions));

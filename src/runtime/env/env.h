@@ -79,6 +79,13 @@ class Env {
   virtual bool stop_attempt(JobId job, int attempt) = 0;
   // An attempt whose shim is gone but whose processes live on: SIGKILL them.
   virtual void kill_attempt(JobId job, int attempt) = 0;
+  // Issue 33 item 6: what outlives a database record lost with its write-ahead log (each
+  // attempt's directory, written by aegisd as root): the jobs with an id of at least `from`
+  // that have one, a job's attempts there (ascending), and an attempt's launch file.
+  // Environments without a state directory have none (these defaults).
+  virtual std::vector<JobId> jobs_on_disk(JobId from) { return (void)from, std::vector<JobId>{}; }
+  virtual std::vector<int> attempts_on_disk(JobId job) { return (void)job, std::vector<int>{}; }
+  virtual std::optional<LaunchFile> launch_of(JobId job, int attempt) { return (void)job, (void)attempt, std::nullopt; }
   // Issue 32 item 1 (preemption): sends `signal` to a running attempt's processes (its
   // checkpoint warning); nothing when it runs no more.
   virtual void signal_attempt(JobId job, int attempt, int signal) = 0;

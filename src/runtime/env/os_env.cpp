@@ -212,6 +212,12 @@ void OsEnv::kill_attempt(JobId job, int attempt) {
   if (const auto procs = processes_of(job, attempt, uid_of_.count(key) ? uid_of_.at(key) : 0)) procs->kill();
 }
 
+std::vector<JobId> OsEnv::jobs_on_disk(JobId from) { return job_dirs(opt_.state_dir, from); }
+std::vector<int> OsEnv::attempts_on_disk(JobId job) { return attempt_numbers(opt_.state_dir, job); }
+std::optional<LaunchFile> OsEnv::launch_of(JobId job, int attempt) {
+  return read_launch(attempt_dir(opt_.state_dir, job, attempt));
+}
+
 // Issue 32 item 1: a preemption's warning goes to the job's first process (the command
 // aegis started, as Slurm's --signal=B:), which passes it on as it sees fit: its helpers
 // (data-loader workers, a wrapper's children) would die of a signal they do not expect.

@@ -36,6 +36,9 @@ class OsEnv : public Env {
   AttemptStatus attempt_status(JobId job, int attempt) override;
   bool stop_attempt(JobId job, int attempt) override;
   void kill_attempt(JobId job, int attempt) override;
+  std::vector<JobId> jobs_on_disk(JobId from) override;
+  std::vector<int> attempts_on_disk(JobId job) override;
+  std::optional<LaunchFile> launch_of(JobId job, int attempt) override;
   void signal_attempt(JobId job, int attempt, int signal) override;
   void prepare_checkpoint_dir(const std::string& dir, uid_t uid, gid_t gid) override;
   std::optional<Seconds> checkpointed_at(const std::string& dir) override;

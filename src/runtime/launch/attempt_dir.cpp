@@ -1,6 +1,10 @@
 #include "runtime/launch/attempt_dir.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <limits>
+#include <string_view>
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
@@ -104,7 +108,59 @@ Record<T> read_record(const std::string& path, F&& from_json) {
   return r;
 }
 
+// The entries of `dir` named by a plain decimal number (no sign, no leading space, not
+// too large) of at least `from` that are directories themselves, not links; ascending.
+std::vector<std::int64_t> numbered_dirs(const std::string& dir, std::int64_t from) {
+  std::vector<std::int64_t> out;
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return out;
+  DIR* d = fdopendir(fd);
+  if (!d) {
+    close(fd);
+    return out;
+  }
+  while (const dirent* e = readdir(d)) {
+    const std::string_view name = e->d_name;
+    std::int64_t v = 0;
+    const auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
+    if (name.empty() || name[0] == '-' || ec != std::errc() || end != name.data() + name.size() || v < from) continue;
+    struct stat st {};
+    if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) out.push_back(v);
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
+
+std::vector<JobId> job_dirs(const std::string& state_dir, JobId from) {
+  std::vector<JobId> out;
+  for (auto id : numbered_dirs(state_dir + "/jobs", static_cast<std::int64_t>(from))) out.push_back(static_cast<JobId>(id));
+  return out;
+}
+
+std::vector<int> attempt_numbers(const std::string& state_dir, JobId job) {
+  std::vector<int> out;
+  for (auto n : numbered_dirs(state_dir + "/jobs/" + std::to_string(job), 1))
+    if (n > 0 && n <= std::numeric_limits<int>::max()) out.push_back(static_cast<int>(n));
+  return out;
+}
+
+std::optional<LaunchFile> read_launch(const AttemptDir& d) {
+  std::string data;
+  const int fd = open(d.launch().c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[65536];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) data.append(buf, static_cast<std::size_t>(n));
+  close(fd);
+  if (n < 0) return std::nullopt;
+  auto f = decode_launch_file(data);
+  if (!std::holds_alternative<LaunchFile>(f)) return std::nullopt;
+  return std::get<LaunchFile>(std::move(f));
+}
 
 AttemptDir attempt_dir(const std::string& state_dir, JobId id, int attempt) {
   return {state_dir + "/jobs/" + std::to_string(id) + "/" + std::to_string(attempt)};

@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <sys/types.h>
+#include <vector>
 
 #include "core/units.h"
 #include "runtime/launch/launch_file.h"
@@ -86,6 +87,15 @@ std::string exit_record_text(const ExitRecord& r);
 
 // Rewrites a record in place (no new blocks) and syncs it; false with errno on failure.
 bool write_record(const std::string& path, const std::string& json);
+
+// Issue 33 item 6 (what outlives a lost database record): the jobs with an id of at least
+// `from` that have a directory in STATE_DIR/jobs/, and the attempts of one job there, both
+// ascending. Names that are not plain decimal numbers, and anything not a directory (a
+// link), are left out; a directory that cannot be read gives nothing.
+std::vector<JobId> job_dirs(const std::string& state_dir, JobId from);
+std::vector<int> attempt_numbers(const std::string& state_dir, JobId job);
+// The attempt's launch file as aegisd wrote it; nullopt when missing or unreadable.
+std::optional<LaunchFile> read_launch(const AttemptDir& d);
 
 // The last `max_bytes` of a file ("" if missing).
 std::string read_tail(const std::string& path, std::size_t max_bytes);

@@ -17,6 +17,7 @@
 
 #include "runtime/job/job_json.h"  // the schema-1 reader: for the migration only
 #include "runtime/store/schema.h"
+#include "runtime/store/wal_check.h"
 
 namespace aegis {
 
@@ -337,6 +338,7 @@ std::string sql_literal(sqlite3_stmt* s, int col) {
 
 Store::Store(const std::string& path, bool full_sync) {
   for (const auto& f : {path, path + "-wal", path + "-shm"}) check_db_file(f);
+  wal_lost_ = lost_wal(path);  // before SQLite rebuilds the index from what is left
   const std::string real = resolve_directory(path);
   if (sqlite3_open_v2(real.c_str(), &db_,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX | SQLITE_OPEN_NOFOLLOW,

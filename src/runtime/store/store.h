@@ -60,6 +60,8 @@ class Store {
   bool in_transaction() const;
   // True when the last error of this store was the disk being full (see StoreError).
   bool last_error_was_full() const { return last_error_full_; }
+  // Issue 33 item 6: the -wal was lost before this open (store/wal_check.h): what is gone.
+  const std::optional<std::string>& wal_lost() const { return wal_lost_; }
 
   // Makes the next inserted job's id larger than `floor` (ids are never reused on a host:
   // per-attempt files live under STATE_DIR/jobs/<id>/). Never lowers it.
@@ -72,6 +74,8 @@ class Store {
   // this store last wrote or loaded them), in one transaction. A job that is not in the
   // table (set aside, say) is left alone.
   void update(const DaemonJob& job);
+  // Issue 33 item 6: saves a job under its own id (a record rebuilt after it was lost).
+  void restore(const DaemonJob& job) { write(job, Write::InsertWithId); }
   void event(JobId id, Seconds t, const std::string& kind, const std::string& detail);
 
   // A quarantined id throws StoreError (its record is damaged and was set aside).
@@ -173,6 +177,7 @@ class Store {
   sqlite3* rdb_ = nullptr;
   std::int64_t next_seq_ = 1;
   bool last_error_full_ = false;
+  std::optional<std::string> wal_lost_;
   std::vector<Quarantined> quarantined_;
   std::vector<Quarantined> migration_quarantined_;  // reported by the first unfinished()
   std::int64_t list_skipped_ = 0;

@@ -22,14 +22,23 @@ namespace {
 
 constexpr MiB kGpu = 40960;
 
+// The exclusive policy with the exemption of young attempts at `exempt` s (0 in the tests
+// of the rule itself, whose victims ran seconds; the exemption's own tests set it).
+EngineConfig exclusive(Seconds exempt) {
+  EngineConfig c = policy_config("exclusive");
+  c.preempt_exempt_s = exempt;
+  return c;
+}
+
 // GPUs as the daemon would read them: each running job's memory in use on its GPUs.
 struct Server {
-  Engine engine{policy_config("exclusive")};
+  Engine engine;
   Lifecycle life;
   int gpus;
 
-  explicit Server(int n, bool preemption = true)
-      : life(engine.config(), [&] {
+  explicit Server(int n, bool preemption = true, Seconds exempt = 0)
+      : engine(exclusive(exempt)),
+        life(engine.config(), [&] {
           LifecycleOptions o;
           o.preemption = preemption;
           return o;
@@ -258,6 +267,104 @@ TEST(Preemption, AVictimRestoredAfterARestartIsStillStoppedAndItsHeadStillServed
   EXPECT_EQ(again.life.find(1)->state, JobState::Queued);
 }
 
+// Issue 32 item 1's thrash: a job just (re)started has the least work at risk, so the
+// rule alone picks it again and again. An attempt younger than preempt_exempt_s is spared
+// (Slurm's PreemptExemptTime); the older job is stopped instead.
+TEST(Preemption, AnAttemptYoungerThanTheExemptTimeIsNotAVictim) {
+  Server s(2, true, 600);
+  s.running(1, 0, 0);
+  s.running(2, 0, 500);  // 200 s old at t=700: least work at risk, but exempt
+  s.submit(3, 5, 700);
+  const Effects fx = s.schedule(700);
+  EXPECT_EQ(fx.signals, std::vector<JobId>{1}) << "job 2 is younger than 600 s";
+  EXPECT_EQ(s.life.find(2)->state, JobState::Running);
+}
+
+// A head whose only candidates are young waits, stops nobody, and asks again when the
+// first of them comes of age (launched + preempt_exempt_s), then stops it.
+TEST(Preemption, AHeadWhoseOnlyCandidatesAreYoungWaitsUntilTheyComeOfAge) {
+  Server s(1, true, 600);
+  s.running(1, 0, 100);
+  s.submit(2, 5, 200);
+  const Effects young = s.schedule(200);
+  EXPECT_TRUE(young.signals.empty() && young.warnings.empty()) << "job 1 ran 100 s of its exempt 600";
+  EXPECT_EQ(s.life.preemptions(), 0);
+  ASSERT_TRUE(young.wake_at);
+  EXPECT_EQ(*young.wake_at, 700);
+  EXPECT_TRUE(s.schedule(699).signals.empty());
+  EXPECT_EQ(s.schedule(700).signals, std::vector<JobId>{1}) << "of age at 700 s";
+  // Resumed, its new attempt is exempt again: a second head cannot stop it at once.
+  s.life.ended(1, {AttemptOutcome::Cancelled, ""}, 701);
+  ASSERT_EQ(started(s.schedule(702)), std::vector<JobId>{2});
+  s.life.ended(2, {AttemptOutcome::Completed, ""}, 800);
+  ASSERT_EQ(started(s.schedule(801)), std::vector<JobId>{1});
+  s.submit(3, 5, 850);
+  EXPECT_TRUE(s.schedule(850).signals.empty()) << "its second attempt is 49 s old";
+}
+
+// Issue 32 item 1's order defect: the recovery queue was served before the main queue
+// whatever the levels, so a level-0 OOM retry held level-1 jobs back. Levels dominate;
+// within a level the recovery queue still comes first.
+struct Retry {
+  JobId id;
+  int priority;
+};
+void restore_retry(Server& s, Retry r, std::int64_t seq) {
+  LifeJob j;  // as the recovery rule queued it again after an OOM
+  j.queued.spec.id = r.id;
+  j.queued.spec.priority = r.priority;
+  j.state = JobState::Queued;
+  j.queue = QueueName::Recovery;
+  j.queue_seq = seq;
+  j.queued.recovery.oom_count = 1;
+  LifeAttempt& a = j.attempts.emplace_back();
+  a.number = 1;
+  a.outcome = AttemptOutcome::Oom;
+  a.ended_at = 5;
+  s.life.restore(j);
+}
+
+TEST(PriorityOrder, AHigherLevelInTheMainQueueGoesBeforeALowerLevelRetry) {
+  Server s(1, false);
+  restore_retry(s, {7, 0}, 1);
+  s.submit(8, 1, 6);
+  EXPECT_EQ(s.life.queue_order(), (std::vector<JobId>{8, 7}));
+  EXPECT_EQ(started(s.schedule(6)), std::vector<JobId>{8}) << "level 1 first, though job 7 is a retry";
+}
+
+TEST(PriorityOrder, WithinALevelTheRecoveryQueueStillComesFirst) {
+  Server s(1, false);
+  restore_retry(s, {7, 1}, 1);
+  s.submit(8, 1, 6);
+  s.submit(9, 0, 6);
+  EXPECT_EQ(s.life.queue_order(), (std::vector<JobId>{7, 8, 9}));
+  EXPECT_EQ(started(s.schedule(6)), std::vector<JobId>{7});
+}
+
+// Head-of-line by level: a level-1 job that cannot start yet (two GPUs, one busy) is the
+// head; the level-0 retry behind it, which would fit, waits too (strict head-of-line).
+TEST(PriorityOrder, AWaitingHigherLevelHeadHoldsALowerLevelRetryBehindIt) {
+  Server s(2, false);
+  s.running(1, 0, 0);
+  restore_retry(s, {7, 0}, 2);
+  s.submit(8, 1, 10, 2);
+  const Effects fx = s.schedule(10);
+  EXPECT_TRUE(fx.starts.empty()) << "job 7 may not pass the head";
+  ASSERT_TRUE(fx.blocked);
+  EXPECT_EQ(fx.blocked->job, 8);
+}
+
+// With preemption, the level-1 head stops a level-0 job instead of waiting behind the retry.
+TEST(PriorityOrder, AHigherLevelHeadPreemptsThoughALowerLevelRetryWaits) {
+  Server s(1);
+  s.running(1, 0, 0);
+  restore_retry(s, {7, 0}, 2);
+  s.submit(8, 1, 10);
+  EXPECT_EQ(s.schedule(10).signals, std::vector<JobId>{1});
+  s.life.ended(1, {AttemptOutcome::Cancelled, ""}, 11);
+  EXPECT_EQ(started(s.schedule(12)), std::vector<JobId>{8});
+}
+
 TEST(ChooseVictims, LeastWorkFirstThenOnlyThoseNeeded) {
   // Job 1 frees 1 unit, job 2 frees 1, job 3 frees 4; the head needs 4.
   const std::map<JobId, int> frees = {{1, 1}, {2, 1}, {3, 4}};
@@ -289,7 +396,7 @@ struct DaemonRig {
     cfg.daemon.preemption = preemption;
     cfg.daemon.priority_levels = "*:0, ann:0..5";
     cfg.daemon.checkpoint_dir = "/ckpt";
-    cfg.engine = policy_config("exclusive");
+    cfg.engine = exclusive(0);  // its victims ran seconds
     env.gpus = test::fake_gpus(1, 40960);
     d = std::make_unique<Daemon>(cfg, env);
   }

@@ -45,6 +45,7 @@ struct FullCluster {
     }
     o.policy_name = "exclusive";
     o.engine = policy_config("exclusive");
+    o.engine.preempt_exempt_s = 0;  // the rule alone (job 1 is 270 s old at t=620)
     o.cluster = ClusterSpec::uniform(1, 2, 40960);
   }
   SimResult run() { return simulate(catalog, trace, o); }
@@ -94,6 +95,23 @@ TEST(SimPreemption, AJobThatSavesWhenWarnedIsStoppedThenAndLosesNothing) {
   // It saved its 300 s of work at t=650 and resumes when job 2 ends (t=850) with 700 s left.
   EXPECT_NEAR(r.jobs[1].attempts[1].launch, 850, 1e-6);
   EXPECT_NEAR(r.jobs[1].end, 850 + 700, 1e-6);
+}
+
+// The exemption (preempt_exempt_s, an engine parameter both drivers read; 600 s by
+// default): at t=620 job 1's attempt is 270 s old and spared, though it has less at risk;
+// job 0 (620 s) is stopped as it saves at t=650 and resumes at job 2's end with 350 s left.
+TEST(SimPreemption, AnAttemptYoungerThanTheExemptTimeIsSparedByDefault) {
+  FullCluster c;
+  c.o.engine = policy_config("exclusive");  // the default exemption
+  c.o.sim.preemption = true;
+  const SimResult r = c.run();
+  EXPECT_EQ(r.preemptions, 1);
+  ASSERT_EQ(r.jobs[0].attempts.size(), 2u);
+  EXPECT_EQ(r.jobs[0].attempts[0].outcome, SimOutcome::Preempted);
+  EXPECT_NEAR(r.jobs[0].attempts[0].end, 650, 1e-6);
+  EXPECT_NEAR(r.jobs[2].first_launch, 650, 1e-6);
+  EXPECT_NEAR(r.jobs[0].end, 850 + 350, 1e-6);
+  EXPECT_EQ(r.jobs[1].attempts.size(), 1u) << "job 1's attempt was 270 s old: exempt";
 }
 
 // Off (the default), a trace's levels only order the queue: the level-5 job waits for a GPU.

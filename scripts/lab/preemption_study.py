@@ -10,9 +10,13 @@ Builds a trace from the published workloads: the 180 jobs of the three published
 when warned (the defaults: 30 s within a 120 s lead), and on with jobs that ignore the
 warning and checkpoint every 30 min (sim.checkpoint_save_s=1000,
 sim.checkpoint_interval_s=1800). Prints, per run: the high-priority jobs' mean wait (first
-launch - submit) and mean JCT, every job's mean JCT, the makespan, preemptions and work lost.
+launch - submit) and mean JCT, every job's mean JCT, the makespan, preemptions, the most
+times one job was preempted, the shortest preempted attempt (launch to stop, seconds: the
+warning came that much less its save or lead time after the launch), and work lost. --set NAME=VALUE (repeatable) goes to every run
+(e.g. --set preempt_exempt_s=0, the rule without the exemption).
 
   scripts/lab/preemption_study.py BUILD_DIR [--policies aegis,exclusive] [--share 0.2] [--load 1.0] [--seed 1]
+                                  [--set NAME=VALUE ...]
 """
 import argparse
 import csv
@@ -61,6 +65,7 @@ def main():
     ap.add_argument("--share", type=float, default=0.2, help="share of jobs at level 1")
     ap.add_argument("--load", type=float, default=1.0)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--set", action="append", default=[], help="NAME=VALUE for every run")
     a = ap.parse_args()
     aegis = os.path.join(os.path.abspath(a.build), "apps", "aegis", "aegis")
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,22 +74,27 @@ def main():
         high = sum(level.values())
         print(f"{len(level)} jobs, {high} at level 1, mean gap {gap:.0f} s, seed {a.seed}")
         print(f"{'policy':<10} {'preemption':<32} {'hi wait':>8} {'hi JCT':>8} {'all JCT':>8} {'makespan':>9} "
-              f"{'preempt':>7} {'lost GPU-s':>10}")
+              f"{'preempt':>7} {'max/job':>7} {'min run':>7} {'lost GPU-s':>10}")
         for policy in a.policies.split(","):
             for label, sets in RUNS:
                 js, jobs_csv = os.path.join(tmp, "out.json"), os.path.join(tmp, "jobs.csv")
                 subprocess.run([aegis, "sim", "--workloads", "data/aegis/workloads.csv", "--trace", trace, "--gpus", "3",
                                 "--gpu-memory", "40960", "--policies", policy, "--threads", "1", "--json", js,
-                                "--jobs-csv", jobs_csv, *sets], cwd=ROOT, check=True, capture_output=True, text=True)
+                                "--jobs-csv", jobs_csv, *sets, *[x for kv in a.set for x in ("--set", kv)]], cwd=ROOT, check=True, capture_output=True, text=True)
                 m = json.load(open(js))["results"][0]
-                first = {}
+                first, preempted, runs = {}, {}, []
                 for r in csv.DictReader(open(jobs_csv)):
-                    first[int(r["job_index"])] = (float(r["submit_s"]), float(r["first_launch_s"]), float(r["end_s"]))
+                    i = int(r["job_index"])
+                    first[i] = (float(r["submit_s"]), float(r["first_launch_s"]), float(r["end_s"]))
+                    preempted[i] = preempted.get(i, 0) + (r["outcome"] == "preempted")
+                    if r["outcome"] == "preempted":
+                        runs.append(float(r["attempt_end_s"]) - float(r["launch_s"]))
                 hi = [first[i] for i in first if level[i] == 1]
                 wait = sum(f - s for s, f, _ in hi) / len(hi)
                 jct = sum(e - s for s, _, e in hi) / len(hi)
                 print(f"{policy:<10} {label:<32} {wait:>8.0f} {jct:>8.0f} {m['jct_mean_s']:>8.0f} {m['makespan_s']:>9.0f} "
-                      f"{m.get('preemptions', 0):>7} {m.get('work_lost_gpu_s', 0):>10.0f}")
+                      f"{m.get('preemptions', 0):>7} {max(preempted.values()):>7} {min(runs) if runs else 0:>7.0f} "
+                      f"{m.get('work_lost_gpu_s', 0):>10.0f}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -495,7 +496,12 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
   // start, only jobs whose time limit ends them by then are tried; the head's reason stays.
   std::optional<Seconds> reserved;
   std::optional<Blocked> head_blocked;
-  for (auto* q : {&recovery_, &main_}) {
+  // [issue 32 item 1] Level by level, highest first, when queued jobs differ in level: a
+  // level's recovery queue, then its main queue. One level: one round, as published.
+  queued_levels(levels_);
+  for (std::size_t k = 0; k < 2 * std::max<std::size_t>(levels_.size(), 1); ++k) {
+    SeqQueue<LifeJob>* q = k % 2 == 0 ? &recovery_ : &main_;
+    const std::size_t round = k / 2;
     // [fair share] By priority level, then fair share, when either applies: a list made
     // for this pass (a job leaving its queue below stays where the list points). Else FIFO
     // by index: a job leaving the queue below moves no entry (seq_queue.h).
@@ -505,6 +511,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
     for (std::size_t i = sorted ? 0 : q->first(); i < n; ++i) {
       LifeJob* queued = sorted ? served_[i] : q->at(i);
       if (!queued) continue;  // left the queue
+      if (levels_.size() > 1 && queued->spec().priority != levels_[round]) continue;  // another round's
       LifeJob& j = *queued;
       const QueuedJob& qj = j.queued;
       if (holds_.active() && held(j, now, fx)) continue;  // [issue 32] held: keeps its place, blocks nothing
@@ -581,6 +588,17 @@ std::vector<RunningJob> Lifecycle::running_on(int server) const {
 std::vector<JobId> Lifecycle::queue_order() const {
   std::vector<JobId> out;
   std::vector<LifeJob*> order;
+  std::vector<int> levels;
+  queued_levels(levels);
+  if (levels.size() > 1) {  // as schedule() serves them: by level, each level's recovery queue first
+    for (int level : levels)
+      for (const auto* q : {&recovery_, &main_}) {
+        serving_order(*q, last_pass_, order);
+        for (const LifeJob* j : order)
+          if (j->spec().priority == level) out.push_back(j->id());
+      }
+    return out;
+  }
   for (const auto* q : {&recovery_, &main_}) {
     if (reorders()) {
       serving_order(*q, last_pass_, order);
@@ -591,6 +609,18 @@ std::vector<JobId> Lifecycle::queue_order() const {
       if (const LifeJob* j = q->at(i)) out.push_back(j->id());
   }
   return out;
+}
+
+// [issue 32 item 1] The levels of the queued jobs, highest first; none while every queued
+// job is at level 0 (the published loop, which needs no rounds).
+void Lifecycle::queued_levels(std::vector<int>& out) const {
+  out.clear();
+  if (ranked_ == 0) return;
+  for (const auto* q : {&recovery_, &main_})
+    for (std::size_t i = q->first(); i < q->end(); ++i)
+      if (const LifeJob* j = q->at(i); j && std::find(out.begin(), out.end(), j->spec().priority) == out.end())
+        out.push_back(j->spec().priority);
+  std::sort(out.begin(), out.end(), std::greater<>());
 }
 
 // [fair share] Priority level (higher first), then the user's fair-share factor (higher

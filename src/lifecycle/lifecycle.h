@@ -230,9 +230,11 @@ class Lifecycle {
   Effects checkpointed(JobId id, Seconds t);
 
   // --- decisions ----------------------------------------------------------------------
-  // Failures through the recovery rule, then the queues head first (recovery, then main):
-  // each job is started where the placer says, stopped when it can never run, or left
-  // waiting; with strict head-of-line nothing behind a waiting job is tried.
+  // Failures through the recovery rule, then the queues head first (recovery, then main;
+  // with several priority levels, level by level, highest first, each level's recovery
+  // queue before its main queue): each job is started where the placer says, stopped when
+  // it can never run, or left waiting; with strict head-of-line nothing behind a waiting
+  // job is tried.
   Effects schedule(Seconds now, Placer& placer);
   // The same into `fx` (reset first), reusing its storage.
   void schedule(Seconds now, Placer& placer, Effects& fx);
@@ -245,8 +247,8 @@ class Lifecycle {
   // Jobs holding GPUs now, as the engine sees them (RunningJob::gpus: indices of the
   // part on `server`).
   std::vector<RunningJob> running_on(int server) const;
-  // Queued jobs in the order they will be served (recovery queue first; in each, by
-  // priority level, then fair share at the last pass's time, then FIFO).
+  // Queued jobs in the order they will be served (by priority level, higher first; within
+  // a level the recovery queue first; in each, fair share at the last pass's time, then FIFO).
   std::vector<JobId> queue_order() const;
   // What each user used (charged, decayed, factor) and the caps (lifecycle/fair_share.h).
   const FairShare& fair_share() const { return share_; }
@@ -286,6 +288,10 @@ class Lifecycle {
   // FIFO, and a job's charge from its start to its end.
   bool reorders() const { return share_.orders() || ranked_ > 0; }
   void serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vector<LifeJob*>& out) const;
+  // [issue 32 item 1] Levels dominate queues: each level is a round of the pass, its
+  // recovery queue then its main queue (none or one level: the queues as published).
+  void queued_levels(std::vector<int>& out) const;
+  std::vector<int> levels_;  // schedule()'s, kept for its storage
   void charge_stop(const LifeJob& j, Seconds t);
   // Backfill (lifecycle/backfill.h): the waiting head's reserved start, if one is known.
   std::optional<Seconds> reservation(const LifeJob& head, Seconds now, const Placer& placer);

@@ -44,16 +44,28 @@ bool Lifecycle::preempt_for(LifeJob& head, Seconds now, Placer& placer, Effects&
   if (preemptor_) return false;
   const int level = head.spec().priority;
   std::vector<VictimCandidate> c;
+  // An attempt younger than preempt_exempt_s is spared (Slurm's PreemptExemptTime): just
+  // restarted, it has the least work at risk and would be chosen again and again. The
+  // head asks again when the first of them comes of age.
+  std::optional<Seconds> of_age;
   jobs_.for_each([&](const LifeJob& r) {
     if (!r.holds_gpus() || r.cancel_requested || r.preempted_for || r.spec().priority >= level) return;
     const LifeAttempt& a = *r.current();
+    if (const Seconds from = a.launched_at + config_.preempt_exempt_s; now < from) {
+      of_age = of_age ? std::min(*of_age, from) : from;
+      return;
+    }
     c.push_back({r.id(), r.spec().priority, now - std::max(a.launched_at, a.checkpointed_at.value_or(a.launched_at))});
   });
-  if (c.empty()) return false;
+  const auto none = [&] {
+    if (of_age) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *of_age) : *of_age;
+    return false;
+  };
+  if (c.empty()) return none();
   const auto victims = choose_victims(std::move(c), [&](std::span<const JobId> gone) {
     return placer.place_without(head.queued, now, gone).has_value();
   });
-  if (victims.empty()) return false;
+  if (victims.empty()) return none();
   preemptor_ = head.id();
   for (JobId id : victims) {
     LifeJob& v = job(id);

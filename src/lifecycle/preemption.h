@@ -1,6 +1,7 @@
 // Checkpoint-aware preemption (issue 32 item 1; docs/lab-policies.md, "Priorities and
 // preemption"): which running jobs of lower priority levels a waiting head stops, and in
-// what order. The lifecycle (preemption.cpp) warns them, stops them and requeues them.
+// what order. The lifecycle (preemption.cpp) warns them, stops them and requeues them;
+// attempts younger than the engine's preempt_exempt_s are no candidates.
 #pragma once
 #include <functional>
 #include <span>

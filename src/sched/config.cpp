@@ -117,6 +117,9 @@ std::span<const ParamEntry<EngineConfig>> entries() {
                 "A user's jobs book at most this much GPU memory at once, all GPUs (0 = no cap)"),
     P("user_max_running_jobs", user_max_running_jobs, 0, 1000000, "",
                 "A user runs at most this many jobs at once (0 = no cap)"),
+    P("preempt_exempt_s", preempt_exempt_s, 0, 30 * 86400, "",
+                "Preemption: a running attempt younger than this many seconds is not stopped for a "
+                "higher level (Slurm's PreemptExemptTime; 0 = any may be)"),
   };
   return kEntries;
 }

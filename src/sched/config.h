@@ -77,6 +77,12 @@ struct EngineConfig {
   MiB user_max_gpu_mem_mib = 0;          // a user's booked GPU memory at once, all GPUs (0 = no cap)
   int user_max_running_jobs = 0;         // a user's running jobs at once (0 = no cap)
 
+  // --- Lab scheduling: preemption (issue 32 item 1) ------------------------------------
+  // Read by the lifecycle (lifecycle/preemption.h), in aegisd and the simulator alike, when
+  // their `preemption` is on: an attempt younger than this is not a victim (Slurm's
+  // PreemptExemptTime), so that a job just restarted is not the cheapest victim again.
+  Seconds preempt_exempt_s = 600;
+
   // Memory guard for a GPU of this size: max(min, ceil(fraction * total)).
   MiB memory_guard(MiB total_mib) const;
 };

@@ -10,7 +10,7 @@ from harness import Daemon
 def preempt_daemon(build, levels=None, keep=False):
     me = getpass.getuser()
     return Daemon(build, gpus="1x40960", keep=keep, settings={
-        "policy": "exclusive", "preemption": True,
+        "policy": "exclusive", "preemption": True, "preempt_exempt_s": 0,  # its victims run seconds
         "priority_levels": levels or f"*:0, {me}:0..5"})
 
 

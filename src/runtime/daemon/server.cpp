@@ -36,6 +36,11 @@ constexpr std::size_t kMaxReadPerPass = 1 << 20;
 constexpr std::size_t kInputPerUser = 2 * api::kMaxRequestBytes + kReadChunk;
 // A long reply is produced in parts while less than this waits to be written.
 constexpr std::size_t kReplyLowWater = 64 * 1024;
+// Each busy connection gets one part of its reply produced per pass; more only while its
+// user's production this pass is under this (seconds), so that a listing of thousands of
+// cheap jobs takes a few passes, not one per page, while one user's many expensive
+// listings still add at most one part each plus this to everyone's pass.
+constexpr double kProducePerUserPerPassS = 0.005;
 // Out of descriptors: accepting pauses this long instead of spinning on the listen socket.
 constexpr double kAcceptPauseS = 0.1;
 constexpr int kMaxAcceptsPerPass = 64;
@@ -255,13 +260,17 @@ void Server::read_client(Client& c, double now) {
 }
 
 void Server::write_client(Client& c, double now) {
-  // One page of a long reply per turn (issue 33 item 1): a client that reads as fast as
-  // aegisd writes must not have its whole listing built while everyone else waits.
+  // One page of a long reply per turn (issue 33 item 1), more within its user's budget
+  // (kProducePerUserPerPassS): a client that reads as fast as aegisd writes must not have
+  // its whole listing built while everyone else waits.
   bool produced = false;
   while (true) {
-    if (!produced && c.out.size() < kReplyLowWater && c.more) {
+    double& spent = produced_s_[c.caller.uid];
+    if (c.out.size() < kReplyLowWater && c.more && (!produced || spent < kProducePerUserPerPassS)) {
       produced = true;
+      const auto t0 = std::chrono::steady_clock::now();
       if (!c.more(c.out)) c.more = nullptr;
+      spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     if (c.out.empty()) break;
     const ssize_t n = send(c.fd, c.out.data(), c.out.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -506,6 +515,7 @@ void Server::run() {
     bool changed = false;
     serve_requests(now, changed);
     d_.send_stop_signals();
+    produced_s_.clear();
     for (auto& c : clients_)
       if (c.busy()) write_client(c, now);
     expire(now);

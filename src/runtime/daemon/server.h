@@ -84,6 +84,7 @@ class Server {
   std::map<uid_t, int> connections_of_;
   std::map<uid_t, std::size_t> input_of_;  // unfinished request bytes held, per user
   std::map<uid_t, double> last_served_;  // round robin between users: longest waiting first
+  std::map<uid_t, double> produced_s_;   // this pass: seconds spent producing each user's replies
 };
 
 }  // namespace aegis

@@ -469,7 +469,8 @@ class Run {
     double sum = 0;
     for (const auto& [job, at] : first_reserved_) {
       ++r.reserved_heads;
-      const Seconds started = r.jobs[static_cast<std::size_t>(job)].first_launch;
+      // (Records are in trace-index order, ids in submit order: the job's slot says where.)
+      const Seconds started = r.jobs[st_.jobs[static_cast<std::size_t>(job)].slot].first_launch;
       if (started < 0 || started <= at + 1) continue;
       ++r.late_heads;
       sum += started - at;

@@ -560,7 +560,10 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         if (strict) return;
         continue;
       }
-      if (reserved && !keeps_reservation(j, *p, now, *reserved, placer)) continue;  // backfill hook (item 5)
+      if (reserved && !keeps_reservation(j, *p, now, *reserved, placer)) {  // backfill hook (item 5)
+        placer.declined(qj, *p);
+        continue;
+      }
       start(j, std::move(*p), now, placer, fx);
     }
   }

@@ -402,6 +402,11 @@ class Run {
         // Issue 32 item 5: its time limit, as an event of this attempt.
         if (const auto& lim = life_.find(s.job)->spec().time_limit)
           st_.events.push(t + *lim, EvKind::Timeout, static_cast<int>(s.job), st_.jobs[s.job].attempt);
+        // Backfill: once it outruns its predicted duration the reservations counted from it
+        // move (lifecycle/backfill.h expected_end): a pass then, as nothing else may happen.
+        if (const auto& spec = life_.find(s.job)->spec(); opt_.engine.backfill && spec.predicted_duration &&
+                                                          (!spec.time_limit || *spec.predicted_duration < *spec.time_limit))
+          st_.push_wake(0, t + *spec.predicted_duration);
         // Issue 32 item 1: its periodic checkpoints.
         if (opt_.sim.preemption && opt_.sim.checkpoint_interval_s > 0)
           st_.events.push(t + opt_.sim.checkpoint_interval_s, EvKind::CheckpointDue, static_cast<int>(s.job),

@@ -185,6 +185,7 @@ TEST(Backfill, NeverDelaysTheHeadsReservationOnThePublishedTraces) {
       o.policy_name = "exclusive";
       o.engine = policy_config("exclusive");
       o.engine.backfill = on;
+      o.engine.backfill_history_runs = 0;  // limits only: a prediction can be outrun (lab-policies.md)
       o.sim.time_limit_factor = 3;
       o.record_reservations = true;
       o.cluster = ClusterSpec::uniform(1, 3, 40960);

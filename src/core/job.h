@@ -49,6 +49,9 @@ struct JobSpec {
   std::optional<JobId> array_id;      // the array it is an element of (the id of element 0)
   int array_index = -1;               // its index in that array; -1 when not an element
   std::optional<Seconds> time_limit;  // wall-clock limit of each attempt; none: unlimited
+  // How long an attempt is expected to run, from its signature's completed runs (the driver's
+  // estimate chain, lifecycle/estimate_chain.h); backfill counts it (lifecycle/backfill.h).
+  std::optional<Seconds> predicted_duration;
   // Preemption warning (issue 32 item 1, lifecycle/preemption.h): the signal a job asks for
   // before it is preempted (0: none, stopped at once) and how long it may take to checkpoint.
   int checkpoint_signal = 0;

@@ -94,8 +94,21 @@ std::optional<Seconds> reserved_start(int num_gpus, std::span<const int> server_
   return best;
 }
 
+std::optional<Seconds> expected_end(const JobSpec& job, Seconds launched_at, Seconds now) {
+  std::optional<Seconds> end;
+  if (job.time_limit) end = launched_at + *job.time_limit;
+  // A prediction counts until it is reached: from then on only the limit says when the job
+  // ends (a driver that runs no pass in between wakes at it: the simulator does).
+  if (job.predicted_duration && *job.predicted_duration > 0) {
+    const Seconds predicted = launched_at + *job.predicted_duration;
+    if (predicted > now && (!end || predicted < *end)) end = predicted;
+  }
+  return end;
+}
+
 bool may_backfill(const JobSpec& job, Seconds now, Seconds reserved) {
-  return job.time_limit && now + *job.time_limit <= reserved;
+  const auto end = expected_end(job, now, now);
+  return end && *end <= reserved;
 }
 
 }  // namespace aegis

@@ -3,7 +3,8 @@
 // take it, running jobs ending at their time limits: idle GPUs, or, when the engine shares
 // GPUs, GPUs with the memory the engine asks of the head free beside the jobs still running.
 // A later job may start now only if it fits now and the reservation, counted with it, is no
-// later: it ends by then, or what it takes is not what the head needs.
+// later: it ends by then, or what it takes is not what the head needs. Every job counts to
+// its expected end: its time limit, or its history-predicted duration when shorter.
 #pragma once
 #include <optional>
 #include <span>
@@ -50,7 +51,13 @@ std::optional<Seconds> reserved_start(int num_gpus, std::span<const int> server_
                                       std::span<const HeldGpu> held, Seconds now,
                                       const std::optional<HeadNeed>& need = std::nullopt);
 
-// Whether `job` ends by `reserved` by its time limit (then it cannot take from the head).
+// When an attempt of `job` launched at `launched_at` is expected to end, as seen at `now`:
+// at its time limit, or at its history-predicted duration when that is earlier and not yet
+// passed. A job that outruns its prediction is not stopped (only the limit stops it): it is
+// then expected to run to its limit. Nothing without either: it may run on.
+std::optional<Seconds> expected_end(const JobSpec& job, Seconds launched_at, Seconds now);
+
+// Whether `job`, started now, is expected to end by `reserved` (then it cannot take from the head).
 bool may_backfill(const JobSpec& job, Seconds now, Seconds reserved);
 
 }  // namespace aegis

@@ -36,6 +36,23 @@ bool EstimateChain::completed(const CompletedRun& r) {
   return true;
 }
 
+void EstimateChain::completed_duration(const std::string& signature, Seconds seconds) {
+  if (c_.duration_min_runs <= 0 || !std::isfinite(seconds) || seconds <= 0) return;
+  auto& runs = durations_[signature];
+  runs.push_back(seconds);
+  if (runs.size() > static_cast<std::size_t>(std::max(c_.history_window, 1))) runs.erase(runs.begin());
+}
+
+// Not per GPU model: a job's run time on another model is not known from memory's context
+// either, and a server's GPUs are alike for backfill (Placer::server_gpus).
+std::optional<Seconds> EstimateChain::predicted_duration(const std::string& signature) const {
+  if (c_.duration_min_runs <= 0) return std::nullopt;
+  const auto it = durations_.find(signature);
+  if (it == durations_.end() || it->second.size() < static_cast<std::size_t>(c_.duration_min_runs))
+    return std::nullopt;
+  return recent_share_statistic(it->second, c_.history_window, c_.duration_quantile);  // (any quantity)
+}
+
 // Per GPU model, a high quantile of its recent peaks there; a model it never ran on gets
 // the most-run model's figure with the CUDA context swapped (calibrated model), or
 // unchanged without one. Signatures recorded before per-model runs keep their largest peak.

@@ -24,6 +24,10 @@ struct EstimateChainConfig {
   double history_quantile = 0.9;      // of their peaks (nearest rank, rounding up)
   double history_util_quantile = 0.5; // of their utilisation
   int history_util_min_runs = 1;      // runs with a utilisation on every GPU model before it is used
+  // Backfill's predicted duration (issue 32 item 5): the engine's backfill_history_runs and
+  // backfill_history_quantile, which the drivers copy here. 0 runs: no prediction.
+  int duration_min_runs = 3;
+  double duration_quantile = 0.9;
 };
 
 // What a driver knows of a job when it asks.
@@ -70,6 +74,9 @@ class EstimateChain {
   // Returns whether anything was learned (the driver then refreshes its queued jobs of
   // that signature).
   bool completed(const CompletedRun& r);
+  // An attempt of `signature` that completed successfully ran `seconds` (from its launch):
+  // kept for backfill's prediction, the last history_window of them.
+  void completed_duration(const std::string& signature, Seconds seconds);
 
   // --- answers ----------------------------------------------------------------------------
   // Every figure the chain can give: the job's own, analytical (Horus) and learned (the
@@ -80,6 +87,10 @@ class EstimateChain {
   std::optional<MiB> history(const std::string& signature) const;
   // Its signature's history of utilisation, else the calibrated model's prediction from its spec.
   PredictedUtilisation predicted_utilisation(const ChainJob& j) const;
+  // Backfill's prediction of how long a job of `signature` runs: duration_quantile of its
+  // last history_window successful runs (nearest rank, rounding up), once it has
+  // duration_min_runs of them; the lifecycle caps it by the job's limit (backfill.h).
+  std::optional<Seconds> predicted_duration(const std::string& signature) const;
   // The learned slot alone (estimates().learned).
   std::optional<MiB> learned(const ModelFeatures& f, bool half = false) const;
 
@@ -92,6 +103,7 @@ class EstimateChain {
   std::map<std::string, MiB> largest_;            // signature -> largest peak (before per-model runs)
   std::map<std::string, PeaksByModel> peaks_;     // signature -> GPU model -> last peaks
   std::map<std::string, UtilsByModel> utils_;     // signature -> GPU model -> last utilisations
+  std::map<std::string, std::vector<Seconds>> durations_;  // signature -> last successful runs' durations
 };
 
 }  // namespace aegis

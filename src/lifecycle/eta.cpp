@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include "lifecycle/backfill.h"
+
 namespace aegis {
 namespace {
 
@@ -78,7 +80,7 @@ StartEstimates estimate_starts(const Lifecycle& live, Seconds now, std::span<con
   WholeGpus gpus(server_gpus);
   std::multimap<Seconds, JobId> ends;
   auto ends_at = [&](const LifeJob& j, Seconds from) {
-    if (j.spec().time_limit) ends.emplace(std::max(now, from + *j.spec().time_limit), j.id());
+    if (const auto end = expected_end(j.spec(), from, now)) ends.emplace(std::max(now, *end), j.id());
   };
   for (JobId id : live.holding_gpus()) {
     const LifeJob& j = *live.find(id);

@@ -1,8 +1,9 @@
 // Expected starts of the waiting jobs (issue 32 item 5, `aegis queue --eta`): the live
 // queue served forward by a copy of the lifecycle (its order, strict head-of-line, backfill
-// when on), every running job ending at its time limit and every started one holding whole
-// GPUs until its own. An estimate: sharing can start a job earlier, a job without a limit
-// has no end to wait for (then the jobs that need its GPUs get none).
+// when on), every running job ending when expected (its time limit, or its history-predicted
+// duration when shorter: lifecycle/backfill.h expected_end) and every started one holding
+// whole GPUs until its own. An estimate: sharing can start a job earlier, a job without
+// either has no end to wait for (then the jobs that need its GPUs get none).
 #pragma once
 #include <optional>
 #include <span>

@@ -203,6 +203,9 @@ Effects Lifecycle::withdraw(JobId id, const std::string& why) {
 void Lifecycle::set_estimates(JobId id, const MemoryEstimates& e) { job(id).queued.spec.estimates = e; }
 void Lifecycle::set_hints(JobId id, const ProfileHints& h) { job(id).queued.spec.hints = h; }
 void Lifecycle::set_predicted_util(JobId id, std::optional<double> u) { job(id).queued.spec.predicted_util = u; }
+void Lifecycle::set_predicted_duration(JobId id, std::optional<Seconds> s) {
+  job(id).queued.spec.predicted_duration = s;
+}
 
 Effects Lifecycle::first_activity(JobId id, Seconds t, Anchor anchor) {
   Effects fx;
@@ -368,8 +371,10 @@ std::optional<Seconds> Lifecycle::reservation(const LifeJob& head, Seconds now, 
   jobs_.for_each([&](const LifeJob& j) {
     if (!j.holds_gpus()) return;
     const LifeAttempt& a = *j.current();
-    // Ends at its limit (or now, when past it and being stopped); without one, it may run on.
-    const Seconds until = j.spec().time_limit ? std::max(now, a.launched_at + *j.spec().time_limit) : kOn;
+    // Ends when expected (its limit, or its predicted duration when shorter; now, when past
+    // its limit and being stopped); with neither, it may run on.
+    const auto end = expected_end(j.spec(), a.launched_at, now);
+    const Seconds until = end ? std::max(now, *end) : kOn;
     hold(a.placement, until);
   });
   return reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
@@ -387,8 +392,8 @@ bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds 
                                   const Placer& placer) {
   if (may_backfill(j.spec(), now, reserved)) return true;
   const std::size_t before = bf_held_.size();
-  const Seconds until = j.spec().time_limit ? now + *j.spec().time_limit : std::numeric_limits<Seconds>::infinity();
-  hold(p, until);
+  const auto end = expected_end(j.spec(), now, now);
+  hold(p, end ? *end : std::numeric_limits<Seconds>::infinity());
   const auto r = reserved_start(bf_num_gpus_, placer.server_gpus(), bf_held_, now, bf_need_);
   if (r && *r <= reserved) return true;  // kept: it runs, and the next candidate counts it
   bf_held_.resize(before);
@@ -562,7 +567,10 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         if (strict) return;
         continue;
       }
-      if (reserved && !keeps_reservation(j, *p, now, *reserved, placer)) continue;  // backfill hook (item 5)
+      if (reserved && !keeps_reservation(j, *p, now, *reserved, placer)) {  // backfill hook (item 5)
+        placer.declined(qj, *p);
+        continue;
+      }
       start(j, std::move(*p), now, placer, fx);
     }
   }

@@ -203,6 +203,7 @@ class Lifecycle {
   void set_estimates(JobId id, const MemoryEstimates& e);
   void set_hints(JobId id, const ProfileHints& h);  // its utilisation from history, likewise
   void set_predicted_util(JobId id, std::optional<double> u);  // the lpa order's prediction, likewise
+  void set_predicted_duration(JobId id, std::optional<Seconds> s);  // backfill's (item 5), likewise
   // The job's first GPU activity, at `t`: its observation window starts. The simulator
   // knows the time (Reported); aegisd's readings go through observe(), which calls this.
   Effects first_activity(JobId id, Seconds t, Anchor anchor = Anchor::Reported);

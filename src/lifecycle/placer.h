@@ -63,6 +63,10 @@ class Placer {
   // Called when the lifecycle starts a job where place() said, before the next place()
   // of the same pass: the placer's view of its GPUs must include it.
   virtual void started(const QueuedJob& job, const Placement& p, Seconds now) = 0;
+  // Called when the lifecycle does not start a job where place() said (backfill: it would
+  // delay the head's reservation): a placer that remembers what it was asked must ask
+  // those servers again, as nothing was placed there.
+  virtual void declined(const QueuedJob&, const Placement&) {}
   // Why `job` can never run here (one line naming the field), or nothing.
   virtual std::optional<std::string> never_runs(const QueuedJob& job) const = 0;
   // Why `job` can run only once processes outside aegis free memory, or nothing: such a

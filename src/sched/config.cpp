@@ -84,7 +84,12 @@ std::span<const ParamEntry<EngineConfig>> entries() {
                 "If the head job cannot be placed, try no other job this tick"),
     P("backfill", backfill, 0, 0, "",
                 "Conservative backfill: while the head waits, a later job may start if it fits now "
-                "and its time limit ends it before the head's reserved start"),
+                "and its time limit (or history-predicted duration) ends it before the head's reserved start"),
+    P("backfill_history_runs", backfill_history_runs, 0, 1000, "",
+                "Backfill: a job is also expected to end by its signature's past durations once it "
+                "has this many successful runs (0 = time limits only)"),
+    P("backfill_history_quantile", backfill_history_quantile, 0, 1, "",
+                "Backfill: the quantile of those durations (nearest rank) a job is expected to end by"),
     P("order", order, 0, 0, order_names(),
                 "GPU order: most free memory, best fit, least SM activity, first fit, round "
                 "robin, least projected utilisation, least predicted activity"),

@@ -52,6 +52,10 @@ struct EngineConfig {
   // Issue 32 item 5 (lifecycle/backfill.h): with strict head-of-line, a later job with a time
   // limit may start while the head waits if it ends before the head's reserved start.
   bool backfill = false;
+  // With backfill, a job is also expected to end after this quantile of its signature's last
+  // successful runs, once it has this many (0: time limits only; lifecycle/estimate_chain.h).
+  int backfill_history_runs = 3;
+  double backfill_history_quantile = 0.9;
   std::string order = "magm";            // magm | bf | lug | ff | rr | lpu | lpa
   int max_jobs_per_gpu = 0;              // 0 = no cap
   double util_cap = 0;                   // Horus: sum of profiled utilisation <= cap (0 = off)

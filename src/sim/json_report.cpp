@@ -18,6 +18,7 @@ bool omitted_at_default(const ParamInfo& p) {
   static const std::map<std::string_view, ParamValue> kLab = {
       {"array_probe_settle_s", ParamValue(60.0)},                                 // items 3, 4
       {"backfill", ParamValue(false)}, {"time_limit_factor", ParamValue(0.0)},  // item 5
+      {"backfill_history_runs", ParamValue(std::int64_t{3})}, {"backfill_history_quantile", ParamValue(0.9)},
       {"preemption", ParamValue(false)}, {"checkpoint_lead_s", ParamValue(120.0)},  // item 1
       {"checkpoint_save_s", ParamValue(30.0)}, {"checkpoint_interval_s", ParamValue(0.0)},
       {"preempt_exempt_s", ParamValue(600.0)},  // item 1
@@ -67,6 +68,12 @@ Json to_json(const RunMetrics& m) {
   if (m.preemption) {  // sim.preemption on only: runs without keep their bytes
     j["preemptions"] = m.preemptions;
     j["work_lost_gpu_s"] = m.work_lost_gpu_s;
+  }
+  if (m.backfill) {  // backfill on only (issue 32 item 5): runs without keep their bytes
+    j["reserved_heads"] = m.reserved_heads;
+    j["late_heads"] = m.late_heads;
+    j["late_mean_s"] = m.late_mean_s;
+    j["late_max_s"] = m.late_max_s;
   }
   return j;
 }

@@ -146,6 +146,11 @@ RunMetrics summarize(const SimResult& r) {
   m.preemption = r.preemption;
   m.preemptions = r.preemptions;
   m.work_lost_gpu_s = r.work_lost_gpu_s;
+  m.backfill = r.backfill;
+  m.reserved_heads = r.reserved_heads;
+  m.late_heads = r.late_heads;
+  m.late_mean_s = r.late_mean_s;
+  m.late_max_s = r.late_max_s;
   double charged = 0;
   for (const auto& [u, s] : r.user_gpu_seconds) charged += s;
   for (const auto& [u, s] : r.user_gpu_seconds) m.user_shares.emplace_back(u, charged > 0 ? s / charged : 0);

@@ -37,6 +37,10 @@ struct RunMetrics {
   bool preemption = false;
   std::int64_t preemptions = 0;
   double work_lost_gpu_s = 0;
+  // Backfill (issue 32 item 5), when on: heads with a reservation, those started late, by how much.
+  bool backfill = false;
+  std::int64_t reserved_heads = 0, late_heads = 0;
+  double late_mean_s = 0, late_max_s = 0;
 };
 
 RunMetrics summarize(const SimResult& r);

@@ -160,6 +160,7 @@ class Run {
     r.preemption = opt_.sim.preemption;  // issue 32 item 1
     r.preemptions = life_.preemptions();
     r.work_lost_gpu_s = work_lost_gpu_s_;
+    if ((r.backfill = opt_.engine.backfill)) count_late_heads(r);
     return r;
   }
 
@@ -306,7 +307,7 @@ class Run {
         if (!j.on_gpus() || j.version != e.version) break;
         if (!physics_.complete(e.id, t)) break;  // slowed since: rescheduled
         life_.ended(e.id, {aegis::AttemptOutcome::Completed, ""}, t, fx_);
-        estimates_.completed(e.id, life_);  // the chain learns its peak
+        estimates_.completed(e.id, life_, t);  // the chain learns its peak (and duration)
         life_.forget(e.id);  // its record is the simulator's; the lifecycle keeps live jobs only
         j.live.reset();
         ++n_finished_;
@@ -391,13 +392,21 @@ class Run {
       Effects& fx = fx_;
       life_.schedule(t, *dispatcher_, fx);
       dispatcher_->pass_over();
-      if (fx.reserved_start && opt_.record_reservations)  // issue 32 item 5
-        reservations_.push_back({static_cast<std::int64_t>(life_.queue_order().front()), *fx.reserved_start});
+      if (fx.reserved_start) {  // issue 32 item 5
+        const auto head = static_cast<std::int64_t>(life_.queue_order().front());
+        if (opt_.record_reservations) reservations_.push_back({head, *fx.reserved_start});
+        first_reserved_.try_emplace(head, *fx.reserved_start);
+      }
       for (const auto& s : fx.starts) {
         st_.jobs[s.job].live->mps_limit = s.mps_limit_mib;
         // Issue 32 item 5: its time limit, as an event of this attempt.
         if (const auto& lim = life_.find(s.job)->spec().time_limit)
           st_.events.push(t + *lim, EvKind::Timeout, static_cast<int>(s.job), st_.jobs[s.job].attempt);
+        // Backfill: once it outruns its predicted duration the reservations counted from it
+        // move (lifecycle/backfill.h expected_end): a pass then, as nothing else may happen.
+        if (const auto& spec = life_.find(s.job)->spec(); opt_.engine.backfill && spec.predicted_duration &&
+                                                          (!spec.time_limit || *spec.predicted_duration < *spec.time_limit))
+          st_.push_wake(0, t + *spec.predicted_duration);
         // Issue 32 item 1: its periodic checkpoints.
         if (opt_.sim.preemption && opt_.sim.checkpoint_interval_s > 0)
           st_.events.push(t + opt_.sim.checkpoint_interval_s, EvKind::CheckpointDue, static_cast<int>(s.job),
@@ -458,6 +467,22 @@ class Run {
   SimEstimates estimates_{opt_.engine};  // the estimate chain, fed as aegisd feeds it
   std::size_t n_finished_ = 0;
   std::vector<std::pair<std::int64_t, Seconds>> reservations_;  // SimOptions::record_reservations
+  std::unordered_map<std::int64_t, Seconds> first_reserved_;     // backfill: each head's first reservation
+
+  // SimResult's late heads: started more than a second (a pass) after their first reservation.
+  void count_late_heads(SimResult& r) const {
+    double sum = 0;
+    for (const auto& [job, at] : first_reserved_) {
+      ++r.reserved_heads;
+      // (Records are in trace-index order, ids in submit order: the job's slot says where.)
+      const Seconds started = r.jobs[st_.jobs[static_cast<std::size_t>(job)].slot].first_launch;
+      if (started < 0 || started <= at + 1) continue;
+      ++r.late_heads;
+      sum += started - at;
+      r.late_max_s = std::max(r.late_max_s, started - at);
+    }
+    r.late_mean_s = r.late_heads > 0 ? sum / static_cast<double>(r.late_heads) : 0;
+  }
 };
 
 }  // namespace

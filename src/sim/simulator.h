@@ -132,6 +132,12 @@ struct SimResult {
   bool preemption = false;
   std::int64_t preemptions = 0;
   double work_lost_gpu_s = 0;
+  // Backfill (issue 32 item 5), when on: the heads given a reservation, and those that
+  // started after the first one they were given (a job that outran its predicted duration,
+  // or what the reservation cannot count under sharing): how many, and by how much.
+  bool backfill = false;
+  std::int64_t reserved_heads = 0, late_heads = 0;
+  double late_mean_s = 0, late_max_s = 0;
 };
 
 struct SimError : std::runtime_error {

@@ -37,7 +37,8 @@ Daemon::Daemon(DaemonConfig config, Env& env)
   store_.reserve_ids_above(id_floor_recorded_);
   chain_ = EstimateChain(EstimateChainConfig{static_cast<int>(cfg_.daemon.history_window), cfg_.daemon.history_quantile,
                                              cfg_.daemon.history_util_quantile,
-                                             static_cast<int>(cfg_.daemon.history_util_min_runs)});
+                                             static_cast<int>(cfg_.daemon.history_util_min_runs),
+                                             cfg_.engine.backfill_history_runs, cfg_.engine.backfill_history_quantile});
   if (!cfg_.daemon.learned_model.empty()) {
     try {
       chain_.set_learned(LearnedModel::load(cfg_.daemon.learned_model));
@@ -234,7 +235,8 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   spec.group = j.gid;  // fair share's group weights (lifecycle/fair_share.h)
   // The estimate chain: whatever this server can know of the job's memory; the policy's
   // estimator picks one (estimate/source.h), and a job lacking what it needs was refused.
-  spec.estimates = chain_.estimates(chain_job(j));
+  const ChainJob chain = chain_job(j);
+  spec.estimates = chain_.estimates(chain);
   const UtilisationEstimate u = utilisation_of(j);
   spec.hints.gpu_util = u.gpu_util;
   spec.hints.sharing_score = u.sharing_score;
@@ -243,6 +245,7 @@ JobSpec Daemon::spec_of(const DaemonJob& j) const {
   spec.array_id = j.array_id;  // issue 32: an array's element
   spec.array_index = j.array_index;
   if (j.request.time_limit_s) spec.time_limit = static_cast<Seconds>(*j.request.time_limit_s);  // item 5
+  spec.predicted_duration = chain_.predicted_duration(chain.signature);  // item 5: backfill's, from history
   spec.priority = j.request.priority;  // issue 32 item 1
   spec.checkpoint_signal = j.request.checkpoint_signal;
   spec.checkpoint_lead_s = j.request.checkpoint_lead_s;
@@ -324,6 +327,14 @@ void Daemon::record_history(const std::string& signature, const std::vector<std:
   refresh_estimates(signature);
 }
 
+// A successful run's duration (issue 32 item 5): the queued jobs of its signature wait
+// with the new prediction. Kept while aegisd runs (not stored: learnt again after a restart).
+void Daemon::record_duration(const std::string& signature, Seconds seconds) {
+  const auto before = chain_.predicted_duration(signature);
+  chain_.completed_duration(signature, seconds);
+  if (chain_.predicted_duration(signature) != before) refresh_estimates(signature);
+}
+
 // A run of `signature` was recorded: the queued jobs of that signature wait with its
 // peak, with its utilisation where they have no hint, and with the lpa order's prediction
 // from it (stored, as at submission).
@@ -335,6 +346,7 @@ void Daemon::refresh_estimates(const std::string& signature) {
       life_.set_estimates(id, spec.estimates);
       life_.set_hints(id, spec.hints);
       life_.set_predicted_util(id, spec.predicted_util);
+      life_.set_predicted_duration(id, spec.predicted_duration);
     }
 }
 
@@ -678,6 +690,7 @@ void Daemon::collect_ends(Seconds now) {
         switch (v.kind) {
           case ExitKind::Success:
             e.outcome = AttemptOutcome::Completed;
+            record_duration(signature_of(rec), at - a.launched_at);  // backfill's prediction (item 5)
             if (a.peak_mib > 0) {
               const auto it = activity_.find(id);
               const bool ours = it != activity_.end() && it->second.attempt == a.number;

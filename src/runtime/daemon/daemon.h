@@ -182,6 +182,7 @@ class Daemon {
   void watch_etas(Seconds now);
   Seconds next_eta_check_ = 0;
   void refresh_estimates(const std::string& signature);
+  void record_duration(const std::string& signature, Seconds seconds);  // issue 32 item 5
   LifeJob life_of(const DaemonJob& j) const;
   void sync(DaemonJob& rec);
   std::vector<GpuView> views() const;

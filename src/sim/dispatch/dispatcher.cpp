@@ -92,6 +92,14 @@ void ClusterDispatcher::started(const QueuedJob& job, const Placement& p, Second
   started_last_ = true;
 }
 
+// The refusal caches assume that every server a pass listed and did not place on refused
+// (place_single's invariant); a placement backfill declined breaks that for its servers,
+// which would otherwise not be asked again until something on them changed (10k Philly,
+// exclusive: 8-GPU heads waited up to 17,714 s beside a whole idle server).
+void ClusterDispatcher::declined(const QueuedJob&, const Placement& p) {
+  for (const auto& part : p.parts) st_.changed.push_back(part.server);
+}
+
 std::optional<std::string> ClusterDispatcher::never_runs(const QueuedJob& job) const {
   // No device of this cluster could hold it (e.g. a MIG instance too small for it): it
   // leaves the queue as stopped instead of blocking everything behind it.

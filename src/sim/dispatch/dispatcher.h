@@ -54,6 +54,9 @@ class ClusterDispatcher final : public Placer {
 
   std::optional<Placement> place(const QueuedJob& job, Seconds t) override;
   void started(const QueuedJob& job, const Placement& p, Seconds t) override;
+  // Backfill declined a placement: its servers refused nothing, so they are asked again
+  // (listed as changed; their refusals still stand).
+  void declined(const QueuedJob& job, const Placement& p) override;
   std::optional<std::string> never_runs(const QueuedJob& job) const override;
   // Preemption's what-if (issue 32 item 1): each server that runs one of `gone`, asked as
   // if those were stopped (their memory and processes gone). A job larger than a server

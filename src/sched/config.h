@@ -54,7 +54,7 @@ struct EngineConfig {
   bool backfill = false;
   // With backfill, a job is also expected to end after this quantile of its signature's last
   // successful runs, once it has this many (0: time limits only; lifecycle/estimate_chain.h).
-  int backfill_history_runs = 3;
+  int backfill_history_runs = 0;  // off: limits only (docs/config.md says why)
   double backfill_history_quantile = 0.9;
   std::string order = "magm";            // magm | bf | lug | ff | rr | lpu | lpa
   int max_jobs_per_gpu = 0;              // 0 = no cap

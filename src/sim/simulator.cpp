@@ -386,7 +386,8 @@ class Run {
     // With no job new to the queue and no server changed since the last pass, that pass's
     // answers stand (refusals stand until a server changes; time opens gates only through
     // wakes, which change their server), so the pass is skipped. Without the refusal
-    // caches nothing is assumed.
+    // caches nothing is assumed. (A backfill decline is no refusal: a start after it in
+    // the same pass leaves the next pass due, ClusterDispatcher::started.)
     if (life_.has_work() && (st_.dirty || !dispatcher_->caches())) {
       st_.dirty = false;
       Effects& fx = fx_;

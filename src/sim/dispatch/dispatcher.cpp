@@ -90,14 +90,20 @@ std::optional<Placement> ClusterDispatcher::place_without(const QueuedJob& job, 
 void ClusterDispatcher::started(const QueuedJob& job, const Placement& p, Seconds t) {
   physics_.launch(job, p, t);
   started_last_ = true;
+  if (declined_in_pass_) st_.dirty = true;  // a job declined before it may go elsewhere now (declined())
 }
 
 // The refusal caches assume that every server a pass listed and did not place on refused
 // (place_single's invariant); a placement backfill declined breaks that for its servers,
 // which would otherwise not be asked again until something on them changed (10k Philly,
 // exclusive: 8-GPU heads waited up to 17,714 s beside a whole idle server).
+// A decline, unlike a refusal, may turn when servers get busier: the job was offered only
+// its best server, and a job started after it in the same pass may take that one, leaving
+// it a next best that keeps the reservation. So started() then leaves the next pass due
+// (st_.dirty) instead of letting it be skipped (docs/dispatcher.md).
 void ClusterDispatcher::declined(const QueuedJob&, const Placement& p) {
   for (const auto& part : p.parts) st_.changed.push_back(part.server);
+  declined_in_pass_ = true;
 }
 
 std::optional<std::string> ClusterDispatcher::never_runs(const QueuedJob& job) const {

@@ -74,7 +74,10 @@ class ClusterDispatcher final : public Placer {
   }
 
   // The lifecycle's pass is over: events come next.
-  void pass_over() { started_last_ = false; }
+  void pass_over() {
+    started_last_ = false;
+    declined_in_pass_ = false;
+  }
   // Job j's attempt showed its first activity (its gates now run from t).
   void activity_began(const Job& j, Seconds t);
   // The refusal caches are on: a pass with nothing new and no server changed is skipped.
@@ -113,6 +116,7 @@ class ClusterDispatcher final : public Placer {
   Seconds left_t_ = 0;
   int left_started_ = -1;  // the server that last call's job started on (asked, so not kept)
   bool started_last_ = false;  // the lifecycle started a job and has asked nothing since
+  bool declined_in_pass_ = false;  // backfill declined a placement in this pass (declined())
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass
   int last_gang_blocked_ = 0;
   std::vector<int> server_gpus_;  // server_gpus()'s answer (issue 32 item 5)

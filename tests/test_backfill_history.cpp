@@ -6,39 +6,12 @@
 #include "lifecycle/backfill.h"
 #include "lifecycle/estimate_chain.h"
 #include "lifecycle/lifecycle.h"
+#include "tests/gpu_slots.h"
 
 namespace aegis {
 namespace {
 
-// One server of `n` GPUs, one job per GPU (as tests/test_backfill.cpp's).
-class Slots : public Placer {
- public:
-  explicit Slots(int n) : held(static_cast<std::size_t>(n), 0), count{n} {}
-  std::vector<JobId> held;
-  std::vector<int> count;
-  std::optional<Placement> place(const QueuedJob& job, Seconds) override {
-    Launch l;
-    l.job = job.spec.id;
-    for (std::size_t g = 0; g < held.size() && static_cast<int>(l.gpus.size()) < job.spec.num_gpus; ++g)
-      if (!held[g]) l.gpus.push_back(static_cast<int>(g));
-    if (static_cast<int>(l.gpus.size()) < job.spec.num_gpus) return std::nullopt;
-    l.alone = l.exclusive = true;
-    Placement p;
-    p.parts.push_back({0, l, 40960});
-    return p;
-  }
-  void started(const QueuedJob& job, const Placement& p, Seconds) override {
-    for (int g : p.parts.front().launch.gpus) held[static_cast<std::size_t>(g)] = job.spec.id;
-  }
-  std::optional<std::string> never_runs(const QueuedJob&) const override { return std::nullopt; }
-  std::variant<Requeue, Stop> recover(const Failure& f) const override { return Stop{f.job.spec.id, f.detail}; }
-  std::optional<Blocked> blocked() const override {
-    Blocked b;
-    b.reason = "no GPUs free";
-    return b;
-  }
-  std::span<const int> server_gpus() const override { return count; }
-};
+using test::GpuSlots;
 
 JobSpec job(JobId id, int gpus, std::optional<Seconds> limit, std::optional<Seconds> predicted) {
   JobSpec s;
@@ -71,7 +44,7 @@ TEST(ExpectedEnd, TheLimitOrAnEarlierPredictionUntilItHasPassed) {
 // after it: it waits. (Before predictions only a limit counted: E waited.)
 TEST(Backfill, AJobWithoutALimitBackfillsByItsPredictedDuration) {
   auto life = with_backfill();
-  Slots gpus(3);
+  GpuSlots gpus(3);
   life.submitted(job(1, 1, 3600, std::nullopt), false, false, 0);
   life.schedule(0, gpus);
   life.submitted(job(2, 3, 7200, std::nullopt), false, false, 1);  // H
@@ -87,7 +60,7 @@ TEST(Backfill, AJobWithoutALimitBackfillsByItsPredictedDuration) {
 // it, the reservation falls back to its limit (the head's start slips: only the limit stops a job).
 TEST(Backfill, ARunningJobsPredictionCountsUntilItIsOutrun) {
   auto life = with_backfill();
-  Slots gpus(2);
+  GpuSlots gpus(2);
   life.submitted(job(1, 1, 3600, 600), false, false, 0);  // A: predicted 600 s, limit 3600 s
   life.schedule(0, gpus);
   life.submitted(job(2, 2, 7200, std::nullopt), false, false, 1);  // H: both GPUs

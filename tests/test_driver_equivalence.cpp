@@ -318,9 +318,9 @@ Replayed replay_world(const std::string& policy, const World& world, Server serv
   }
   out.attempts = attempts;
   // A warning whose victim ends before its stop leaves no attempt of its own: counted.
-  if (warned != sim.preemptions) {
+  if (warned != sim.lab.preemptions) {
     ADD_FAILURE() << policy << ": aegisd warned " << warned << " jobs of a preemption, the simulator "
-                  << sim.preemptions;
+                  << sim.lab.preemptions;
     ++differing;
   }
   int ooms = 0, shared = 0;
@@ -455,7 +455,7 @@ TEST(PreemptionEquivalence, SimulatorAndDaemonPreemptAlike) {
   for (std::size_t i = 0; i < world.trace.jobs.size(); ++i) world.trace.jobs[i].priority = static_cast<std::int16_t>(i % 4 == 3 ? 1 : 0);
   const Replayed r = replay_world("exclusive", world, Server{}, 0, false, "", 100.0);
   EXPECT_EQ(r.differing, 0);
-  EXPECT_GT(r.sim.preemptions, 0);
+  EXPECT_GT(r.sim.lab.preemptions, 0);
 }
 
 // The control: shown every first activity 2 s late, aegisd decides differently (the

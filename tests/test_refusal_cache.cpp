@@ -210,7 +210,7 @@ TEST(CacheOnOff, BackfillWithPredictedDurationsGivesTheSameResult) {
   };
   const SimResult on = run_bf(true);
   EXPECT_EQ(first_difference(on, run_bf(false)), "");
-  EXPECT_GT(on.reserved_heads, 0) << "the case must exercise backfill";
+  EXPECT_GT(on.lab.reserved_heads, 0) << "the case must exercise backfill";
   EXPECT_NE(first_difference(on, run_bf(true, 0)), "") << "and the predictions must matter";
 }
 

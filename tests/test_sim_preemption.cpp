@@ -64,8 +64,8 @@ TEST(SimPreemption, AHigherLevelStopsTheJobThatLosesLeastWhichResumesAndRedoesIt
   const SimResult r = c.run();
   ASSERT_EQ(r.jobs.size(), 3u);
   for (const auto& j : r.jobs) EXPECT_TRUE(j.completed) << j.trace_index;
-  EXPECT_EQ(r.preemptions, 1);
-  EXPECT_NEAR(r.work_lost_gpu_s, 140, 1e-6);
+  EXPECT_EQ(r.lab.preemptions, 1);
+  EXPECT_NEAR(r.lab.work_lost_gpu_s, 140, 1e-6);
   const JobRecord& victim = r.jobs[0];
   ASSERT_EQ(victim.attempts.size(), 2u);
   EXPECT_EQ(victim.attempts[0].outcome, SimOutcome::Preempted);
@@ -86,8 +86,8 @@ TEST(SimPreemption, AJobThatSavesWhenWarnedIsStoppedThenAndLosesNothing) {
   FullCluster c;
   c.o.sim.preemption = true;
   const SimResult r = c.run();
-  EXPECT_EQ(r.preemptions, 1);
-  EXPECT_EQ(r.work_lost_gpu_s, 0);
+  EXPECT_EQ(r.lab.preemptions, 1);
+  EXPECT_EQ(r.lab.work_lost_gpu_s, 0);
   // No periodic checkpoints: job 1 (270 s at risk) loses less than job 0 (620 s).
   ASSERT_EQ(r.jobs[1].attempts.size(), 2u);
   EXPECT_NEAR(r.jobs[1].attempts[0].end, 650, 1e-6);
@@ -105,7 +105,7 @@ TEST(SimPreemption, AnAttemptYoungerThanTheExemptTimeIsSparedByDefault) {
   c.o.engine = policy_config("exclusive");  // the default exemption
   c.o.sim.preemption = true;
   const SimResult r = c.run();
-  EXPECT_EQ(r.preemptions, 1);
+  EXPECT_EQ(r.lab.preemptions, 1);
   ASSERT_EQ(r.jobs[0].attempts.size(), 2u);
   EXPECT_EQ(r.jobs[0].attempts[0].outcome, SimOutcome::Preempted);
   EXPECT_NEAR(r.jobs[0].attempts[0].end, 650, 1e-6);
@@ -118,7 +118,7 @@ TEST(SimPreemption, AnAttemptYoungerThanTheExemptTimeIsSparedByDefault) {
 TEST(SimPreemption, OffNothingIsStopped) {
   FullCluster c;
   const SimResult r = c.run();
-  EXPECT_EQ(r.preemptions, 0);
+  EXPECT_EQ(r.lab.preemptions, 0);
   for (const auto& j : r.jobs) EXPECT_EQ(j.attempts.size(), 1u);
   EXPECT_NEAR(r.jobs[2].first_launch, 1000, 1e-6);
   EXPECT_FALSE(to_json(summarize(r)).contains("preemptions"));

@@ -64,13 +64,13 @@ void print_table(const Trace& trace, const std::string& cluster, std::uint64_t s
   }
   // Preemption (issue 32 item 1), when on: running jobs stopped, and the work they lost.
   for (const auto& m : ms)
-    if (m.preemption)
-      fmt::print("{:<12} preemptions: {}, work lost: {:.0f} GPU-s\n", m.policy, m.preemptions, m.work_lost_gpu_s);
+    if (m.lab.preemption)
+      fmt::print("{:<12} preemptions: {}, work lost: {:.0f} GPU-s\n", m.policy, m.lab.preemptions, m.lab.work_lost_gpu_s);
   // Backfill (issue 32 item 5), when on: heads started after their first reserved start.
   for (const auto& m : ms)
-    if (m.backfill)
+    if (m.lab.backfill)
       fmt::print("{:<12} backfill: {} heads reserved, {} started late (mean {:.0f} s, max {:.0f} s)\n", m.policy,
-                 m.reserved_heads, m.late_heads, m.late_mean_s, m.late_max_s);
+                 m.lab.reserved_heads, m.lab.late_heads, m.lab.late_mean_s, m.lab.late_max_s);
 }
 
 std::vector<std::pair<std::string, double>> print_normalised(const std::vector<const Trace*>& traces,

@@ -65,15 +65,15 @@ Json to_json(const RunMetrics& m) {
     j["user_shares"] = Json::object();
     for (const auto& [u, s] : m.user_shares) j["user_shares"][u] = s;
   }
-  if (m.preemption) {  // sim.preemption on only: runs without keep their bytes
-    j["preemptions"] = m.preemptions;
-    j["work_lost_gpu_s"] = m.work_lost_gpu_s;
+  if (m.lab.preemption) {  // sim.preemption on only: runs without keep their bytes
+    j["preemptions"] = m.lab.preemptions;
+    j["work_lost_gpu_s"] = m.lab.work_lost_gpu_s;
   }
-  if (m.backfill) {  // backfill on only (issue 32 item 5): runs without keep their bytes
-    j["reserved_heads"] = m.reserved_heads;
-    j["late_heads"] = m.late_heads;
-    j["late_mean_s"] = m.late_mean_s;
-    j["late_max_s"] = m.late_max_s;
+  if (m.lab.backfill) {  // backfill on only (issue 32 item 5): runs without keep their bytes
+    j["reserved_heads"] = m.lab.reserved_heads;
+    j["late_heads"] = m.lab.late_heads;
+    j["late_mean_s"] = m.lab.late_mean_s;
+    j["late_max_s"] = m.lab.late_max_s;
   }
   return j;
 }

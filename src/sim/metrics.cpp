@@ -143,14 +143,7 @@ RunMetrics summarize(const SimResult& r) {
   m.energy_j = r.energy_j;
   m.gpu_mem_util_mean = r.gpu_mem_util_mean;
   m.sm_util_mean = r.sm_util_mean;
-  m.preemption = r.preemption;
-  m.preemptions = r.preemptions;
-  m.work_lost_gpu_s = r.work_lost_gpu_s;
-  m.backfill = r.backfill;
-  m.reserved_heads = r.reserved_heads;
-  m.late_heads = r.late_heads;
-  m.late_mean_s = r.late_mean_s;
-  m.late_max_s = r.late_max_s;
+  m.lab = r.lab;
   double charged = 0;
   for (const auto& [u, s] : r.user_gpu_seconds) charged += s;
   for (const auto& [u, s] : r.user_gpu_seconds) m.user_shares.emplace_back(u, charged > 0 ? s / charged : 0);

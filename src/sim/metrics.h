@@ -33,14 +33,7 @@ struct RunMetrics {
   double sm_util_mean = 0;
   // Each user's share of the charged GPU-seconds (a trace with users; fair share, issue 32).
   std::vector<std::pair<std::string, double>> user_shares;
-  // Preemption (issue 32 item 1), when sim.preemption is on: stops, and the work they lost.
-  bool preemption = false;
-  std::int64_t preemptions = 0;
-  double work_lost_gpu_s = 0;
-  // Backfill (issue 32 item 5), when on: heads with a reservation, those started late, by how much.
-  bool backfill = false;
-  std::int64_t reserved_heads = 0, late_heads = 0;
-  double late_mean_s = 0, late_max_s = 0;
+  LabCounts lab;  // preemption and backfill, when on (issue 32): the run's own
 };
 
 RunMetrics summarize(const SimResult& r);

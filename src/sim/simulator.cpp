@@ -157,10 +157,10 @@ class Run {
       if (u >= 0 && static_cast<std::size_t>(u) < user_names_.size())
         r.user_gpu_seconds.emplace_back(user_names_[static_cast<std::size_t>(u)], life_.fair_share().charged(u, end));
     r.reservations = std::move(reservations_);
-    r.preemption = opt_.sim.preemption;  // issue 32 item 1
-    r.preemptions = life_.preemptions();
-    r.work_lost_gpu_s = work_lost_gpu_s_;
-    if ((r.backfill = opt_.engine.backfill)) count_late_heads(r);
+    r.lab.preemption = opt_.sim.preemption;  // issue 32 item 1
+    r.lab.preemptions = life_.preemptions();
+    r.lab.work_lost_gpu_s = work_lost_gpu_s_;
+    if ((r.lab.backfill = opt_.engine.backfill)) count_late_heads(r);
     return r;
   }
 
@@ -471,12 +471,13 @@ class Run {
   std::unordered_map<std::int64_t, Seconds> first_reserved_;     // backfill: each head's first reservation
 
   // SimResult's late heads: started more than a second (a pass) after their first reservation.
-  void count_late_heads(SimResult& r) const {
+  void count_late_heads(SimResult& res) const {
+    LabCounts& r = res.lab;
     double sum = 0;
     for (const auto& [job, at] : first_reserved_) {
       ++r.reserved_heads;
       // (Records are in trace-index order, ids in submit order: the job's slot says where.)
-      const Seconds started = r.jobs[st_.jobs[static_cast<std::size_t>(job)].slot].first_launch;
+      const Seconds started = res.jobs[st_.jobs[static_cast<std::size_t>(job)].slot].first_launch;
       if (started < 0 || started <= at + 1) continue;
       ++r.late_heads;
       sum += started - at;

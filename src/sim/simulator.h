@@ -100,6 +100,23 @@ struct GpuPoint {
   int active = 0;  // jobs that have shown activity (the GPU's processes)
 };
 
+// What the lab policies of issue 32 did in a run, when on: kept by the simulator's result
+// and its summary (RunMetrics) alike.
+struct LabCounts {
+  // Preemption (issue 32 item 1; sim.preemption): running jobs stopped for a higher level
+  // (the lifecycle's count) and the work they lost, GPU-seconds at solo speed (each
+  // stopped attempt's work since its last checkpoint times its GPUs).
+  bool preemption = false;
+  std::int64_t preemptions = 0;
+  double work_lost_gpu_s = 0;
+  // Backfill (issue 32 item 5), when on: the heads given a reservation, and those that
+  // started after the first one they were given (a job that outran its predicted duration,
+  // or what the reservation cannot count under sharing): how many, and by how much.
+  bool backfill = false;
+  std::int64_t reserved_heads = 0, late_heads = 0;
+  double late_mean_s = 0, late_max_s = 0;
+};
+
 struct SimResult {
   std::string policy;
   std::string trace;
@@ -126,18 +143,7 @@ struct SimResult {
   // A trace with users: each one's charged GPU-seconds (fair share's measure: its booked
   // share of each GPU x time, docs/lab-policies.md), in the order of their numbers.
   std::vector<std::pair<std::string, double>> user_gpu_seconds;
-  // Preemption (issue 32 item 1; sim.preemption): running jobs stopped for a higher level
-  // (the lifecycle's count) and the work they lost, GPU-seconds at solo speed (each
-  // stopped attempt's work since its last checkpoint times its GPUs).
-  bool preemption = false;
-  std::int64_t preemptions = 0;
-  double work_lost_gpu_s = 0;
-  // Backfill (issue 32 item 5), when on: the heads given a reservation, and those that
-  // started after the first one they were given (a job that outran its predicted duration,
-  // or what the reservation cannot count under sharing): how many, and by how much.
-  bool backfill = false;
-  std::int64_t reserved_heads = 0, late_heads = 0;
-  double late_mean_s = 0, late_max_s = 0;
+  LabCounts lab;  // preemption and backfill, when on (issue 32)
 };
 
 struct SimError : std::runtime_error {

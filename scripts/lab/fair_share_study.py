@@ -11,7 +11,7 @@ GPU when placed exclusive, times time) while both users still have jobs waiting,
 to the first launch of the last job of the user whose queue empties first. Over the whole
 run the shares are 1:1 by construction (equal work), so only that window says anything.
 
-  scripts/lab/fair_share_study.py BUILD_DIR [--policy aegis] [--weights alice:2,bob:1] [--copies 1]
+  scripts/lab/fair_share_study.py BUILD_DIR [--policy aegis] [--weights alice:2,bob:1] [--copies 1] [--seed 1]
 """
 import argparse
 import csv
@@ -62,6 +62,7 @@ def main():
     ap.add_argument("--policy", default="aegis")
     ap.add_argument("--weights", default="alice:2,bob:1")
     ap.add_argument("--copies", type=int, default=1, help="each user submits the 60 jobs this many times")
+    ap.add_argument("--seed", type=int, default=1, help="the simulator's seed (first-activity delays, telemetry noise)")
     a = ap.parse_args()
     aegis = os.path.join(os.path.abspath(a.build), "apps", "aegis", "aegis")
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,7 +71,7 @@ def main():
         for label, sets in (("FIFO (no weights)", []), (f"fair share {a.weights}", ["--set", f"fair_share_users={a.weights}"])):
             jobs_csv = os.path.join(tmp, "jobs.csv")
             out = subprocess.run([aegis, "sim", "--workloads", "data/aegis/workloads.csv", "--trace", trace, "--gpus", "3",
-                                  "--gpu-memory", "40960", "--policies", a.policy, "--threads", "1", "--jobs-csv", jobs_csv,
+                                  "--gpu-memory", "40960", "--policies", a.policy, "--threads", "1", "--seed", str(a.seed), "--jobs-csv", jobs_csv,
                                   *sets], cwd=ROOT, check=True, capture_output=True, text=True).stdout
             whole = [line.strip() for line in out.splitlines() if "user GPU shares" in line]
             end, shares = window_shares(jobs_csv, user_of, 40960)

@@ -46,7 +46,7 @@ void EstimateChain::completed_duration(const std::string& signature, Seconds sec
 void EstimateChain::restore_durations(std::vector<PastRun> runs) {
   durations_.clear();
   // By end, as they completed (ties: as given); completed_duration keeps the window.
-  std::stable_sort(runs.begin(), runs.end(), [](const PastRun& a, const PastRun& b) { return a.ended_at < b.ended_at; });
+  std::ranges::stable_sort(runs, {}, &PastRun::ended_at);
   for (const auto& r : runs) completed_duration(r.signature, r.ended_at - r.launched_at);
 }
 

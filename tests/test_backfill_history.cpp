@@ -3,9 +3,12 @@
 // limit or, when shorter and not yet passed, at its signature's predicted duration.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "lifecycle/backfill.h"
 #include "lifecycle/estimate_chain.h"
 #include "lifecycle/lifecycle.h"
+#include "sim/sim_estimates.h"
 #include "tests/gpu_slots.h"
 
 namespace aegis {
@@ -92,6 +95,75 @@ TEST(EstimateChain, PredictedDurationIsTheQuantileOfTheLastRunsOnceThereAreEnoug
   EstimateChain off(c);
   for (int i = 0; i < 5; ++i) off.completed_duration("s", 100);
   EXPECT_FALSE(off.predicted_duration("s"));
+}
+
+// aegisd's restart (issue 32): the durations come back from the store's successful runs,
+// given in any order: each signature keeps its last history_window by end, as if it had
+// learnt them one by one, and what was learnt before is replaced.
+TEST(EstimateChain, DurationsRebuiltFromPastRunsKeepTheLastWindowByEnd) {
+  EstimateChainConfig c;
+  c.history_window = 4;
+  c.duration_min_runs = 3;
+  c.duration_quantile = 0.9;
+  EstimateChain learnt(c), rebuilt(c);
+  // (signature, launch, end), ends out of order; "s" has six runs, "t" two.
+  const std::vector<PastRun> past = {{"s", 1000, 1050}, {"s", 0, 100},   {"t", 0, 500},     {"s", 100, 400},
+                                     {"s", 500, 700},   {"s", 800, 860}, {"s", 1100, 1170}, {"t", 600, 1000}};
+  std::vector<PastRun> by_end = past;
+  std::ranges::sort(by_end, {}, &PastRun::ended_at);
+  for (const auto& r : by_end) learnt.completed_duration(r.signature, r.ended_at - r.launched_at);
+  rebuilt.completed_duration("stale", 1);
+  rebuilt.completed_duration("stale", 1);
+  rebuilt.completed_duration("stale", 1);
+  rebuilt.restore_durations(past);
+  // The last four of "s" by end: 200 (ends 700), 60, 50, 70; 100 and 300 are older.
+  EXPECT_EQ(rebuilt.predicted_duration("s"), 200);
+  EXPECT_EQ(rebuilt.predicted_duration("s"), learnt.predicted_duration("s"));
+  EXPECT_FALSE(rebuilt.predicted_duration("t"));      // two runs: too few
+  EXPECT_FALSE(rebuilt.predicted_duration("stale"));  // replaced
+  rebuilt.completed_duration("t", 450);               // learning goes on from there
+  EXPECT_EQ(rebuilt.predicted_duration("t"), 500);
+  c.duration_min_runs = 0;  // off: nothing is rebuilt
+  EstimateChain off(c);
+  off.restore_durations(past);
+  EXPECT_FALSE(off.predicts_durations());
+  EXPECT_FALSE(off.predicted_duration("s"));
+}
+
+// The simulator's signature has the trace's user, as aegisd's has the uid: one user's three
+// runs of a workload predict that user's next job, not another user's; without a user
+// column (owner -1) the runs are everyone's.
+TEST(SimEstimates, OneUsersRunsDoNotPredictAnotherUsersDuration) {
+  EngineConfig engine;
+  engine.backfill = true;
+  engine.backfill_history_runs = 3;
+  WorkloadProfile w;
+  w.name = "bert";
+  w.peak_mib = 1000;
+  auto predicted_after_runs = [&](std::int64_t runs_by, std::int64_t asked_by) {
+    Lifecycle life(engine, LifecycleOptions{});
+    GpuSlots gpus(1);
+    SimEstimates estimates(engine);
+    Seconds t = 0;
+    for (JobId id = 1; id <= 3; ++id, t += 1000) {
+      JobSpec spec = job(id, 1, std::nullopt, std::nullopt);
+      spec.owner = runs_by;
+      estimates.submitted(spec, w);
+      life.submitted(std::move(spec), false, false, t);
+      life.schedule(t, gpus);
+      life.ended(id, {AttemptOutcome::Completed, ""}, t + 100 * static_cast<double>(id));
+      gpus.release(id);
+      estimates.completed(id, life, t + 100 * static_cast<double>(id));
+    }
+    JobSpec next = job(4, 1, std::nullopt, std::nullopt);
+    next.owner = asked_by;
+    estimates.submitted(next, w);
+    return next.predicted_duration;
+  };
+  EXPECT_EQ(predicted_after_runs(0, 0), 300);  // runs of 100, 200 and 300 s
+  EXPECT_FALSE(predicted_after_runs(0, 1));    // another user's: none
+  EXPECT_FALSE(predicted_after_runs(1, 0));
+  EXPECT_EQ(predicted_after_runs(-1, -1), 300);  // no user column: as before
 }
 
 }  // namespace

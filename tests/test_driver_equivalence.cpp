@@ -428,6 +428,16 @@ INSTANTIATE_TEST_SUITE_P(Policies, RepeatedEquivalence, ::testing::Values("aegis
                            return n;
                          });
 
+// Repeated jobs of two users (issue 32): aegisd's signature has the uid, and the simulator's
+// the trace's user; with the Philly world's jobs alternating between two users under
+// aegis-auto, each user's runs teach only that user's later jobs, in both drivers alike.
+TEST(RepeatedEquivalence, TwoUsersLearnApartInBothDrivers) {
+  World world = make_world(LearnedModel::load(kWeights));
+  world.trace.user_names = {"1001", "1002"};
+  for (std::size_t i = 0; i < world.trace.jobs.size(); ++i) world.trace.jobs[i].owner = static_cast<std::int32_t>(i % 2);
+  EXPECT_EQ(replay_world("aegis-auto", world, Server{}, 0, true).differing, 0);
+}
+
 // Fair share (issue 32 item 2): the Philly world's jobs alternate between two users with
 // weights 2:1 under `exclusive` (a queue forms on three GPUs); both drivers serve them in
 // the same order, and that order is not FIFO's (the simulator without weights launches

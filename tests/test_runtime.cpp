@@ -172,6 +172,48 @@ void remove_db(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
+// Backfill's durations are rebuilt at start from these (issue 32): only attempts that
+// completed successfully, oldest end first, with what makes their job's signature.
+TEST(Store, SuccessfulRunsAreTheCompletedAttemptsWithTheirJobsSignatureFields) {
+  const std::string path = test::temp_path("successful.db");
+  Store s(path, false);
+  auto attempt = [](int number, Seconds launched, std::optional<Seconds> ended, AttemptOutcome outcome) {
+    Attempt a;
+    a.number = number;
+    a.gpu_uuids = {"GPU-1"};
+    a.launched_at = launched;
+    a.ended_at = ended;
+    a.outcome = outcome;
+    return a;
+  };
+  DaemonJob retried = make_job("retried"), tagged = make_job("tagged"), running = make_job("running");
+  tagged.uid = 1001;
+  tagged.request.gpus = 2;
+  tagged.request.tags = {"bert", "lr"};
+  for (DaemonJob* j : {&retried, &tagged, &running}) s.insert(*j);
+  retried.attempts = {attempt(1, 100, 150, AttemptOutcome::Oom), attempt(2, 200, 900, AttemptOutcome::Completed)};
+  retried.state = JobState::Completed;
+  tagged.attempts = {attempt(1, 300, 400, AttemptOutcome::Completed)};
+  tagged.state = JobState::Completed;
+  running.attempts = {attempt(1, 500, std::nullopt, AttemptOutcome::Running)};
+  running.state = JobState::Running;
+  for (DaemonJob* j : {&retried, &tagged, &running}) s.update(*j);
+  std::vector<Store::SuccessfulRun> runs;
+  s.each_successful_run([&](const Store::SuccessfulRun& r) { runs.push_back(r); });
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].uid, 1001);  // ended at 400, before the retried job's 900
+  EXPECT_EQ(runs[0].gpus, 2);
+  EXPECT_EQ(runs[0].tags, (std::vector<std::string>{"bert", "lr"}));
+  EXPECT_DOUBLE_EQ(runs[0].ended_at - runs[0].launched_at, 100);
+  EXPECT_EQ(runs[1].uid, 1000);
+  EXPECT_EQ(runs[1].command, (std::vector<std::string>{"/bin/echo", "hi"}));
+  EXPECT_EQ(runs[1].workdir, "/tmp");
+  EXPECT_TRUE(runs[1].tags.empty());
+  EXPECT_DOUBLE_EQ(runs[1].launched_at, 200);  // its successful attempt, not the OOM
+  EXPECT_DOUBLE_EQ(runs[1].ended_at, 900);
+  remove_db(path);
+}
+
 TEST(Store, RollbackWithoutATransactionDoesNothing) {
   const std::string path = test::temp_path("store.db");
   remove_db(path);

@@ -43,6 +43,13 @@ void EstimateChain::completed_duration(const std::string& signature, Seconds sec
   if (runs.size() > static_cast<std::size_t>(std::max(c_.history_window, 1))) runs.erase(runs.begin());
 }
 
+void EstimateChain::restore_durations(std::vector<PastRun> runs) {
+  durations_.clear();
+  // By end, as they completed (ties: as given); completed_duration keeps the window.
+  std::ranges::stable_sort(runs, {}, &PastRun::ended_at);
+  for (const auto& r : runs) completed_duration(r.signature, r.ended_at - r.launched_at);
+}
+
 // Not per GPU model: a job's run time on another model is not known from memory's context
 // either, and a server's GPUs are alike for backfill (Placer::server_gpus).
 std::optional<Seconds> EstimateChain::predicted_duration(const std::string& signature) const {

@@ -46,6 +46,13 @@ struct CompletedRun {
   std::optional<double> gpu_util;    // its mean coarse utilisation, if measured
 };
 
+// A successful attempt recorded before this start (aegisd's store): backfill's durations
+// are rebuilt from these, so they survive a restart (issue 32).
+struct PastRun {
+  std::string signature;
+  Seconds launched_at = 0, ended_at = 0;
+};
+
 struct PredictedUtilisation {
   std::optional<double> value;
   std::string source;  // "history", "model-spec" (the calibrated model's prediction), or empty
@@ -69,6 +76,11 @@ class EstimateChain {
   // runs were kept, and the per-model runs.
   void restore(std::map<std::string, MiB> largest, std::map<std::string, PeaksByModel> peaks,
                std::map<std::string, UtilsByModel> utils);
+  // Backfill's durations, rebuilt from successful runs in any order: each signature keeps
+  // its last history_window by end, as if completed_duration had seen them (replacing what
+  // was learnt). Nothing is kept while predictions are off.
+  void restore_durations(std::vector<PastRun> runs);
+  bool predicts_durations() const { return c_.duration_min_runs > 0; }
 
   // --- the event it learns from -----------------------------------------------------------
   // Returns whether anything was learned (the driver then refreshes its queued jobs of

@@ -20,12 +20,17 @@ SimEstimates::SimEstimates(const EngineConfig& engine, EstimateChainConfig c) : 
 }
 
 namespace {
-std::string signature_of(const WorkloadProfile& w, int gpus) { return w.name + "#" + std::to_string(gpus); }
+// As aegisd's (daemon_util.h): a trace with a user column gives each user a history of
+// their own; without it (owner -1) the signature is the workload and GPU count alone.
+std::string signature_of(const WorkloadProfile& w, const JobSpec& spec) {
+  std::string sig = w.name + "#" + std::to_string(spec.num_gpus);
+  return spec.owner >= 0 ? "user " + std::to_string(spec.owner) + ": " + sig : sig;
+}
 }  // namespace
 
 void SimEstimates::submitted(JobSpec& spec, const WorkloadProfile& w) {
   if (!active()) return;
-  std::string sig = signature_of(w, spec.num_gpus);
+  std::string sig = signature_of(w, spec);
   if (active_) spec.estimates.history = chain_.history(sig);
   if (durations_) spec.predicted_duration = chain_.predicted_duration(sig);
   waiting_[sig].insert(spec.id);

@@ -1,5 +1,6 @@
 // The simulator's side of the estimate chain (lifecycle/estimate_chain.h), as aegisd feeds
-// it: a job's signature is its workload and GPU count (a repeated command); each completed
+// it: a job's signature is its workload and GPU count (a repeated command), and its user
+// when the trace has a user column (aegisd's signature has the uid); each completed
 // attempt teaches the chain its workload's peak, and the queued jobs of that signature wait
 // with the new history estimate. Only a policy whose estimator reads history pays for it.
 // With backfill (issue 32 item 5) each successful attempt also teaches the chain its

@@ -66,6 +66,13 @@ Daemon::Daemon(DaemonConfig config, Env& env)
   }
   auto runs = store_.history_runs();
   chain_.restore(store_.peaks(), std::move(runs.peaks), std::move(runs.utils));
+  if (chain_.predicts_durations()) {  // backfill's durations survive a restart (issue 32)
+    std::vector<PastRun> past;
+    store_.each_successful_run([&](const Store::SuccessfulRun& r) {
+      past.push_back({signature_of(r.uid, r.command, r.workdir, r.gpus, r.tags), r.launched_at, r.ended_at});
+    });
+    chain_.restore_durations(std::move(past));
+  }
   // The first sample asks per-process utilisation everywhere, to learn where the driver
   // has it (`aegis gpus`); later ones only where a job awaits its anchor.
   SampleRequest first;
@@ -328,7 +335,8 @@ void Daemon::record_history(const std::string& signature, const std::vector<std:
 }
 
 // A successful run's duration (issue 32 item 5): the queued jobs of its signature wait
-// with the new prediction. Kept while aegisd runs (not stored: learnt again after a restart).
+// with the new prediction. Not stored apart: a restart rebuilds them from the store's
+// successful attempts (constructor, EstimateChain::restore_durations).
 void Daemon::record_duration(const std::string& signature, Seconds seconds) {
   const auto before = chain_.predicted_duration(signature);
   chain_.completed_duration(signature, seconds);

@@ -52,9 +52,12 @@ class Tx {
 
 // A job's history is its user's alone: another user running the same command must not
 // change the estimate this user's jobs are admitted with.
+inline std::string signature_of(std::int64_t uid, const std::vector<std::string>& command, const std::string& workdir,
+                                int gpus, const std::vector<std::string>& tags) {
+  return "uid " + std::to_string(uid) + ": " + job_signature(command, workdir, gpus, tags);
+}
 inline std::string signature_of(const DaemonJob& j) {
-  return "uid " + std::to_string(j.uid) + ": " +
-         job_signature(j.request.command, j.request.workdir, j.request.gpus, j.request.tags);
+  return signature_of(j.uid, j.request.command, j.request.workdir, j.request.gpus, j.request.tags);
 }
 
 inline nlohmann::json error_reply(const std::string& msg) { return {{"ok", false}, {"error", msg}}; }

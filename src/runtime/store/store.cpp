@@ -1392,6 +1392,39 @@ std::vector<Store::EndedAttempt> Store::attempts_ended_since(Seconds since) {
   return out;
 }
 
+// A job's argv and tags are read row by row (their tables' keys): one indexed pass over
+// the successful attempts, at start only.
+void Store::each_successful_run(const std::function<void(const SuccessfulRun&)>& visit) {
+  Stmt st{prepare(
+      "SELECT a.job_id, j.uid, j.workdir, j.gpus, a.launched_at, a.ended_at "
+      "FROM attempts a JOIN jobs j ON j.id = a.job_id "
+      "WHERE a.outcome = 'completed' AND a.ended_at IS NOT NULL ORDER BY a.ended_at")};
+  Stmt args{prepare("SELECT arg FROM job_args WHERE job_id = ?1 ORDER BY pos")};
+  Stmt tags{prepare("SELECT tag FROM job_tags WHERE job_id = ?1 ORDER BY pos")};
+  auto strings = [&](sqlite3_stmt* s, std::int64_t job, std::vector<std::string>& out) {
+    sqlite3_reset(s);
+    check(sqlite3_bind_int64(s, 1, job), "select a job's strings");
+    out.clear();
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) out.push_back(column_string(s, 0));
+    if (rc != SQLITE_DONE) fail("select a job's strings");
+  };
+  SuccessfulRun r;
+  int rc;
+  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
+    const std::int64_t job = sqlite3_column_int64(st.s, 0);
+    r.uid = sqlite3_column_int64(st.s, 1);
+    r.workdir = column_string(st.s, 2);
+    r.gpus = static_cast<int>(sqlite3_column_int64(st.s, 3));
+    r.launched_at = sqlite3_column_double(st.s, 4);
+    r.ended_at = sqlite3_column_double(st.s, 5);
+    strings(args.s, job, r.command);
+    strings(tags.s, job, r.tags);
+    visit(r);
+  }
+  if (rc != SQLITE_DONE) fail("select successful attempts");
+}
+
 Store::HistoryRuns Store::history_runs() {
   Stmt st{prepare("SELECT signature, gpu_model, peak_mib, gpu_util FROM history_runs ORDER BY id")};
   HistoryRuns out;

@@ -4,6 +4,7 @@
 // committed before the daemon acts on it or replies.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -140,6 +141,16 @@ class Store {
     int gpus = 0;
   };
   std::vector<EndedAttempt> attempts_ended_since(Seconds since);
+  // Every attempt that completed successfully, oldest end first, with what makes its job's
+  // signature (daemon_util.h signature_of): backfill's durations, rebuilt at start (issue 32).
+  struct SuccessfulRun {
+    std::int64_t uid = 0;
+    std::vector<std::string> command, tags;
+    std::string workdir;
+    int gpus = 0;
+    Seconds launched_at = 0, ended_at = 0;
+  };
+  void each_successful_run(const std::function<void(const SuccessfulRun&)>& visit);
 
  private:
   enum class Write { Insert, InsertWithId, Update };

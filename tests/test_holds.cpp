@@ -107,6 +107,21 @@ TEST(Holds, ProbePeakAfterTheSettleWindowGivesTheElementsItsPeakPlusMargin) {
   EXPECT_EQ(estimates, 2);
 }
 
+TEST(Holds, MemorySeenTellsWhenTheProbesPeakWillBeReached) {
+  Lifecycle life(config(), {});
+  submit_array(life, 10, 3);
+  life.submitted(plain(20), false, false, 0);
+  Placer1 p;
+  life.schedule(1, p);
+  EXPECT_FALSE(life.memory_seen(20, 5000, 4));  // no array: nothing to wait for
+  life.first_activity(10, 5);
+  EXPECT_EQ(life.memory_seen(10, 8000, 5), 65);  // first activity plus the 60 s window
+  EXPECT_EQ(life.memory_seen(10, 9000, 10), 70);  // grew: its window starts again
+  EXPECT_EQ(life.memory_seen(10, 9030, 40), 70);  // within the tolerance: not growth
+  EXPECT_EQ(started(life.schedule(70, p)), (std::set<JobId>{11, 12}));
+  EXPECT_FALSE(life.memory_seen(10, 9030, 80));  // settled: no more wakes
+}
+
 TEST(Holds, ProbeThatCompletesReleasesTheElementsWithItsPeakOrWithoutOne) {
   for (bool readings : {true, false}) {
     Lifecycle life(config(), {});

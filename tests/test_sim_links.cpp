@@ -68,6 +68,19 @@ TEST(SimLinks, ElementsWaitForTheProbesPeakAndGetItPlusTheMargin) {
   EXPECT_GE(r.jobs[4].first_launch, last_end);
 }
 
+TEST(SimLinks, ElementsStartWhenTheProbePeaksNotAtTheNextEvent) {
+  // Nothing arrives or ends between the probe's first activity and its peak: the elements
+  // must still start then (GPUs are idle), not when the probe completes 600 s later.
+  SweepCase c;
+  c.link();
+  const auto r = c.run();
+  const auto& probe = r.jobs[0].attempts.front();
+  ASSERT_GE(probe.first_activity, 0);
+  const Seconds peak = probe.first_activity + policy_config("aegis").array_probe_settle_s;
+  ASSERT_LT(peak, r.jobs[0].end);
+  for (int i = 1; i < 4; ++i) EXPECT_DOUBLE_EQ(r.jobs[i].first_launch, peak) << i;
+}
+
 TEST(SimLinks, WithoutTheColumnsTheSameJobsRunUnlinked) {
   SweepCase c;
   const auto r = c.run();

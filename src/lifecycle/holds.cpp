@@ -106,6 +106,17 @@ void Holds::memory(const LifeJob& j, MiB mib, Seconds t, MiB tolerance) {
   }
 }
 
+std::optional<Seconds> Holds::peak_due(const LifeJob& j, const EngineConfig& c) const {
+  const JobSpec& s = j.spec();
+  if (!s.array_id || !j.current() || !j.current()->first_activity) return std::nullopt;
+  auto it = arrays_.find(*s.array_id);
+  if (it == arrays_.end()) return std::nullopt;
+  const Array& a = it->second;
+  if (a.settled || a.probe != s.id || a.attempt != j.current()->number || a.max_mib <= 0) return std::nullopt;
+  // The same time held() settles at.
+  return std::max(a.grew_at, *j.current()->first_activity) + c.array_probe_settle_s;
+}
+
 bool Holds::drop_floor(LifeJob& j) const {
   const JobSpec& s = j.spec();
   if (!s.array_id) return false;

@@ -65,6 +65,11 @@ class Holds {
   // from these (observe() in aegisd; the simulator tells its job's true peak at first activity).
   // A rise of no more than `tolerance` is not growth (anchor_plateau_tolerance_mib).
   void memory(const LifeJob& j, MiB mib, Seconds t, MiB tolerance);
+  // When held() will find the peak of j's array's probe reached, if its memory grows no more
+  // (its last growth or first activity, plus array_probe_settle_s): a driver that passes only
+  // when something happens (the simulator) must ask again then. Empty unless j is the probe
+  // of an array not yet settled, with readings of this attempt and a first activity.
+  std::optional<Seconds> peak_due(const LifeJob& j, const EngineConfig& c) const;
   void forget(JobId id);
   // A queued element whose floor is its array's learned one, when no GPU here could offer it:
   // it goes back to the estimator-free floor (as a guessed estimate is dropped). Whether it did.

@@ -186,8 +186,10 @@ class Lifecycle {
   // [issue 32] The same of an array's element, which joins its array (its probe may have ended).
   void known_element(JobId id, JobId array_id, int index, JobState s) { holds_.ended_element(id, array_id, index, s); }
   // [issue 32] The memory a running job's processes use now, per GPU at most (the simulator;
-  // aegisd's readings come through observe()): an array's probe is learned from it.
-  void memory_seen(JobId id, MiB mib, Seconds t);
+  // aegisd's readings come through observe()): an array's probe is learned from it. Returns
+  // when its array's elements will be released if it grows no more (Holds::peak_due): a
+  // driver that does not pass on a clock asks again then (aegisd passes every tick).
+  std::optional<Seconds> memory_seen(JobId id, MiB mib, Seconds t);
   // [issue 32] Links will come: remember how every job ends from now on (holds.h activate()).
   void expect_links() { holds_.activate(); }
   // [issue 32] Its dependencies as expanded at submit (an array's id: its elements).

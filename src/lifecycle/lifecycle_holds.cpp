@@ -43,9 +43,11 @@ bool Lifecycle::held(LifeJob& j, Seconds now, Effects& fx) {
   return true;
 }
 
-void Lifecycle::memory_seen(JobId id, MiB mib, Seconds t) {
+std::optional<Seconds> Lifecycle::memory_seen(JobId id, MiB mib, Seconds t) {
   LifeJob* j = jobs_.find(id);
-  if (j && j->holds_gpus() && holds_.active()) holds_.memory(*j, mib, t, config_.anchor_plateau_tolerance_mib);
+  if (!j || !j->holds_gpus() || !holds_.active()) return std::nullopt;
+  holds_.memory(*j, mib, t, config_.anchor_plateau_tolerance_mib);
+  return holds_.peak_due(*j, config_);
 }
 
 }  // namespace aegis

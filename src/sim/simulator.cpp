@@ -274,10 +274,13 @@ class Run {
     const Job& j = st_.jobs[static_cast<std::size_t>(id)];
     j.live->anchored = true;
     physics_.first_activity(id, t);
-    // Issue 32: an array's probe learns its peak from its memory: here its true peak, at its
-    // first activity (aegisd reads what NVML shows, from then on).
-    if (links_) life_.memory_seen(id, j.w->peak_mib, t);
     life_.first_activity(id, t);
+    // Issue 32: an array's probe learns its peak from its memory: here its true peak, at its
+    // first activity (aegisd reads what NVML shows, from then on). Nothing else may happen
+    // before its peak is reached: a pass then releases its elements (without this wake they
+    // waited for the next arrival or end, minutes to hours).
+    if (links_)
+      if (auto due = life_.memory_seen(id, j.w->peak_mib, t)) st_.push_wake(0, *due);
     dispatcher_->activity_began(j, t);
   }
 

@@ -35,6 +35,28 @@ ClusterDispatcher::ClusterDispatcher(ClusterState& st, const Engine& engine, con
   if (alike && !devices.empty()) gpu_total_mib_ = devices.front().total_mib;
 }
 
+// The gang rule, shared by place_gang and preemption's what-if: a job larger than any
+// server runs alone on whole idle servers (`idle(s)`), lowest index first, each server's
+// engine asked (`ask(s, part)`) for its exclusive part.
+template <class Idle, class Ask>
+std::optional<Placement> ClusterDispatcher::on_whole_servers(const QueuedJob& job, Idle idle, Ask ask) {
+  int remaining = job.spec.num_gpus;
+  Placement p;
+  for (int s = 0; s < static_cast<int>(st_.servers.size()) && remaining > 0; ++s) {
+    ++st_.n_visits;
+    if (!idle(s)) continue;
+    QueuedJob part = job;
+    part.spec.num_gpus = std::min(remaining, st_.servers[static_cast<std::size_t>(s)].ngpus);
+    part.recovery.exclusive_only = true;
+    if (auto l = ask(s, part)) {
+      remaining -= part.spec.num_gpus;
+      p.parts.emplace_back(s, std::move(*l), MiB{0});  // made in place
+    }
+  }
+  if (remaining > 0) return std::nullopt;
+  return p;
+}
+
 std::optional<Placement> ClusterDispatcher::place(const QueuedJob& job, Seconds t) {
   const int id = static_cast<int>(job.spec.id);
   Job& j = st_.jobs[id];
@@ -115,21 +137,13 @@ std::optional<Placement> ClusterDispatcher::gang_without(const QueuedJob& job, S
     }
   }
   if (freed < job.spec.num_gpus) return std::nullopt;
-  int remaining = job.spec.num_gpus;
-  Placement p;
-  for (int s = 0; s < static_cast<int>(st_.servers.size()) && remaining > 0; ++s) {
-    const Server& srv = st_.servers[static_cast<std::size_t>(s)];
-    if (srv.idle_gpus < srv.ngpus && !std::binary_search(emptied.begin(), emptied.end(), s)) continue;
-    QueuedJob part = job;
-    part.spec.num_gpus = std::min(remaining, srv.ngpus);
-    part.recovery.exclusive_only = true;
-    if (auto l = probe_without(s, part, t, gone)) {
-      remaining -= part.spec.num_gpus;
-      p.parts.emplace_back(s, std::move(*l), MiB{0});
-    }
-  }
-  if (remaining > 0) return std::nullopt;
-  return p;
+  return on_whole_servers(
+      job,
+      [&](int s) {
+        const Server& srv = st_.servers[static_cast<std::size_t>(s)];
+        return srv.idle_gpus == srv.ngpus || std::binary_search(emptied.begin(), emptied.end(), s);
+      },
+      [&](int s, const QueuedJob& part) { return probe_without(s, part, t, gone); });
 }
 
 void ClusterDispatcher::started(const QueuedJob& job, const Placement& p, Seconds t) {
@@ -352,9 +366,9 @@ inline std::optional<Placement> ClusterDispatcher::place_single(int id, const Qu
   return std::nullopt;
 }
 
-// A job larger than any server runs alone on whole idle servers, lowest index first.
+// A job larger than any server, on the whole servers idle now (on_whole_servers).
 std::optional<Placement> ClusterDispatcher::place_gang(const QueuedJob& job, Seconds t) {
-  int remaining = job.spec.num_gpus;
+  const int remaining = job.spec.num_gpus;
   // Too few whole idle servers: no part could be kept, so none is asked for (a gang job
   // waiting at the head would otherwise be tried on every idle server at every pass).
   // Their GPUs are counted as servers fill and empty (whole_idle_gpus), not by a walk
@@ -363,23 +377,14 @@ std::optional<Placement> ClusterDispatcher::place_gang(const QueuedJob& job, Sec
     last_gang_blocked_ = job.spec.num_gpus;
     return std::nullopt;
   }
-  Placement p;
-  for (int s = 0; s < static_cast<int>(st_.servers.size()) && remaining > 0; ++s) {
-    ++st_.n_visits;
-    const Server& srv = st_.servers[s];
-    if (srv.idle_gpus < srv.ngpus) continue;
-    QueuedJob part = job;
-    part.spec.num_gpus = std::min(remaining, srv.ngpus);
-    part.recovery.exclusive_only = true;
-    if (auto l = probe(s, part, engine_.request_shape(part), t)) {
-      remaining -= part.spec.num_gpus;
-      p.parts.emplace_back(s, std::move(*l), MiB{0});  // made in place
-    }
-  }
-  if (remaining > 0) {
-    last_gang_blocked_ = job.spec.num_gpus;  // told only if the run stalls (formatting it each pass cost 1 %)
-    return std::nullopt;
-  }
+  const auto idle_now = [&](int s) {
+    const Server& srv = st_.servers[static_cast<std::size_t>(s)];
+    return srv.idle_gpus == srv.ngpus;
+  };
+  auto p = on_whole_servers(job, idle_now, [&](int s, const QueuedJob& part) {
+    return probe(s, part, engine_.request_shape(part), t);
+  });
+  if (!p) last_gang_blocked_ = job.spec.num_gpus;  // told only if the run stalls (formatting it each pass cost 1 %)
   return p;
 }
 

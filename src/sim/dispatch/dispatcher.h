@@ -88,6 +88,8 @@ class ClusterDispatcher final : public Placer {
  private:
   std::optional<Placement> place_single(int id, const QueuedJob& job, Seconds t, bool follows_start);
   std::optional<Placement> place_gang(const QueuedJob& job, Seconds t);
+  template <class Idle, class Ask>
+  std::optional<Placement> on_whole_servers(const QueuedJob& job, Idle idle, Ask ask);
   std::optional<Launch> probe_without(int s, const QueuedJob& job, Seconds t, std::span<const JobId> gone);
   std::optional<Placement> gang_without(const QueuedJob& job, Seconds t, std::span<const JobId> gone,
                                         std::span<const int> touched);

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdio>
+#include <fmt/format.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -126,6 +127,51 @@ TEST(Cli, OverridesChangeResultsAndAreRecorded) {
   EXPECT_EQ(j["config"]["policies"]["aegis"]["engine"]["observation_window_s"], 120);
   EXPECT_EQ(j["config"]["policies"]["lucid"]["engine"]["max_jobs_per_gpu"], 1);
   EXPECT_EQ(j["config"]["policies"]["horus"]["engine"]["max_jobs_per_gpu"], 0);
+}
+
+// A gang job preempts in `aegis sim` (issue 32): a Philly trace with a `priority` column,
+// three full 8-GPU servers of level-0 jobs (server 0's the oldest) and a level-1 16-GPU job
+// at t=1000. With preemption it stops the 16 jobs of servers 1-2 and starts at once
+// (queue wait under 100 s); without, it waits for them to end (t=5000 and later).
+TEST(Cli, SimPreemptionStopsWholeServersForAGangJob) {
+  const std::string trace = tmp("gang_priority.csv");
+  {
+    std::ofstream f(trace);
+    f << "timestamp,duration,num_gpus,priority\n";
+    for (int i = 0; i < 24; ++i) {
+      const int t = 100 * (i / 8) + i % 8;
+      f << fmt::format("2017-10-03 00:{:02}:{:02},5000,1,\n", t / 60, t % 60);
+    }
+    f << "2017-10-03 00:16:40,500,16,1\n";
+  }
+  const std::string base = "sim --workloads data/aegis/workloads.csv --trace " + trace +
+                           " --servers 3 --gpus-per-server 8 --gpu-memory 40960 --policies exclusive "
+                           "--set preempt_exempt_s=0 --jobs-csv " + tmp("gang_jobs.csv") + " --json " +
+                           tmp("gang.json");
+  // The gang job's (job_index 24) queue wait, from --jobs-csv (first_launch_s - submit_s).
+  auto gang_wait = [&] {
+    std::istringstream rows(slurp(tmp("gang_jobs.csv")));
+    std::string line;
+    while (std::getline(rows, line)) {
+      std::vector<std::string> f;
+      std::istringstream fields(line);
+      for (std::string x; std::getline(fields, x, ',');) f.push_back(x);
+      if (f.size() > 6 && f[2] == "24") return std::stod(f[6]) - std::stod(f[5]);
+    }
+    return -1.0;
+  };
+  const auto on = run(base + " --set sim.preemption=true");
+  ASSERT_EQ(on.rc, 0) << on.out;
+  EXPECT_NE(on.out.find("preemptions: 16"), std::string::npos) << on.out;
+  auto j = nlohmann::json::parse(slurp(tmp("gang.json")));
+  EXPECT_EQ(j["results"][0]["preemptions"], 16);
+  EXPECT_GE(gang_wait(), 0);
+  EXPECT_LT(gang_wait(), 100);
+  const auto off = run(base);
+  ASSERT_EQ(off.rc, 0) << off.out;
+  j = nlohmann::json::parse(slurp(tmp("gang.json")));
+  EXPECT_FALSE(j["results"][0].contains("preemptions"));
+  EXPECT_GE(gang_wait(), 4000);
 }
 
 TEST(Cli, HelpConfigPolicies) {

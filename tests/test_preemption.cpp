@@ -382,6 +382,29 @@ TEST(ChooseVictims, LeastWorkFirstThenOnlyThoseNeeded) {
   EXPECT_EQ(choose_victims({{1, 1, 10}, {2, 1, 10}}, one), std::vector<JobId>{2});
 }
 
+// The cost at cluster scale (a gang head on 64 servers x 8 GPUs: 512 candidates, asked at
+// every pass while it waits): `fits` is asked once when even all of them would not make
+// room, and at most twice per candidate when some are stopped.
+TEST(ChooseVictims, AsksFitsOnceWhenNobodyIsStoppedAndAtMostTwicePerCandidateOtherwise) {
+  std::vector<VictimCandidate> c;
+  for (JobId id = 1; id <= 512; ++id) c.push_back({id, 0, static_cast<Seconds>(id)});
+  int asks = 0;
+  // Each candidate frees one GPU; the head needs `need` of them.
+  int need = 513;
+  auto fits = [&](std::span<const JobId> gone) {
+    ++asks;
+    return static_cast<int>(gone.size()) >= need;
+  };
+  EXPECT_TRUE(choose_victims(c, fits).empty());
+  EXPECT_EQ(asks, 1);
+  for (int n : {1, 16, 512}) {
+    need = n;
+    asks = 0;
+    EXPECT_EQ(choose_victims(c, fits).size(), static_cast<std::size_t>(n));
+    EXPECT_LE(asks, 2 * 512) << n;
+  }
+}
+
 // aegisd on the fake environment (tests/fake_env.h), one GPU, the exclusive policy.
 struct DaemonRig {
   test::FakeEnv env;

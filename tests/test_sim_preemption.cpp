@@ -5,6 +5,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
+#include <fmt/format.h>
 
 #include "sched/policies.h"
 #include "sim/csv.h"
@@ -151,6 +153,136 @@ TEST(SimPreemption, PriorityColumnIsReadAndBadValuesNameIt) {
     }
   }
   std::remove(path.c_str());
+}
+
+// Philly's format takes the same optional column (a study's derived levels).
+TEST(SimPreemption, PhillyTracesTakeThePriorityColumnToo) {
+  FullCluster c;
+  const std::string path = ::testing::TempDir() + "/philly_priority.csv";
+  auto write = [&](const std::string& rows) {
+    std::ofstream f(path);
+    f << "timestamp,duration,num_gpus,priority\n" << rows;
+  };
+  write("2017-10-03 00:00:00,100,1,1\n2017-10-03 00:00:05,100,1,\n");
+  const Trace t = load_trace(path, c.catalog);
+  ASSERT_EQ(t.jobs.size(), 2u);
+  EXPECT_EQ(t.jobs[0].priority, 1);
+  EXPECT_EQ(t.jobs[1].priority, 0);
+  write("2017-10-03 00:00:00,100,1,1\n2017-10-03 00:00:05,100,1,2000\n");
+  try {
+    load_trace(path, c.catalog);
+    ADD_FAILURE() << "read priority 2000";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("priority"), std::string::npos) << what;
+    EXPECT_NE(what.find(":3"), std::string::npos) << what;
+  }
+  std::remove(path.c_str());
+}
+
+// Jobs larger than one server (issue 32): 8-GPU servers under `exclusive`, every job a
+// 1-GPU or 16-GPU one of level 0 or 1, checkpoints saved when warned (30 s).
+struct GangCluster {
+  WorkloadCatalog catalog;
+  Trace trace;
+  SimOptions o;
+  explicit GangCluster(int servers) {
+    for (int gpus : {1, 16}) {
+      WorkloadProfile w;
+      w.name = fmt::format("w{}", gpus);
+      w.num_gpus = gpus;
+      w.peak_mib = 10000;
+      w.smact = w.util = 0.2;
+      w.smocc = w.drama = 0.1;
+      w.solo_runtime_s = 1000;
+      catalog.add(w);
+    }
+    trace.path = "test";
+    o.policy_name = "exclusive";
+    o.engine = policy_config("exclusive");
+    o.engine.preempt_exempt_s = 0;
+    o.cluster = ClusterSpec::uniform(servers, 8, 40960);
+    o.sim.preemption = true;
+  }
+  void add(Seconds submit, int gpus, int level, Seconds work) {
+    TraceJob j;
+    j.index = static_cast<std::int64_t>(trace.jobs.size());
+    j.workload = fmt::format("w{}", gpus);
+    j.num_gpus = static_cast<std::int16_t>(gpus);
+    j.submit_time = submit;
+    j.duration_s = work;
+    j.priority = static_cast<std::int16_t>(level);
+    j.line = static_cast<std::uint32_t>(trace.jobs.size()) + 2;
+    trace.jobs.push_back(j);
+  }
+  SimResult run() { return simulate(catalog, trace, o); }
+};
+
+std::set<int> servers_of(const AttemptRecord& a) {
+  std::set<int> s;
+  for (int g : a.gpus) s.insert(g / 8);
+  return s;
+}
+
+// Three full servers: jobs 0-7 on server 0 from t=0, 8-15 on server 1 from t=100, 16-23 on
+// server 2 from t=200. A level-1 16-GPU job at t=1000 needs two whole servers: the rule
+// takes the jobs with least work at risk first (the youngest: servers 2, then 1) and stops
+// exactly those 16; server 0's older jobs run on, and the gang job starts on servers 1-2
+// as their jobs save their checkpoints (t=1030).
+TEST(SimPreemption, AGangJobEmptiesTheWholeServersWhoseJobsLoseLeast) {
+  GangCluster c(3);
+  for (int i = 0; i < 24; ++i) c.add(100.0 * (i / 8) + i % 8, 1, 0, 5000);
+  c.add(1000, 16, 1, 500);
+  const SimResult r = c.run();
+  ASSERT_EQ(r.jobs.size(), 25u);
+  for (const auto& j : r.jobs) EXPECT_TRUE(j.completed) << j.trace_index;
+  EXPECT_EQ(r.lab.preemptions, 16);
+  for (int i = 0; i < 24; ++i) {
+    const JobRecord& j = r.jobs[static_cast<std::size_t>(i)];
+    EXPECT_EQ(*servers_of(j.attempts[0]).begin(), i / 8) << "job " << i << " placed as the test assumes";
+    if (i < 8) {
+      EXPECT_EQ(j.attempts.size(), 1u) << "job " << i << " on server 0 has most at risk: spared";
+    } else {
+      ASSERT_EQ(j.attempts.size(), 2u) << "job " << i;
+      EXPECT_EQ(j.attempts[0].outcome, SimOutcome::Preempted) << "job " << i;
+    }
+  }
+  const JobRecord& gang = r.jobs[24];
+  EXPECT_NEAR(gang.first_launch, 1030, 1.0);
+  EXPECT_EQ(servers_of(gang.attempts[0]), (std::set<int>{1, 2}));
+}
+
+// A victim on several servers frees all of its parts: a level-0 16-GPU job on servers 2-3
+// (from t=100) has less at risk than the 1-GPU jobs filling servers 0-1 (from t=0), so it
+// alone is stopped for the level-1 gang job.
+TEST(SimPreemption, AGangVictimFreesEveryServerItSpans) {
+  GangCluster c(4);
+  for (int i = 0; i < 16; ++i) c.add(i, 1, 0, 5000);
+  c.add(100, 16, 0, 5000);
+  c.add(1000, 16, 1, 500);
+  const SimResult r = c.run();
+  ASSERT_EQ(r.jobs.size(), 18u);
+  EXPECT_EQ(r.lab.preemptions, 1);
+  EXPECT_EQ(servers_of(r.jobs[16].attempts[0]), (std::set<int>{2, 3}));
+  ASSERT_EQ(r.jobs[16].attempts.size(), 2u);
+  EXPECT_EQ(r.jobs[16].attempts[0].outcome, SimOutcome::Preempted);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(r.jobs[static_cast<std::size_t>(i)].attempts.size(), 1u) << "job " << i;
+  EXPECT_NEAR(r.jobs[17].first_launch, 1030, 1.0);
+  EXPECT_EQ(servers_of(r.jobs[17].attempts[0]), (std::set<int>{2, 3}));
+}
+
+// Nobody is stopped when even every candidate would not make room: a level-1 job holds a
+// GPU of each of the two servers, so no server can be emptied for the level-1 gang job,
+// which waits for every job to end.
+TEST(SimPreemption, NobodyIsStoppedForAGangJobThatEvenAllCandidatesCannotMakeRoomFor) {
+  GangCluster c(2);
+  for (int i = 0; i < 16; ++i) c.add(i, 1, i % 8 == 7 ? 1 : 0, i % 8 == 7 ? 3000 : 2000);
+  c.add(1000, 16, 1, 500);
+  const SimResult r = c.run();
+  ASSERT_EQ(r.jobs.size(), 17u);
+  EXPECT_EQ(r.lab.preemptions, 0);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(r.jobs[static_cast<std::size_t>(i)].attempts.size(), 1u) << "job " << i;
+  EXPECT_GE(r.jobs[16].first_launch, 3000);
 }
 
 }  // namespace

@@ -21,16 +21,19 @@ std::vector<JobId> choose_victims(std::vector<VictimCandidate> c,
     if (a.priority != b.priority) return a.priority < b.priority;
     return a.id > b.id;
   });
+  // All of them first: a head that even all candidates cannot make room for is the
+  // common case while it waits (each pass asks again), and one ask answers it, where the
+  // walk below would ask once per candidate (hundreds at cluster scale, each a what-if).
   std::vector<JobId> taken;
-  bool enough = false;
-  for (const auto& v : c) {
-    taken.push_back(v.id);
-    if (fits(taken)) {
-      enough = true;
+  taken.reserve(c.size());
+  for (const auto& v : c) taken.push_back(v.id);
+  if (!fits(taken)) return {};
+  // The shortest prefix that fits (the whole list, known to fit, is not asked again).
+  for (std::size_t n = 1; n < c.size(); ++n)
+    if (fits(std::span<const JobId>(taken.data(), n))) {
+      taken.resize(n);
       break;
     }
-  }
-  if (!enough) return {};
   // Only as many as needed: one taken early may be unneeded once a larger one is taken.
   for (std::size_t i = taken.size(); i-- > 1;) {
     std::vector<JobId> without = taken;

@@ -20,7 +20,8 @@ struct VictimCandidate {
 // The rule: candidates in the order of the work they would lose, least first (ties: the
 // lower level, then the later job), taken until `fits` says the head would start without
 // them; then each one the head can do without is given back, the most work first. Empty
-// when even all of them would not make room (nobody is stopped for nothing).
+// when even all of them would not make room (nobody is stopped for nothing). `fits` is
+// asked once when nobody is stopped, at most twice per candidate when some are.
 std::vector<JobId> choose_victims(std::vector<VictimCandidate> candidates,
                                   const std::function<bool(std::span<const JobId>)>& fits);
 

@@ -133,10 +133,7 @@ Trace load_aegis_trace(const std::string& path, const WorkloadCatalog& catalog) 
       if (!(*v >= 1 && *v <= 365.0 * 86400)) r.fail("time_limit_s", "must be a number of seconds from 1 to 365 days");
       j.time_limit_s = static_cast<float>(*v);
     }
-    if (const auto p = priorities ? r.opt_int("priority") : std::nullopt) {
-      if (*p < -1000 || *p > 1000) r.fail("priority", "must be an integer level from -1000 to 1000");
-      j.priority = static_cast<std::int16_t>(*p);
-    }
+    if (priorities) j.priority = read_priority(r);
     if (users) j.owner = number(user_ids, t.user_names, r.get_text("user"));
     if (groups) j.group = number(group_ids, t.group_names, r.get_text("group"));
     j.line = static_cast<std::uint32_t>(r.line());

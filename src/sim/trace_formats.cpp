@@ -157,12 +157,21 @@ std::optional<TraceFormat> detect_trace_format(const std::vector<std::string>& h
   return found;
 }
 
+std::int16_t read_priority(const CsvReader& r) {
+  const auto p = r.opt_int("priority");
+  if (!p) return 0;
+  if (*p < -1000 || *p > 1000) r.fail("priority", "must be an integer level from -1000 to 1000");
+  return static_cast<std::int16_t>(*p);
+}
+
 namespace {
 
-// One Philly row, validated (the same checks on every path).
-TraceJob philly_job(const CsvReader& r, std::int64_t row, bool has_cluster, Trace& t,
+// One Philly row, validated (the same checks on every path). An optional `priority`
+// column gives its level, as in the aegis format (a study's derived levels).
+TraceJob philly_job(const CsvReader& r, std::int64_t row, bool has_cluster, bool has_priority, Trace& t,
                     std::map<std::string, std::uint32_t, std::less<>>& sources) {
   TraceJob j = job_at(r, row);
+  if (has_priority) j.priority = read_priority(r);
   const auto submit = parse_utc(r.field("timestamp"));
   if (!submit)
     r.fail("timestamp", fmt::format("expected a UTC time 'YYYY-MM-DD HH:MM:SS', got '{}'", r.field("timestamp")));
@@ -204,6 +213,7 @@ std::optional<Trace> load_philly_unquoted(const std::string& path, const TraceOp
   };
   const std::size_t ts_col = column("timestamp");
   const bool has_cluster = r.has_column("cluster");
+  const bool has_priority = r.has_column("priority");
 
   struct Row {
     Seconds submit;
@@ -260,7 +270,7 @@ std::optional<Trace> load_philly_unquoted(const std::string& path, const TraceOp
       b = e + 1;
     }
     r.set_record(std::move(fields), row.line);
-    t.jobs.push_back(philly_job(r, row.index, has_cluster, t, sources));
+    t.jobs.push_back(philly_job(r, row.index, has_cluster, has_priority, t, sources));
   }
   if (all > keep) t.skipped["beyond --max-jobs"] += static_cast<std::int64_t>(all - keep);
   return t;
@@ -277,8 +287,10 @@ Trace load_philly_trace(const std::string& path, const WorkloadCatalog& catalog,
   CsvReader r = CsvReader::open(path);
   require_columns(r, kPhillyColumns);
   const bool has_cluster = r.has_column("cluster");
+  const bool has_priority = r.has_column("priority");
   std::map<std::string, std::uint32_t, std::less<>> sources;
-  for (std::int64_t row = 0; r.next(); ++row) t.jobs.push_back(philly_job(r, row, has_cluster, t, sources));
+  for (std::int64_t row = 0; r.next(); ++row)
+    t.jobs.push_back(philly_job(r, row, has_cluster, has_priority, t, sources));
   finish(t, catalog, options);
   return t;
 }

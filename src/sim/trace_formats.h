@@ -10,6 +10,12 @@
 
 namespace aegis {
 
+class CsvReader;
+
+// The optional `priority` column of the current row (issue 32 item 1): its level, 0 when
+// empty; a value outside -1000..1000 fails naming the column. The aegis and Philly readers.
+std::int16_t read_priority(const CsvReader& r);
+
 // The format whose required columns the header has; empty if none or more than one match.
 std::optional<TraceFormat> detect_trace_format(const std::vector<std::string>& header);
 

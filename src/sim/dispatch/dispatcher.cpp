@@ -35,6 +35,28 @@ ClusterDispatcher::ClusterDispatcher(ClusterState& st, const Engine& engine, con
   if (alike && !devices.empty()) gpu_total_mib_ = devices.front().total_mib;
 }
 
+// The gang rule, shared by place_gang and preemption's what-if: a job larger than any
+// server runs alone on whole idle servers (`idle(s)`), lowest index first, each server's
+// engine asked (`ask(s, part)`) for its exclusive part.
+template <class Idle, class Ask>
+std::optional<Placement> ClusterDispatcher::on_whole_servers(const QueuedJob& job, Idle idle, Ask ask) {
+  int remaining = job.spec.num_gpus;
+  Placement p;
+  for (int s = 0; s < static_cast<int>(st_.servers.size()) && remaining > 0; ++s) {
+    ++st_.n_visits;
+    if (!idle(s)) continue;
+    QueuedJob part = job;
+    part.spec.num_gpus = std::min(remaining, st_.servers[static_cast<std::size_t>(s)].ngpus);
+    part.recovery.exclusive_only = true;
+    if (auto l = ask(s, part)) {
+      remaining -= part.spec.num_gpus;
+      p.parts.emplace_back(s, std::move(*l), MiB{0});  // made in place
+    }
+  }
+  if (remaining > 0) return std::nullopt;
+  return p;
+}
+
 std::optional<Placement> ClusterDispatcher::place(const QueuedJob& job, Seconds t) {
   const int id = static_cast<int>(job.spec.id);
   Job& j = st_.jobs[id];
@@ -56,35 +78,72 @@ std::optional<Placement> ClusterDispatcher::place(const QueuedJob& job, Seconds 
   return p;
 }
 
+// What a stopped job frees on server s is what it holds now (its memory; a process if it
+// was active): preemption's what-if, asked of the server's engine.
+std::optional<Launch> ClusterDispatcher::probe_without(int s, const QueuedJob& job, Seconds t,
+                                                       std::span<const JobId> gone) {
+  Server& srv = st_.servers[static_cast<std::size_t>(s)];
+  windows_.set_now(s, t);
+  ++st_.n_ticks;
+  st_.n_visits += static_cast<std::uint64_t>(srv.ngpus);
+  return srv.placer.probe_without(job, t, gone, [&](const RunningJob& r, int g, GpuView& v) {
+    const Live& live = *st_.jobs[static_cast<std::size_t>(r.spec.id)].live;
+    v.free_mib = std::min(v.total_mib, v.free_mib + live.held_mib);
+    const Gpu& gpu = st_.gpus[static_cast<std::size_t>(srv.first_gpu + g)];
+    if (std::find(gpu.active.begin(), gpu.active.end(), static_cast<int>(r.spec.id)) != gpu.active.end())
+      v.process_count = std::max(0, v.process_count - 1);
+  });
+}
+
 std::optional<Placement> ClusterDispatcher::place_without(const QueuedJob& job, Seconds t, std::span<const JobId> gone) {
-  if (job.spec.num_gpus > max_per_server_) return std::nullopt;
   // The servers the victims run on, in index order (elsewhere nothing changes: place()
-  // asked those already).
+  // asked those already). A victim on several servers frees all of its parts.
   std::vector<int> servers;
   for (JobId id : gone)
     if (const Job& v = st_.jobs[static_cast<std::size_t>(id)]; v.on_gpus())
       for (const auto& part : v.live->parts) servers.push_back(part.server);
   std::sort(servers.begin(), servers.end());
   servers.erase(std::unique(servers.begin(), servers.end()), servers.end());
+  if (job.spec.num_gpus > max_per_server_) return gang_without(job, t, gone, servers);
   for (int s : servers) {
-    Server& srv = st_.servers[static_cast<std::size_t>(s)];
-    windows_.set_now(s, t);
-    ++st_.n_ticks;
-    st_.n_visits += static_cast<std::uint64_t>(srv.ngpus);
-    // What a stopped job frees is what it holds now (its memory; a process if it was active).
-    auto l = srv.placer.probe_without(job, t, gone, [&](const RunningJob& r, int g, GpuView& v) {
-      const Live& live = *st_.jobs[static_cast<std::size_t>(r.spec.id)].live;
-      v.free_mib = std::min(v.total_mib, v.free_mib + live.held_mib);
-      const Gpu& gpu = st_.gpus[static_cast<std::size_t>(srv.first_gpu + g)];
-      if (std::find(gpu.active.begin(), gpu.active.end(), static_cast<int>(r.spec.id)) != gpu.active.end())
-        v.process_count = std::max(0, v.process_count - 1);
-    });
+    auto l = probe_without(s, job, t, gone);
     if (!l) continue;
     Placement p;
     p.parts.push_back({s, std::move(*l), 0});
     return p;
   }
   return std::nullopt;
+}
+
+// place_gang's rule with the victims gone: whole idle servers, lowest index first, a
+// server counting as idle when every job on it is a victim. Counted first, without an
+// ask: the lifecycle's victim rule asks this once per victim it takes, and most of those
+// asks free too few servers for any engine to be asked.
+std::optional<Placement> ClusterDispatcher::gang_without(const QueuedJob& job, Seconds t, std::span<const JobId> gone,
+                                                         std::span<const int> touched) {
+  std::vector<JobId> victims(gone.begin(), gone.end());
+  std::sort(victims.begin(), victims.end());
+  int freed = st_.whole_idle_gpus;
+  std::vector<int> emptied;  // busy servers on which every job is a victim, ascending
+  for (int s : touched) {
+    const Server& srv = st_.servers[static_cast<std::size_t>(s)];
+    st_.n_visits += srv.placer.running.size();
+    if (srv.idle_gpus == srv.ngpus) continue;  // counted in whole_idle_gpus already
+    if (std::all_of(srv.placer.running.begin(), srv.placer.running.end(), [&](const RunningJob& r) {
+          return std::binary_search(victims.begin(), victims.end(), r.spec.id);
+        })) {
+      freed += srv.ngpus;
+      emptied.push_back(s);
+    }
+  }
+  if (freed < job.spec.num_gpus) return std::nullopt;
+  return on_whole_servers(
+      job,
+      [&](int s) {
+        const Server& srv = st_.servers[static_cast<std::size_t>(s)];
+        return srv.idle_gpus == srv.ngpus || std::binary_search(emptied.begin(), emptied.end(), s);
+      },
+      [&](int s, const QueuedJob& part) { return probe_without(s, part, t, gone); });
 }
 
 void ClusterDispatcher::started(const QueuedJob& job, const Placement& p, Seconds t) {
@@ -307,9 +366,9 @@ inline std::optional<Placement> ClusterDispatcher::place_single(int id, const Qu
   return std::nullopt;
 }
 
-// A job larger than any server runs alone on whole idle servers, lowest index first.
+// A job larger than any server, on the whole servers idle now (on_whole_servers).
 std::optional<Placement> ClusterDispatcher::place_gang(const QueuedJob& job, Seconds t) {
-  int remaining = job.spec.num_gpus;
+  const int remaining = job.spec.num_gpus;
   // Too few whole idle servers: no part could be kept, so none is asked for (a gang job
   // waiting at the head would otherwise be tried on every idle server at every pass).
   // Their GPUs are counted as servers fill and empty (whole_idle_gpus), not by a walk
@@ -318,23 +377,14 @@ std::optional<Placement> ClusterDispatcher::place_gang(const QueuedJob& job, Sec
     last_gang_blocked_ = job.spec.num_gpus;
     return std::nullopt;
   }
-  Placement p;
-  for (int s = 0; s < static_cast<int>(st_.servers.size()) && remaining > 0; ++s) {
-    ++st_.n_visits;
-    const Server& srv = st_.servers[s];
-    if (srv.idle_gpus < srv.ngpus) continue;
-    QueuedJob part = job;
-    part.spec.num_gpus = std::min(remaining, srv.ngpus);
-    part.recovery.exclusive_only = true;
-    if (auto l = probe(s, part, engine_.request_shape(part), t)) {
-      remaining -= part.spec.num_gpus;
-      p.parts.emplace_back(s, std::move(*l), MiB{0});  // made in place
-    }
-  }
-  if (remaining > 0) {
-    last_gang_blocked_ = job.spec.num_gpus;  // told only if the run stalls (formatting it each pass cost 1 %)
-    return std::nullopt;
-  }
+  const auto idle_now = [&](int s) {
+    const Server& srv = st_.servers[static_cast<std::size_t>(s)];
+    return srv.idle_gpus == srv.ngpus;
+  };
+  auto p = on_whole_servers(job, idle_now, [&](int s, const QueuedJob& part) {
+    return probe(s, part, engine_.request_shape(part), t);
+  });
+  if (!p) last_gang_blocked_ = job.spec.num_gpus;  // told only if the run stalls (formatting it each pass cost 1 %)
   return p;
 }
 

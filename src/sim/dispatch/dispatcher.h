@@ -60,7 +60,7 @@ class ClusterDispatcher final : public Placer {
   std::optional<std::string> never_runs(const QueuedJob& job) const override;
   // Preemption's what-if (issue 32 item 1): each server that runs one of `gone`, asked as
   // if those were stopped (their memory and processes gone). A job larger than a server
-  // gets no answer: nothing is preempted for a gang job (docs/lab-policies.md).
+  // asks for whole servers that idle or that the victims would empty (docs/lab-policies.md).
   std::optional<Placement> place_without(const QueuedJob& job, Seconds t, std::span<const JobId> gone) override;
   // Without the requeue's words: the simulator shows no waiting job's reason (a stopped
   // job's reason, which it records, is always written).
@@ -88,6 +88,11 @@ class ClusterDispatcher final : public Placer {
  private:
   std::optional<Placement> place_single(int id, const QueuedJob& job, Seconds t, bool follows_start);
   std::optional<Placement> place_gang(const QueuedJob& job, Seconds t);
+  template <class Idle, class Ask>
+  std::optional<Placement> on_whole_servers(const QueuedJob& job, Idle idle, Ask ask);
+  std::optional<Launch> probe_without(int s, const QueuedJob& job, Seconds t, std::span<const JobId> gone);
+  std::optional<Placement> gang_without(const QueuedJob& job, Seconds t, std::span<const JobId> gone,
+                                        std::span<const int> touched);
   std::optional<Launch> probe(int s, const QueuedJob& job, const Engine::RequestShape& key, Seconds t);
   void remember_refusal(Server& srv, const Engine::RequestShape& key);
   bool refused_already(int s, const Engine::RequestShape& request) const;

@@ -123,6 +123,7 @@ TEST(TraceRoles, PhillyClustersBecomeUsersOrGroupsNumberedInFileOrder) {
     const Trace groups = load_trace(f.path(), catalog, cluster_as(TraceColumnRole::Group));
     for (const auto& j : groups.jobs) {
       EXPECT_EQ(j.owner, -1);
+      ASSERT_TRUE(j.group >= 0 && static_cast<std::size_t>(j.group) < groups.group_names.size()) << j.group;
       EXPECT_EQ(groups.group_names[static_cast<std::size_t>(j.group)], groups.source_id(j));
     }
     EXPECT_TRUE(groups.user_names.empty());

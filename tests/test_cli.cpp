@@ -317,3 +317,36 @@ TEST(Cli, SharingMigCutsGpusByTheModelsTable) {
     EXPECT_EQ(lines(r.out), 1) << r.out;
   }
 }
+
+// Issue 32 in the production readers (docs/traces.md): the options are recorded only when
+// given, reach the run (preemptions by level, per-user shares) and refuse bad values.
+TEST(Cli, TraceRoleOptionsAreRecordedReachTheRunAndRefuseBadValues) {
+  const std::string alibaba = "sim --trace data/traces/alibaba-gpu-2023/openb_pod_list_default.csv --gpu-memory "
+                              "1x8x40960,1x8x81920 --load 0.5 --policies exclusive --set sim.preemption=true --json ";
+  auto r = run(alibaba + tmp("qos.json") + " --alibaba-qos-priority");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("(stopped: level "), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(slurp(tmp("qos.json")));
+  EXPECT_EQ(j["config"]["trace_options"]["alibaba_qos_priority"], true);
+  EXPECT_FALSE(j["results"][0]["preempted_by_level"].empty());
+  r = run(alibaba + tmp("noqos.json"));  // every pod level 0: nothing to preempt
+  ASSERT_EQ(r.rc, 0) << r.out;
+  j = nlohmann::json::parse(slurp(tmp("noqos.json")));
+  EXPECT_FALSE(j["config"]["trace_options"].contains("alibaba_qos_priority"));
+  EXPECT_EQ(j["results"][0]["preemptions"], 0);
+
+  const std::string philly = "sim --trace data/traces/philly/philly_jobs.csv --max-jobs 300 --servers 2 "
+                             "--gpus-per-server 8 --policies exclusive ";
+  r = run(philly + "--philly-cluster-as user --json " + tmp("vc.json"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("user GPU shares: "), std::string::npos) << r.out;
+  j = nlohmann::json::parse(slurp(tmp("vc.json")));
+  EXPECT_EQ(j["config"]["trace_options"]["philly_cluster_as"], "user");
+  EXPECT_TRUE(j["results"][0]["user_shares"].contains("6214e9"));
+  r = run(philly + "--philly-cluster-as team");
+  EXPECT_EQ(r.out, "aegis: error: --philly-cluster-as: 'team' is not one of none, user, group\n");
+  r = run(philly + "--alibaba-qos-priority");
+  EXPECT_NE(r.rc, 0);
+  EXPECT_EQ(lines(r.out), 1) << r.out;
+  EXPECT_NE(r.out.find("--alibaba-qos-priority: applies to alibaba traces only, this one is philly"), std::string::npos);
+}

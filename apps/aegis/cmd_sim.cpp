@@ -57,6 +57,8 @@ struct SimArgs {
   std::size_t repeat = 1;
   double load = 1.0;
   std::uint64_t mapping_seed = 42;
+  bool alibaba_qos_priority = false;    // issue 32: Alibaba `qos` as priority levels
+  std::string philly_cluster_as = "none";  // issue 32: Philly `cluster` as user or group
   int gpus = 3;
   int servers = 1;
   int gpus_per_server = 8;
@@ -234,6 +236,10 @@ void run_sim(const SimArgs& a) {
   topt.max_jobs = a.max_jobs;
   topt.repeat = a.repeat;
   topt.load = a.load;
+  topt.alibaba_qos_priority = a.alibaba_qos_priority;
+  const auto cluster_as = parse_column_role(a.philly_cluster_as);
+  if (!cluster_as) throw ConfigError("--philly-cluster-as: '" + a.philly_cluster_as + "' is not one of none, user, group");
+  topt.philly_cluster_as = *cluster_as;
   std::vector<Trace> traces;
   for (const auto& path : a.traces) traces.push_back(load_trace(path, catalog, topt));
   std::vector<const Trace*> trace_ptrs;
@@ -324,6 +330,9 @@ void run_sim(const SimArgs& a) {
   for (const auto& t : traces) cfg["traces"].push_back(trace_record(t));
   cfg["trace_options"] = {{"runtime", a.trace_runtime}, {"mapping_seed", a.mapping_seed}, {"max_jobs", a.max_jobs}, {"load", a.load}};
   if (a.repeat != 1) cfg["trace_options"]["repeat"] = a.repeat;
+  // Recorded only when set: runs without keep their bytes.
+  if (a.alibaba_qos_priority) cfg["trace_options"]["alibaba_qos_priority"] = true;
+  if (*cluster_as != TraceColumnRole::None) cfg["trace_options"]["philly_cluster_as"] = to_string(*cluster_as);
   cfg["sharing"] = a.sharing;
   cfg["overrides"] = a.sets;
   if (!a.sweep.empty()) cfg["sweep"] = a.sweep;
@@ -447,6 +456,13 @@ void add_sim(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--load", a.load, "Divide inter-arrival times by this factor (1.5 = 50 % more demand)")
+      ->capture_default_str();
+  cmd->add_flag("--alibaba-qos-priority", a.alibaba_qos_priority,
+               "Alibaba traces: each pod's qos class as its priority level (LS and Guaranteed 2, Burstable 1, BE 0; "
+               "default off: all 0); with --set sim.preemption=true higher levels may preempt lower ones");
+  cmd->add_option("--philly-cluster-as", a.philly_cluster_as,
+                  "Philly traces: each job's virtual cluster (a team) as its user or group for fair share "
+                  "(none, user, group); user also reports each cluster's GPU share")
       ->capture_default_str();
   cmd->add_option("--mapping-seed", a.mapping_seed, "Seed of the job-to-workload mapping of production traces")
       ->capture_default_str();

@@ -64,8 +64,13 @@ void print_table(const Trace& trace, const std::string& cluster, std::uint64_t s
   }
   // Preemption (issue 32 item 1), when on: running jobs stopped, and the work they lost.
   for (const auto& m : ms)
-    if (m.lab.preemption)
-      fmt::print("{:<12} preemptions: {}, work lost: {:.0f} GPU-s\n", m.policy, m.lab.preemptions, m.lab.work_lost_gpu_s);
+    if (m.lab.preemption) {
+      std::string levels;  // attempts stopped, by their job's level (issue 32)
+      for (const auto& [level, n] : m.lab.preempted_by_level)
+        levels += fmt::format("{}level {}: {}", levels.empty() ? "" : ", ", level, n);
+      fmt::print("{:<12} preemptions: {}, work lost: {:.0f} GPU-s{}\n", m.policy, m.lab.preemptions,
+                 m.lab.work_lost_gpu_s, levels.empty() ? "" : " (stopped: " + levels + ")");
+    }
   // Backfill (issue 32 item 5), when on: heads started after their first reserved start.
   for (const auto& m : ms)
     if (m.lab.backfill)

@@ -68,6 +68,8 @@ Json to_json(const RunMetrics& m) {
   if (m.lab.preemption) {  // sim.preemption on only: runs without keep their bytes
     j["preemptions"] = m.lab.preemptions;
     j["work_lost_gpu_s"] = m.lab.work_lost_gpu_s;
+    j["preempted_by_level"] = Json::object();  // attempts stopped, by their job's level
+    for (const auto& [level, n] : m.lab.preempted_by_level) j["preempted_by_level"][std::to_string(level)] = n;
   }
   if (m.lab.backfill) {  // backfill on only (issue 32 item 5): runs without keep their bytes
     j["reserved_heads"] = m.lab.reserved_heads;

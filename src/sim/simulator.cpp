@@ -160,6 +160,10 @@ class Run {
     r.lab.preemption = opt_.sim.preemption;  // issue 32 item 1
     r.lab.preemptions = life_.preemptions();
     r.lab.work_lost_gpu_s = work_lost_gpu_s_;
+    if (r.lab.preemption)  // records are in trace order, as trace_jobs_
+      for (std::size_t k = 0; k < r.jobs.size(); ++k)
+        for (const auto& a : r.jobs[k].attempts)
+          if (a.outcome == SimOutcome::Preempted) ++r.lab.preempted_by_level[trace_jobs_[k].priority];
     if ((r.lab.backfill = opt_.engine.backfill)) count_late_heads(r);
     return r;
   }

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -109,6 +110,9 @@ struct LabCounts {
   bool preemption = false;
   std::int64_t preemptions = 0;
   double work_lost_gpu_s = 0;
+  // Attempts stopped by preemption, by their job's level (victims that ended otherwise
+  // during their warning are in `preemptions` only): which levels paid.
+  std::map<int, std::int64_t> preempted_by_level;
   // Backfill (issue 32 item 5), when on: the heads given a reservation, and those that
   // started after the first one they were given (a job that outran its predicted duration,
   // or what the reservation cannot count under sharing): how many, and by how much.

@@ -30,6 +30,22 @@ std::string to_string(TraceFormat f) {
   return "aegis";
 }
 
+std::optional<TraceColumnRole> parse_column_role(const std::string& name) {
+  if (name == "none") return TraceColumnRole::None;
+  if (name == "user") return TraceColumnRole::User;
+  if (name == "group") return TraceColumnRole::Group;
+  return std::nullopt;
+}
+
+std::string to_string(TraceColumnRole r) {
+  switch (r) {
+    case TraceColumnRole::None: return "none";
+    case TraceColumnRole::User: return "user";
+    case TraceColumnRole::Group: return "group";
+  }
+  return "none";
+}
+
 void shape_trace(Trace& t, const TraceOptions& o) {
   if (o.max_jobs > 0 && t.jobs.size() > o.max_jobs) {
     t.skipped["beyond --max-jobs"] += static_cast<std::int64_t>(t.jobs.size() - o.max_jobs);
@@ -85,6 +101,13 @@ Trace load_trace(const std::string& path, const WorkloadCatalog& catalog, const 
                                    "aegis|philly|alibaba", path));
     f = *d;
   }
+  // A format's own option on another format's trace would be silently void: refused.
+  if (o.alibaba_qos_priority && f != TraceFormat::Alibaba)
+    throw InputError(fmt::format("{}: --alibaba-qos-priority: applies to alibaba traces only, this one is {}", path,
+                                 to_string(f)));
+  if (o.philly_cluster_as != TraceColumnRole::None && f != TraceFormat::Philly)
+    throw InputError(fmt::format("{}: --philly-cluster-as: applies to philly traces only, this one is {}", path,
+                                 to_string(f)));
   Trace t;
   switch (f) {
     case TraceFormat::Aegis:

@@ -53,6 +53,10 @@ struct TraceLinks {
 
 enum class TraceFormat { Aegis, Philly, Alibaba };
 
+// What a production trace's team column stands for in fair share: nothing (the default),
+// each job's user (also who may share a GPU under MPS) or each job's group.
+enum class TraceColumnRole { None, User, Group };
+
 // How production traces borrow workload profiles and which duration a job runs.
 struct TraceOptions {
   std::optional<TraceFormat> format;  // empty = detect from the header (error if ambiguous)
@@ -64,6 +68,10 @@ struct TraceOptions {
   // by the trace's span plus one second, for scaling studies (1 = once). Copies keep their
   // workloads and durations; their indices continue after the original's largest.
   std::size_t repeat = 1;
+  // Issue 32, off by default (every job level 0, no users): the production columns that say
+  // whose a job is or how urgent. Each applies to its format only; docs/traces.md.
+  bool alibaba_qos_priority = false;  // Alibaba `qos` as the pod's level (alibaba_qos_level)
+  TraceColumnRole philly_cluster_as = TraceColumnRole::None;  // Philly `cluster` (a team)
 };
 
 struct Trace {
@@ -93,6 +101,8 @@ struct Trace {
 
 std::optional<TraceFormat> parse_trace_format(const std::string& name);  // "aegis", "philly", "alibaba"
 std::string to_string(TraceFormat f);
+std::optional<TraceColumnRole> parse_column_role(const std::string& name);  // "none", "user", "group"
+std::string to_string(TraceColumnRole r);
 
 // Loads and validates a trace in any format against the catalog: every workload must exist
 // and be fully profiled. Throws InputError naming file, line and field.

@@ -138,6 +138,16 @@ void finish(Trace& t, const WorkloadCatalog& catalog, const TraceOptions& option
   t.mapping_method = map_workloads(t.jobs, catalog, options.seed, options.workload_runtime);
 }
 
+// An option that reads an optional column needs it.
+void require_option_column(const CsvReader& r, std::string_view column, std::string_view option) {
+  if (!r.has_column(column))
+    throw InputError(fmt::format("{}:1: missing column '{}' (read by {})", r.file(), column, option));
+}
+
+void require_cluster(const CsvReader& r, const TraceOptions& o) {
+  if (o.philly_cluster_as != TraceColumnRole::None) require_option_column(r, "cluster", "--philly-cluster-as");
+}
+
 TraceJob job_at(const CsvReader& r, std::int64_t index) {
   TraceJob j;
   j.index = index;
@@ -166,10 +176,29 @@ std::int16_t read_priority(const CsvReader& r) {
 
 namespace {
 
+using NameIds = std::map<std::string, std::uint32_t, std::less<>>;
+
+// The number of `name` in `names` (added if new), as the aegis format numbers its users.
+std::int32_t number_of(std::string_view name, std::vector<std::string>& names, NameIds& ids) {
+  auto it = ids.find(name);
+  if (it == ids.end()) {
+    it = ids.emplace(std::string(name), static_cast<std::uint32_t>(names.size())).first;
+    names.emplace_back(name);
+  }
+  return static_cast<std::int32_t>(it->second);
+}
+
+// What a Philly reader keeps across rows: the source ids and, with --philly-cluster-as,
+// the clusters numbered as users or groups.
+struct PhillyIds {
+  TraceColumnRole cluster_as = TraceColumnRole::None;
+  NameIds sources, teams;
+};
+
 // One Philly row, validated (the same checks on every path). An optional `priority`
 // column gives its level, as in the aegis format (a study's derived levels).
 TraceJob philly_job(const CsvReader& r, std::int64_t row, bool has_cluster, bool has_priority, Trace& t,
-                    std::map<std::string, std::uint32_t, std::less<>>& sources) {
+                    PhillyIds& ids) {
   TraceJob j = job_at(r, row);
   if (has_priority) j.priority = read_priority(r);
   const auto submit = parse_utc(r.field("timestamp"));
@@ -180,7 +209,10 @@ TraceJob philly_job(const CsvReader& r, std::int64_t row, bool has_cluster, bool
   if (d <= 0) r.fail("duration", fmt::format("{} is not positive", d));
   j.duration_s = d;
   j.num_gpus = static_cast<std::int16_t>(gpu_count(r, "num_gpus", 1));
-  if (has_cluster) j.source = t.keep_source_id(r.field("cluster"), sources);
+  if (has_cluster) j.source = t.keep_source_id(r.field("cluster"), ids.sources);
+  // Issue 32: the virtual cluster (a team's share of Philly) as the job's user or group.
+  if (ids.cluster_as == TraceColumnRole::User) j.owner = number_of(r.get_text("cluster"), t.user_names, ids.teams);
+  if (ids.cluster_as == TraceColumnRole::Group) j.group = number_of(r.get_text("cluster"), t.group_names, ids.teams);
   return j;
 }
 
@@ -207,6 +239,7 @@ std::optional<Trace> load_philly_unquoted(const std::string& path, const TraceOp
   std::istringstream header_in(text.substr(0, header_end));
   CsvReader r(header_in, path);
   require_columns(r, kPhillyColumns);
+  require_cluster(r, options);
   const auto& header = r.header();
   const auto column = [&](std::string_view name) {
     return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
@@ -257,7 +290,7 @@ std::optional<Trace> load_philly_unquoted(const std::string& path, const TraceOp
   Trace t = start_trace(path, TraceFormat::Philly);
   t.jobs.reserve(keep);
   std::vector<std::string> fields;
-  std::map<std::string, std::uint32_t, std::less<>> sources;
+  PhillyIds ids{options.philly_cluster_as, {}, {}};
   for (const Row& row : rows) {
     fields = std::move(r.record_storage());
     fields.clear();
@@ -270,7 +303,7 @@ std::optional<Trace> load_philly_unquoted(const std::string& path, const TraceOp
       b = e + 1;
     }
     r.set_record(std::move(fields), row.line);
-    t.jobs.push_back(philly_job(r, row.index, has_cluster, has_priority, t, sources));
+    t.jobs.push_back(philly_job(r, row.index, has_cluster, has_priority, t, ids));
   }
   if (all > keep) t.skipped["beyond --max-jobs"] += static_cast<std::int64_t>(all - keep);
   return t;
@@ -286,19 +319,31 @@ Trace load_philly_trace(const std::string& path, const WorkloadCatalog& catalog,
   Trace t = start_trace(path, TraceFormat::Philly);
   CsvReader r = CsvReader::open(path);
   require_columns(r, kPhillyColumns);
+  require_cluster(r, options);
   const bool has_cluster = r.has_column("cluster");
   const bool has_priority = r.has_column("priority");
-  std::map<std::string, std::uint32_t, std::less<>> sources;
-  for (std::int64_t row = 0; r.next(); ++row)
-    t.jobs.push_back(philly_job(r, row, has_cluster, has_priority, t, sources));
+  PhillyIds ids{options.philly_cluster_as, {}, {}};
+  for (std::int64_t row = 0; r.next(); ++row) t.jobs.push_back(philly_job(r, row, has_cluster, has_priority, t, ids));
   finish(t, catalog, options);
   return t;
+}
+
+std::optional<std::int16_t> alibaba_qos_level(std::string_view qos) {
+  // Kubernetes evicts BestEffort pods first and Guaranteed ones last; Alibaba's LS pods
+  // serve requests (latency sensitive) and BE pods are its batch. So LS and Guaranteed are
+  // the most urgent, Burstable between, BE the least; BE stays at 0, the level of a job
+  // with no priority, so the option only raises the classes that asked for more.
+  if (qos == "LS" || qos == "Guaranteed") return 2;
+  if (qos == "Burstable") return 1;
+  if (qos == "BE") return 0;
+  return std::nullopt;
 }
 
 Trace load_alibaba_trace(const std::string& path, const WorkloadCatalog& catalog, const TraceOptions& options) {
   Trace t = start_trace(path, TraceFormat::Alibaba);
   CsvReader r = CsvReader::open(path);
   require_columns(r, kAlibabaColumns);
+  if (options.alibaba_qos_priority) require_option_column(r, "qos", "--alibaba-qos-priority");
   std::map<std::string, std::uint32_t, std::less<>> sources;
   for (std::int64_t row = 0; r.next(); ++row) {
     const int gpus = gpu_count(r, "num_gpu", 0);
@@ -326,6 +371,11 @@ Trace load_alibaba_trace(const std::string& path, const WorkloadCatalog& catalog
     // Only a single-GPU pod can ask for part of a GPU (the trace's own definition).
     if (gpus == 1 && milli < 1000) j.gpu_fraction = static_cast<double>(milli) / 1000.0;
     j.source = t.keep_source_id(r.field("name"), sources);
+    if (options.alibaba_qos_priority) {
+      const auto level = alibaba_qos_level(r.field("qos"));
+      if (!level) r.fail("qos", fmt::format("'{}' is not one of LS, Guaranteed, Burstable, BE", r.field("qos")));
+      j.priority = *level;
+    }
     t.jobs.push_back(std::move(j));
   }
   finish(t, catalog, options);

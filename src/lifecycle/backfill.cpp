@@ -111,4 +111,27 @@ bool may_backfill(const JobSpec& job, Seconds now, Seconds reserved) {
   return end && *end <= reserved;
 }
 
+void BusyGpus::reset(std::span<const int> server_gpus) {
+  first_.clear();
+  std::size_t n = 0;
+  for (int g : server_gpus) {
+    first_.push_back(n);
+    n += static_cast<std::size_t>(std::max(g, 0));
+  }
+  first_.push_back(n);
+  busy_.assign(n, 0);
+}
+
+void BusyGpus::mark(int server, int gpu) {
+  if (server < 0 || static_cast<std::size_t>(server) + 1 >= first_.size() || gpu < 0) return;
+  const std::size_t i = first_[static_cast<std::size_t>(server)] + static_cast<std::size_t>(gpu);
+  if (i < first_[static_cast<std::size_t>(server) + 1]) busy_[i] = 1;
+}
+
+bool BusyGpus::busy(int server, int gpu) const {
+  if (server < 0 || static_cast<std::size_t>(server) + 1 >= first_.size() || gpu < 0) return false;
+  const std::size_t i = first_[static_cast<std::size_t>(server)] + static_cast<std::size_t>(gpu);
+  return i < first_[static_cast<std::size_t>(server) + 1] && busy_[i];
+}
+
 }  // namespace aegis

@@ -60,4 +60,17 @@ std::optional<Seconds> expected_end(const JobSpec& job, Seconds launched_at, Sec
 // Whether `job`, started now, is expected to end by `reserved` (then it cannot take from the head).
 bool may_backfill(const JobSpec& job, Seconds now, Seconds reserved);
 
+// The GPUs aegis jobs run on during one pass (`backfill_idle_gpus_only`): running jobs have
+// precedence over a job started out of order, and under sharing one that joined their GPUs
+// would slow them, so such a job may take only GPUs nobody runs on.
+class BusyGpus {
+ public:
+  void reset(std::span<const int> server_gpus);  // all idle
+  void mark(int server, int gpu);                // ignored outside the servers
+  bool busy(int server, int gpu) const;
+ private:
+  std::vector<std::size_t> first_;  // each server's first GPU in busy_
+  std::vector<char> busy_;
+};
+
 }  // namespace aegis

@@ -377,6 +377,10 @@ std::optional<Seconds> Lifecycle::reservation(const LifeJob& head, Seconds now, 
     const Seconds until = end ? std::max(now, *end) : kOn;
     hold(a.placement, until);
   });
+  if (config_.backfill_idle_gpus_only) {
+    bf_busy_.reset(servers);
+    for (const HeldGpu& h : bf_held_) bf_busy_.mark(h.server, h.gpu);
+  }
   return reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
 }
 
@@ -388,15 +392,30 @@ void Lifecycle::hold(const Placement& p, Seconds until) {
 
 // A later job placed at `p`: the head's reservation counted with it running to its limit
 // (on, without one) must be no later. One that ends by then takes nothing from the head.
+// With `backfill_idle_gpus_only` it must also take only GPUs no running job holds: running
+// jobs have precedence too, and joining them would slow them (docs/lab-policies.md).
 bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved,
                                   const Placer& placer) {
-  if (may_backfill(j.spec(), now, reserved)) return true;
-  const std::size_t before = bf_held_.size();
-  const auto end = expected_end(j.spec(), now, now);
-  hold(p, end ? *end : std::numeric_limits<Seconds>::infinity());
-  const auto r = reserved_start(bf_num_gpus_, placer.server_gpus(), bf_held_, now, bf_need_);
-  if (r && *r <= reserved) return true;  // kept: it runs, and the next candidate counts it
-  bf_held_.resize(before);
+  if (config_.backfill_idle_gpus_only && joins_running(p)) return false;
+  bool kept = may_backfill(j.spec(), now, reserved);
+  if (!kept) {
+    const std::size_t before = bf_held_.size();
+    const auto end = expected_end(j.spec(), now, now);
+    hold(p, end ? *end : std::numeric_limits<Seconds>::infinity());
+    const auto r = reserved_start(bf_num_gpus_, placer.server_gpus(), bf_held_, now, bf_need_);
+    kept = r && *r <= reserved;  // kept: it runs, and the next candidate counts it
+    if (!kept) bf_held_.resize(before);
+  }
+  if (kept && config_.backfill_idle_gpus_only)  // it will run: no later candidate may join it
+    for (const auto& part : p.parts)
+      for (int g : part.launch.gpus) bf_busy_.mark(part.server, g);
+  return kept;
+}
+
+bool Lifecycle::joins_running(const Placement& p) const {
+  for (const auto& part : p.parts)
+    for (int g : part.launch.gpus)
+      if (bf_busy_.busy(part.server, g)) return true;
   return false;
 }
 

@@ -56,6 +56,9 @@ struct EngineConfig {
   // successful runs, once it has this many (0: time limits only; lifecycle/estimate_chain.h).
   int backfill_history_runs = 0;  // off: limits only (docs/config.md says why)
   double backfill_history_quantile = 0.9;
+  // With backfill, a job started out of order takes only GPUs no running job holds: running
+  // jobs have precedence, and under sharing joining them slows them (docs/lab-policies.md).
+  bool backfill_idle_gpus_only = true;
   std::string order = "magm";            // magm | bf | lug | ff | rr | lpu | lpa
   int max_jobs_per_gpu = 0;              // 0 = no cap
   double util_cap = 0;                   // Horus: sum of profiled utilisation <= cap (0 = off)

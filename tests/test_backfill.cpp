@@ -4,6 +4,8 @@
 
 #include <map>
 #include <random>
+#include <string>
+#include <tuple>
 
 #include "lifecycle/backfill.h"
 #include "lifecycle/eta.h"
@@ -398,6 +400,76 @@ TEST(Backfill, NeverDelaysTheHeadsSharedReservation) {
   }
   EXPECT_GT(out_of_order, 0);
   EXPECT_GT(past_reservation, 0);
+}
+
+// `backfill_joins`: which running jobs a job started out of order may share a GPU with.
+// Shared GPUs of 40,000 MiB; A and B (30,000 MiB each, ending at 1000) run on GPUs 0 and 1.
+class CountingGpus : public SharedGpus {
+ public:
+  using SharedGpus::SharedGpus;
+  int declined_count = 0;
+  void declined(const QueuedJob&, const Placement&) override { ++declined_count; }
+};
+
+struct JoinScene {
+  Lifecycle life;
+  CountingGpus gpus;
+  Effects fx;
+  // The head H (job 3) wants every GPU at 30,000 MiB: reserved at 1000. Behind it `behind`:
+  // (id, MiB, limit), submitted in that order at 2 and scheduled at 10.
+  JoinScene(const std::string& joins, int n_gpus, std::vector<std::tuple<JobId, MiB, Seconds>> behind)
+      : life([&] {
+          EngineConfig c;
+          c.backfill = true;
+          c.backfill_joins = joins;
+          return Lifecycle(c, LifecycleOptions{});
+        }()),
+        gpus(n_gpus) {
+    gpus.mib = {{1, 30000}, {2, 30000}, {3, 30000}};
+    life.submitted(job(1, 1, 1000), false, false, 0);
+    life.submitted(job(2, 1, 1000), false, false, 0);
+    life.schedule(0, gpus);  // A on GPU 0, B on GPU 1
+    life.submitted(job(3, n_gpus, 7200), false, false, 1);
+    for (const auto& [id, mib, limit] : behind) {
+      gpus.mib[id] = mib;
+      life.submitted(job(id, 1, limit), false, false, 2);
+    }
+    fx = life.schedule(10, gpus);
+  }
+  std::vector<JobId> started() const {
+    std::vector<JobId> out;
+    for (const auto& st : fx.starts) out.push_back(st.job);
+    return out;
+  }
+};
+
+// Three GPUs, GPU 2 idle. All behind the head end by its reservation: C (20,000) fits only
+// on idle GPU 2; D (5,000) would join A on GPU 0; E (15,000) would join C, backfilled in
+// the same pass. With `none` only C starts, and D and E are declined so the dispatcher may
+// offer them other servers; with `any` (the published rule) all three start.
+TEST(Backfill, WithJoinsNoneAJobStartedOutOfOrderTakesOnlyIdleGpus) {
+  EXPECT_EQ(EngineConfig{}.backfill_joins, "any");
+  const std::vector<std::tuple<JobId, MiB, Seconds>> behind{{4, 20000, 500}, {5, 5000, 500}, {6, 15000, 500}};
+  JoinScene none("none", 3, behind);
+  EXPECT_EQ(none.fx.reserved_start, 1000);
+  EXPECT_EQ(none.started(), std::vector<JobId>({4}));
+  EXPECT_EQ(none.gpus.declined_count, 2);
+  EXPECT_EQ(none.life.queue_order(), std::vector<JobId>({3, 5, 6}));
+  JoinScene any("any", 3, behind);
+  EXPECT_EQ(any.started(), std::vector<JobId>({4, 5, 6}));
+  EXPECT_EQ(any.gpus.declined_count, 0);
+}
+
+// Two GPUs, none idle. C (5,000, ends at 2010) would join A, which ends at 1000, before it,
+// and leaves the head its room; D (5,000, ends at 510) would join A and C, which end after
+// it. `earlier_ending` lets C join (A ends first) but not D; `none` neither; `any` both.
+TEST(Backfill, WithJoinsEarlierEndingAJobStartedOutOfOrderJoinsOnlyJobsEndingBeforeIt) {
+  const std::vector<std::tuple<JobId, MiB, Seconds>> behind{{4, 5000, 2000}, {5, 5000, 500}};
+  JoinScene earlier("earlier_ending", 2, behind);
+  EXPECT_EQ(earlier.fx.reserved_start, 1000);
+  EXPECT_EQ(earlier.started(), std::vector<JobId>({4}));
+  EXPECT_EQ(JoinScene("none", 2, behind).started(), std::vector<JobId>());
+  EXPECT_EQ(JoinScene("any", 2, behind).started(), std::vector<JobId>({4, 5}));
 }
 
 }  // namespace

@@ -111,4 +111,36 @@ bool may_backfill(const JobSpec& job, Seconds now, Seconds reserved) {
   return end && *end <= reserved;
 }
 
+void BusyGpus::reset(std::span<const int> server_gpus) {
+  first_.clear();
+  std::size_t n = 0;
+  for (int g : server_gpus) {
+    first_.push_back(n);
+    n += static_cast<std::size_t>(std::max(g, 0));
+  }
+  first_.push_back(n);
+  until_.assign(n, -std::numeric_limits<Seconds>::infinity());
+}
+
+std::size_t BusyGpus::at(int server, int gpu) const {
+  constexpr auto kNone = static_cast<std::size_t>(-1);
+  if (server < 0 || static_cast<std::size_t>(server) + 1 >= first_.size() || gpu < 0) return kNone;
+  const std::size_t i = first_[static_cast<std::size_t>(server)] + static_cast<std::size_t>(gpu);
+  return i < first_[static_cast<std::size_t>(server) + 1] ? i : kNone;
+}
+
+void BusyGpus::mark(int server, int gpu, Seconds until) {
+  const std::size_t i = at(server, gpu);
+  if (i < until_.size()) until_[i] = std::max(until_[i], until);
+}
+
+bool BusyGpus::busy(int server, int gpu) const {
+  return until(server, gpu) > -std::numeric_limits<Seconds>::infinity();
+}
+
+Seconds BusyGpus::until(int server, int gpu) const {
+  const std::size_t i = at(server, gpu);
+  return i < until_.size() ? until_[i] : -std::numeric_limits<Seconds>::infinity();
+}
+
 }  // namespace aegis

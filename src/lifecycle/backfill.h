@@ -60,4 +60,19 @@ std::optional<Seconds> expected_end(const JobSpec& job, Seconds launched_at, Sec
 // Whether `job`, started now, is expected to end by `reserved` (then it cannot take from the head).
 bool may_backfill(const JobSpec& job, Seconds now, Seconds reserved);
 
+// The GPUs aegis jobs run on during one pass, and until when they are expected to (the
+// latest end there), for `backfill_joins`: running jobs have precedence over a job started
+// out of order, and under sharing one that joined their GPUs would slow them.
+class BusyGpus {
+ public:
+  void reset(std::span<const int> server_gpus);  // all idle
+  void mark(int server, int gpu, Seconds until);  // ignored outside the servers
+  bool busy(int server, int gpu) const;
+  Seconds until(int server, int gpu) const;  // the latest expected end there (-inf: idle)
+ private:
+  std::size_t at(int server, int gpu) const;  // npos outside the servers
+  std::vector<std::size_t> first_;  // each server's first GPU in until_
+  std::vector<Seconds> until_;
+};
+
 }  // namespace aegis

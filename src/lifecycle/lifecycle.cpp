@@ -377,6 +377,10 @@ std::optional<Seconds> Lifecycle::reservation(const LifeJob& head, Seconds now, 
     const Seconds until = end ? std::max(now, *end) : kOn;
     hold(a.placement, until);
   });
+  if (config_.backfill_joins != "any") {
+    bf_busy_.reset(servers);
+    for (const HeldGpu& h : bf_held_) bf_busy_.mark(h.server, h.gpu, h.until);
+  }
   return reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
 }
 
@@ -388,15 +392,35 @@ void Lifecycle::hold(const Placement& p, Seconds until) {
 
 // A later job placed at `p`: the head's reservation counted with it running to its limit
 // (on, without one) must be no later. One that ends by then takes nothing from the head.
+// With `backfill_joins` (none, earlier_ending) it must also not share a GPU with a running
+// job (none), or with one expected to end after it (earlier_ending): running jobs have
+// precedence too, and joining them slows them (docs/lab-policies.md).
 bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved,
                                   const Placer& placer) {
-  if (may_backfill(j.spec(), now, reserved)) return true;
-  const std::size_t before = bf_held_.size();
   const auto end = expected_end(j.spec(), now, now);
-  hold(p, end ? *end : std::numeric_limits<Seconds>::infinity());
-  const auto r = reserved_start(bf_num_gpus_, placer.server_gpus(), bf_held_, now, bf_need_);
-  if (r && *r <= reserved) return true;  // kept: it runs, and the next candidate counts it
-  bf_held_.resize(before);
+  const Seconds until = end ? *end : std::numeric_limits<Seconds>::infinity();
+  if (config_.backfill_joins != "any" && joins_running(p, until)) return false;
+  bool kept = may_backfill(j.spec(), now, reserved);
+  if (!kept) {
+    const std::size_t before = bf_held_.size();
+    hold(p, until);
+    const auto r = reserved_start(bf_num_gpus_, placer.server_gpus(), bf_held_, now, bf_need_);
+    kept = r && *r <= reserved;  // kept: it runs, and the next candidate counts it
+    if (!kept) bf_held_.resize(before);
+  }
+  if (kept && config_.backfill_joins != "any")  // it will run: later candidates see it
+    for (const auto& part : p.parts)
+      for (int g : part.launch.gpus) bf_busy_.mark(part.server, g, until);
+  return kept;
+}
+
+// Whether `p`, for a job expected to end at `until`, shares a GPU with a running job that
+// `backfill_joins` protects from it.
+bool Lifecycle::joins_running(const Placement& p, Seconds until) const {
+  const bool any_job = config_.backfill_joins == "none";
+  for (const auto& part : p.parts)
+    for (int g : part.launch.gpus)
+      if (any_job ? bf_busy_.busy(part.server, g) : bf_busy_.until(part.server, g) > until) return true;
   return false;
 }
 

@@ -170,6 +170,15 @@ class Daemon:
         raise RuntimeError("jobs did not finish in time: " + json.dumps(self.jobs(), indent=1)[-4000:])
 
 
+def run_history(d, runs=3):
+    """`runs` successful runs of one command (signature "sh -c sleep #"), so that backfill
+    has a predicted duration for it (backfill_history_runs)."""
+    past = [d.submit("--exclusive", "--", "sh", "-c", "sleep 0.5") for _ in range(runs)]
+    states = d.wait_all_final(past, timeout=120)
+    if any(s != "completed" for s in states.values()):
+        fail(f"history runs: {states}")
+
+
 def raw_call(path, request):
     """One request through the socket itself, as any program may send it."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:

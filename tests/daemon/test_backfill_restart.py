@@ -7,18 +7,14 @@ Usage: test_backfill_restart.py BUILD_DIR
 """
 import sys
 
-from harness import Daemon, fail, wait_for
+from harness import Daemon, fail, run_history, wait_for
 
 
 def main(build):
     d = Daemon(build, gpus="2x40960", settings={"backfill": True, "backfill_history_runs": 3})
     try:
         d.start()
-        # History: three successful runs of one command (its signature: "sh -c sleep #").
-        past = [d.submit("--exclusive", "--", "sh", "-c", "sleep 0.5") for _ in range(3)]
-        states = d.wait_all_final(past, timeout=120)
-        if any(s != "completed" for s in states.values()):
-            fail(f"history runs: {states}")
+        run_history(d)  # three successful runs of "sh -c sleep #"
         d.kill9()
         d.start()
         # A holds GPU 0 until its limit stops it (15 s); the head H wants both GPUs.

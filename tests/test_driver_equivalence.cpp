@@ -137,7 +137,8 @@ const std::string kWeights = kData + "models/gpumemnet_mlp.json";
 // answered by the attempt's end at the same instant.
 Replayed replay_world(const std::string& policy, const World& world, Server server, double activity_lag = 0,
                       bool repeated = false, const std::string& fair_share_users = "",
-                      std::optional<Seconds> preempt_exempt_s = std::nullopt) {
+                      std::optional<Seconds> preempt_exempt_s = std::nullopt,
+                      const std::string& fair_share_charge = "booked") {
   Replayed out;
   int& differing = out.differing;
   const int kServerGpus = server.gpus;
@@ -148,6 +149,7 @@ Replayed replay_world(const std::string& policy, const World& world, Server serv
   o.policy_name = policy;
   o.engine = policy_config(policy);
   o.engine.fair_share_users = fair_share_users;  // names of the trace's users: uids here
+  o.engine.fair_share_charge = fair_share_charge;
   o.cluster = ClusterSpec::uniform(1, kServerGpus, kServerMib);
   o.sim.gpu_driver_reserved_mib = server.reserved_mib;
   if (preempt_exempt_s) {
@@ -163,7 +165,8 @@ Replayed replay_world(const std::string& policy, const World& world, Server serv
   env.gpus = test::fake_gpus(kServerGpus, kServerMib);
   for (auto& g : env.gpus) g.free_mib -= server.reserved_mib;
   DaemonConfig cfg;
-  cfg.daemon.state_dir = test::temp_path("state-" + policy + (fair_share_users.empty() ? "" : "-fair"));
+  cfg.daemon.state_dir =
+      test::temp_path("state-" + policy + (fair_share_users.empty() ? "" : "-fair-" + fair_share_charge));
   mkdir(cfg.daemon.state_dir.c_str(), 0700);
   cfg.daemon.policy = policy;
   cfg.daemon.durability = "normal";
@@ -452,6 +455,16 @@ TEST(FairShareEquivalence, SimulatorAndDaemonServeUsersByTheSameFactors) {
   int moved = 0;
   for (std::size_t i = 0; i < fair.sim.jobs.size(); ++i) moved += fair.sim.jobs[i].first_launch != fifo.sim.jobs[i].first_launch;
   EXPECT_GT(moved, 0);
+}
+
+// fair_share_charge = occupied under `aegis` (jobs share GPUs, so a job's charge moves as
+// others join and leave it): both drivers charge alike and so serve the same order.
+TEST(FairShareEquivalence, SimulatorAndDaemonChargeOccupiedGpusAlike) {
+  World world = make_world(LearnedModel::load(kWeights));
+  world.trace.user_names = {"1001", "1002"};
+  for (std::size_t i = 0; i < world.trace.jobs.size(); ++i) world.trace.jobs[i].owner = static_cast<std::int32_t>(i % 2);
+  const Replayed r = replay_world("aegis", world, Server{}, 0, false, "1001:2,1002:1", std::nullopt, "occupied");
+  EXPECT_EQ(r.differing, 0);
 }
 
 // Preemption (issue 32 item 1): the Philly world under `exclusive` (a queue forms on three

@@ -4,7 +4,9 @@
 // weights' bad input. A scripted placer stands in for the GPUs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "core/param_table.h"
@@ -141,6 +143,87 @@ TEST(FairShare, UsageIsChargedByTheBookedShareOfAGpu) {
   EXPECT_DOUBLE_EQ(life.fair_share().charged(2, 500), 100.0);
 }
 
+// fair_share_charge = occupied: a GPU's time goes to the jobs on it by their bookings; a
+// job alone on its GPU is charged the whole GPU whatever it booked.
+TEST(FairShare, OccupiedChargeSplitsEachGpuByTheBookingsOnIt) {
+  EngineConfig c;
+  c.fair_share_users = "*:1";
+  c.fair_share_half_life_s = 0;
+  c.fair_share_charge = "occupied";
+  auto life = make(c);
+  life.submitted(job(1, 1), false, false, 0);
+  life.submitted(job(2, 2), false, false, 0);
+  Placer1 p;
+  p.placeable = {1};
+  p.admitted = 10240;
+  ASSERT_EQ(life.schedule(0, p).starts.size(), 1u);  // user 1 alone, a quarter booked: 0-100 s
+  Placer1 q;
+  q.placeable = {2};
+  q.admitted = 30720;
+  ASSERT_EQ(life.schedule(100, q).starts.size(), 1u);  // user 2 beside it, 3/4 booked: 100-200 s
+  life.ended(1, {AttemptOutcome::Completed, ""}, 200);
+  life.ended(2, {AttemptOutcome::Completed, ""}, 300);  // user 2 alone: 200-300 s
+  EXPECT_DOUBLE_EQ(life.fair_share().charged(1, 400), 100 + 25.0);
+  EXPECT_DOUBLE_EQ(life.fair_share().charged(2, 400), 75.0 + 100);
+  // The same jobs charged by booking: 10240 and 30720 of 40960 over their runs.
+  c.fair_share_charge = "booked";
+  auto booked = make(c);
+  booked.submitted(job(1, 1), false, false, 0);
+  booked.submitted(job(2, 2), false, false, 0);
+  booked.schedule(0, p);
+  booked.schedule(100, q);
+  booked.ended(1, {AttemptOutcome::Completed, ""}, 200);
+  booked.ended(2, {AttemptOutcome::Completed, ""}, 300);
+  EXPECT_DOUBLE_EQ(booked.fair_share().charged(1, 400), 50.0);
+  EXPECT_DOUBLE_EQ(booked.fair_share().charged(2, 400), 150.0);
+}
+
+// aegisd's restart: usage rebuilt from the attempts (ended, and running ones) equals the
+// live ledger's, in both modes, whatever order the store gives them in.
+TEST(FairShare, RebuildFromAttemptsGivesTheLiveUsage) {
+  for (const std::string charge : {"booked", "occupied"}) {
+    EngineConfig c;
+    c.fair_share_users = "1:2,2:1";
+    c.fair_share_half_life_s = 500;
+    c.fair_share_charge = charge;
+    FairShare live(c, resolve_share_weights(c, [](std::string_view n, bool) -> std::optional<std::int64_t> {
+                     return std::stoll(std::string(n));
+                   }));
+    FairShare rebuilt = live;
+    const std::vector<PastHold> attempts = {
+        {1, 10, {{0, 0, 8192, 40960, false}}, 0, 300},
+        {2, 20, {{0, 0, 20480, 40960, false}, {0, 1, 20480, 40960, false}}, 100, 400},
+        {1, 10, {{0, 1, 4096, 40960, false}}, 150, std::nullopt},  // still running
+        {2, 20, {{0, 2, 40960, 40960, true}}, 50, 250},
+        {1, 10, {{0, 0, 10240, 40960, false}}, 300, 600},
+    };
+    // Live: the same starts and ends as they happen.
+    struct E {
+      Seconds t;
+      bool start;
+      std::size_t i;
+    };
+    std::vector<E> events;
+    for (std::size_t i = 0; i < attempts.size(); ++i) {
+      events.push_back({attempts[i].from, true, i});
+      if (attempts[i].to) events.push_back({*attempts[i].to, false, i});
+    }
+    std::sort(events.begin(), events.end(), [](const E& x, const E& y) { return x.t < y.t || (x.t == y.t && !x.start && y.start); });
+    for (const auto& e : events) {
+      const auto& a = attempts[e.i];
+      if (e.start) live.started(a.user, a.group, a.gpus, e.t);
+      else live.stopped(a.user, a.gpus, e.t);
+    }
+    rebuilt.rebuild({attempts.rbegin(), attempts.rend()});
+    for (std::int64_t u : {1, 2}) {
+      EXPECT_NEAR(rebuilt.usage(u, 900), live.usage(u, 900), 1e-9) << charge;
+      EXPECT_NEAR(rebuilt.charged(u, 900), live.charged(u, 900), 1e-9) << charge;
+      EXPECT_GT(live.charged(u, 900), 0);
+    }
+    EXPECT_NEAR(rebuilt.factor(1, 900), live.factor(1, 900), 1e-12);
+  }
+}
+
 TEST(FairShare, UsageDecaysWithTheHalfLife) {
   EngineConfig c;
   c.fair_share_users = "*:1";
@@ -245,8 +328,8 @@ TEST(FairShare, WithoutGroupWeightsUsersOfDifferentGroupsShareByTheirWeights) {
                  return std::stoll(std::string(n));
                }));
   for (std::int64_t u : {1, 2}) {
-    fs.started(u, 1000 + u, 1.0, 40960, 0);  // group 1001 and group 1002
-    fs.stopped(u, 1.0, 40960, 100);
+    fs.started(u, 1000 + u, {{0, 0, 40960, 40960, false}}, 0);  // group 1001 and group 1002
+    fs.stopped(u, {{0, 0, 40960, 40960, false}}, 100);
   }
   const auto f = fs.factors(100);
   EXPECT_NEAR(f.at(1), std::exp2(-0.5 / (2.0 / 3)), 1e-9);
@@ -264,8 +347,8 @@ TEST(FairShare, GroupWeightsSplitBetweenGroupsThenTheirUsers) {
   fs.seen(3, 20);
   // Equal usage for all three: group 10's two users share 2/3, user 3 alone has 1/3.
   for (std::int64_t u : {1, 2, 3}) {
-    fs.started(u, u == 3 ? 20 : 10, 1.0, 40960, 0);
-    fs.stopped(u, 1.0, 40960, 100);
+    fs.started(u, u == 3 ? 20 : 10, {{0, 0, 40960, 40960, false}}, 0);
+    fs.stopped(u, {{0, 0, 40960, 40960, false}}, 100);
   }
   const auto f = fs.factors(100);
   EXPECT_NEAR(f.at(1), std::exp2(-(1.0 / 3) / (1.0 / 3)), 1e-9);
@@ -273,11 +356,33 @@ TEST(FairShare, GroupWeightsSplitBetweenGroupsThenTheirUsers) {
   EXPECT_DOUBLE_EQ(f.at(1), f.at(2));
 }
 
+// Each user's charge from 0 to `end` of a simulator run, by the ledger itself (no decay):
+// its attempts clipped to `end`, replayed under `charge` (booked or occupied).
+std::map<std::int64_t, double> window_charge(const SimResult& r, const std::string& charge, Seconds end) {
+  EngineConfig c;
+  c.fair_share_users = "*:1";
+  c.fair_share_half_life_s = 0;
+  c.fair_share_charge = charge;
+  FairShare ledger(c, {});
+  std::vector<PastHold> attempts;
+  for (const auto& j : r.jobs)
+    for (const auto& a : j.attempts)
+      if (a.launch < end) {
+        PastHold h{j.trace_index % 2, 0, {}, a.launch, std::min(a.end, end)};
+        for (int g : a.gpus) h.gpus.push_back({0, g, a.admitted_mib, 40960, a.exclusive});
+        attempts.push_back(std::move(h));
+      }
+  ledger.rebuild(std::move(attempts));
+  return {{0, ledger.charged(0, end)}, {1, ledger.charged(1, end)}};
+}
+
 // The study of docs/lab-policies.md in small, through the simulator: two users submit the
 // same 60 published jobs in interleaved bursts on the published testbed (3 x 40 GiB); while
 // both still have jobs waiting, weights 2:1 give them charged GPU shares within 10 % of 2:1,
-// and no weights about 1:1. The simulator also reports each user's charge.
-TEST(FairShare, TwoUsersBurstsGetSharesByTheirWeightsInTheSimulator) {
+// and no weights about 1:1, each measured by the charge the scheduler makes. The simulator
+// also reports each user's charge.
+double burst_ratio(const std::string& policy, const std::string& weights, const std::string& charge, SimResult* out,
+                   std::uint64_t seed = 1) {
   const std::string data = std::string(AEGIS_SOURCE_DIR) + "/data/aegis/";
   const auto catalog = WorkloadCatalog::load(data + "workloads.csv");
   const Trace published = load_trace(data + "trace_philly.csv", catalog);
@@ -292,36 +397,41 @@ TEST(FairShare, TwoUsersBurstsGetSharesByTheirWeightsInTheSimulator) {
       j.owner = u;
       two.jobs.push_back(j);
     }
-  auto window_ratio = [&](const std::string& weights, SimResult* out) {
-    SimOptions o;
-    o.engine = policy_config("exclusive");
-    o.engine.fair_share_users = weights;
-    // (ClusterSpec's default: one server of 3 x 40960 MiB, the published testbed.)
-    const SimResult r = simulate(catalog, two, o);
-    double end = 1e300;
-    for (std::int32_t u : {0, 1}) {
-      double last = 0;
-      for (const auto& j : r.jobs)
-        if (j.trace_index % 2 == u) last = std::max(last, j.first_launch);
-      end = std::min(end, last);
-    }
-    double charged[2] = {0, 0};
+  SimOptions o;
+  o.policy_name = policy;
+  o.engine = policy_config(policy);
+  o.engine.fair_share_users = weights;
+  o.engine.fair_share_charge = charge;
+  o.seed = seed;  // first-activity delays and telemetry noise
+  // (ClusterSpec's default: one server of 3 x 40960 MiB, the published testbed.)
+  const SimResult r = simulate(catalog, two, o);
+  double end = 1e300;  // up to the first launch of the last job of the user whose queue empties first
+  for (std::int32_t u : {0, 1}) {
+    double last = 0;
     for (const auto& j : r.jobs)
-      for (const auto& a : j.attempts)
-        if (std::min(a.end, end) > a.launch)
-          charged[j.trace_index % 2] += static_cast<double>(a.gpus.size()) *
-                                        (a.exclusive ? 1.0 : std::min(1.0, static_cast<double>(a.admitted_mib) / 40960.0)) *
-                                        (std::min(a.end, end) - a.launch);
-    if (out) *out = r;
-    return charged[0] / charged[1];
-  };
+      if (j.trace_index % 2 == u) last = std::max(last, j.first_launch);
+    end = std::min(end, last);
+  }
+  const auto charged = window_charge(r, charge, end);
+  if (out) *out = r;
+  return charged.at(0) / charged.at(1);
+}
+
+TEST(FairShare, TwoUsersBurstsGetSharesByTheirWeightsInTheSimulator) {
   SimResult weighted;
-  const double ratio = window_ratio("alice:2,bob:1", &weighted);
-  EXPECT_NEAR(ratio, 2.0, 0.2);
-  EXPECT_NEAR(window_ratio("", nullptr), 1.0, 0.1);
+  EXPECT_NEAR(burst_ratio("exclusive", "alice:2,bob:1", "booked", &weighted), 2.0, 0.2);
+  EXPECT_NEAR(burst_ratio("exclusive", "", "booked", nullptr), 1.0, 0.1);
   ASSERT_EQ(weighted.user_gpu_seconds.size(), 2u);
   EXPECT_EQ(weighted.user_gpu_seconds[0].first, "alice");
   EXPECT_GT(weighted.user_gpu_seconds[1].second, 0);
+}
+
+// Under `aegis` with seed 2 the booked charge misses 2:1 by far (1.35): GPUs held by one
+// user's small bookings, which the gates and head-of-line keep others off, are charged only
+// in part. Charged by the GPU time each user's jobs occupy, it holds (1.86).
+TEST(FairShare, TwoUsersBurstsGetSharesByTheirWeightsUnderSharingWhenChargedByOccupiedGpus) {
+  EXPECT_NEAR(burst_ratio("aegis", "alice:2,bob:1", "occupied", nullptr, 2), 2.0, 0.2);
+  EXPECT_LT(burst_ratio("aegis", "alice:2,bob:1", "booked", nullptr, 2), 1.8);  // the miss it fixes
 }
 
 }  // namespace

@@ -38,6 +38,14 @@ double charged_gpus(const Placement& p) {
   return gpus;
 }
 
+GpuHolds gpu_holds(const Placement& p) {
+  GpuHolds out;
+  for (const auto& part : p.parts)
+    for (int g : part.launch.gpus)
+      out.push_back({part.server, g, part.launch.admitted_mib, part.gpu_total_mib, part.launch.exclusive});
+  return out;
+}
+
 MiB booked_mib(const Placement& p) {
   MiB m = 0;
   for (const auto& part : p.parts) m += static_cast<MiB>(part.launch.gpus.size()) * part.launch.admitted_mib;
@@ -50,6 +58,7 @@ bool fair_share_caps(const EngineConfig& c) { return c.user_max_gpu_mem_mib > 0 
 FairShare::FairShare(const EngineConfig& c, ShareWeights w)
     : orders_(fair_share_orders(c)),
       caps_(fair_share_caps(c)),
+      occupied_(c.fair_share_charge == "occupied"),
       groups_(!c.fair_share_groups.empty()),
       w_(std::move(w)),
       half_life_s_(c.fair_share_half_life_s),
@@ -76,37 +85,81 @@ void FairShare::advance(Account& a, Seconds t, Seconds half_life) {
 
 void FairShare::seen(std::int64_t user, std::int64_t group) { account(user).group = group; }
 
-void FairShare::started(std::int64_t user, std::int64_t group, double gpu_share, MiB admitted_mib, Seconds t) {
+void FairShare::started(std::int64_t user, std::int64_t group, const GpuHolds& gpus, Seconds t) {
   Account& a = account(user);
   advance(a, t, half_life_s_);
   if (a.at < t) a.at = t;  // a new account starts now
   a.group = group;
-  a.rate += gpu_share;
   a.running += 1;
-  a.admitted_mib += admitted_mib;
+  for (const auto& h : gpus) {
+    a.admitted_mib += h.booked_mib;
+    if (occupied_) occupy(user, h, +1, t);
+    else a.rate += charged_gpus(1, h.exclusive, h.booked_mib, h.total_mib);
+  }
 }
 
-void FairShare::stopped(std::int64_t user, double gpu_share, MiB admitted_mib, Seconds t) {
+void FairShare::stopped(std::int64_t user, const GpuHolds& gpus, Seconds t) {
   Account& a = account(user);
   advance(a, t, half_life_s_);
-  a.rate = std::max(0.0, a.rate - gpu_share);
+  for (const auto& h : gpus) {
+    a.admitted_mib = std::max<MiB>(0, a.admitted_mib - h.booked_mib);
+    if (occupied_) occupy(user, h, -1, t);
+    else a.rate = std::max(0.0, a.rate - charged_gpus(1, h.exclusive, h.booked_mib, h.total_mib));
+  }
   if (a.running > 0) a.running -= 1;
   if (a.running == 0) a.rate = 0;  // no rounding left over
-  a.admitted_mib = std::max<MiB>(0, a.admitted_mib - admitted_mib);
 }
 
-void FairShare::charged_before(std::int64_t user, std::int64_t group, double gpu_share, Seconds from, Seconds to) {
-  if (!(to > from)) return;
-  Account& a = account(user);
-  if (a.group < 0) a.group = group;
-  if (a.at < to) advance(a, to, half_life_s_);
-  // Its integral decayed to the account's time: share / lambda (e^{-lambda (at - to)} - e^{-lambda (at - from)}).
-  a.charged += gpu_share * (to - from);
-  if (half_life_s_ > 0) {
-    const double lambda = std::log(2.0) / half_life_s_;
-    a.usage += gpu_share / lambda * (std::exp(-lambda * (a.at - to)) - std::exp(-lambda * (a.at - from)));
-  } else {
-    a.usage += gpu_share * (to - from);
+// A GPU's time goes to the jobs on it by their bookings; with nothing booked (no estimate
+// and no floor), by their number.
+double FairShare::share_of(const GpuLoad& g, std::int64_t user) {
+  auto it = g.users.find(user);
+  if (it == g.users.end()) return 0;
+  if (g.booked_mib > 0) return static_cast<double>(it->second.first) / static_cast<double>(g.booked_mib);
+  return g.jobs > 0 ? static_cast<double>(it->second.second) / g.jobs : 0;
+}
+
+void FairShare::occupy(std::int64_t user, const GpuHold& h, int sign, Seconds t) {
+  GpuLoad& g = gpus_[{h.server, h.gpu}];
+  // Everyone on the GPU is charged at the old split up to now, then at the new one.
+  for (const auto& [u, held] : g.users) {
+    Account& other = account(u);
+    advance(other, t, half_life_s_);
+    other.rate = std::max(0.0, other.rate - share_of(g, u));
+  }
+  auto& mine = g.users[user];
+  mine.first += sign * h.booked_mib;
+  mine.second += sign;
+  g.booked_mib += sign * h.booked_mib;
+  g.jobs += sign;
+  if (mine.second <= 0) g.users.erase(user);
+  for (const auto& [u, held] : g.users) account(u).rate += share_of(g, u);
+  if (g.users.empty()) gpus_.erase({h.server, h.gpu});
+}
+
+void FairShare::rebuild(std::vector<PastHold> attempts) {
+  for (auto& [u, a] : accounts_) a = Account{.group = a.group};
+  gpus_.clear();
+  // Starts and ends in time order; at one instant ends first (what ended left room for
+  // what started; no time passes between them, so nothing is charged by the order).
+  struct Event {
+    Seconds t;
+    bool start;
+    std::size_t i;
+  };
+  std::vector<Event> events;
+  for (std::size_t i = 0; i < attempts.size(); ++i) {
+    const auto& a = attempts[i];
+    if (a.to && !(*a.to > a.from)) continue;
+    events.push_back({a.from, true, i});
+    if (a.to) events.push_back({*a.to, false, i});
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const Event& x, const Event& y) { return x.t != y.t ? x.t < y.t : (!x.start && y.start); });
+  for (const auto& e : events) {
+    const PastHold& a = attempts[e.i];
+    if (e.start) started(a.user, a.group, a.gpus, e.t);
+    else stopped(a.user, a.gpus, e.t);
   }
 }
 

@@ -1,8 +1,8 @@
 // Fair share (issue 32 item 2, docs/lab-policies.md "Fair share"): what each user used of
 // the GPUs, decayed with a half-life, and Slurm's classic fair-share factor from it; and
 // per-user caps. Pure: every call takes the time. The lifecycle charges a job from its start
-// to its end by the share of GPU memory it booked (admitted / capacity, a whole GPU when
-// placed exclusive) and orders its queues by priority level, then this factor, then FIFO.
+// to its end (`fair_share_charge`: by the share of GPU memory it booked, or by its booking's
+// share of each GPU it occupies) and orders its queues by level, then this factor, then FIFO.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -30,6 +30,25 @@ struct ShareWeights {
 ShareWeights resolve_share_weights(const EngineConfig& c,
                                    const std::function<std::optional<std::int64_t>(std::string_view, bool group)>& id_of);
 
+// One GPU a job holds, as the charge sees it: which (server, index), the memory booked for
+// the job there, the GPU's capacity, and whether the job holds it exclusive.
+struct GpuHold {
+  int server = 0, gpu = 0;
+  MiB booked_mib = 0, total_mib = 0;
+  bool exclusive = false;
+};
+using GpuHolds = std::vector<GpuHold>;
+GpuHolds gpu_holds(const Placement& p);
+
+// An attempt that ran before this ledger began (aegisd's store at a restart), or one still
+// running (no end): what FairShare::rebuild replays.
+struct PastHold {
+  std::int64_t user = 0, group = -1;
+  GpuHolds gpus;
+  Seconds from = 0;
+  std::optional<Seconds> to;
+};
+
 // What a placement is charged: GPUs' worth (on each GPU its booked memory over the GPU's
 // capacity, at most 1; a whole GPU when placed exclusive: nobody may join it) and the
 // memory it books over all its GPUs.
@@ -51,13 +70,17 @@ class FairShare {
 
   // A user's job arrived (its group is the last one it came with).
   void seen(std::int64_t user, std::int64_t group);
-  // A job of `user` holds `gpu_share` GPUs' worth (sum over its GPUs of the booked share) and
-  // `admitted_mib` booked memory from `t` on; stopped() ends it.
-  void started(std::int64_t user, std::int64_t group, double gpu_share, MiB admitted_mib, Seconds t);
-  void stopped(std::int64_t user, double gpu_share, MiB admitted_mib, Seconds t);
-  // A job that held `gpu_share` from `from` to `to`, before this ledger began (aegisd's
-  // store after a restart): its usage as decayed by now.
-  void charged_before(std::int64_t user, std::int64_t group, double gpu_share, Seconds from, Seconds to);
+  // A job of `user` holds `gpus` from `t` on; stopped() ends it. Calls come in time order.
+  // Charged per GPU (`fair_share_charge`): `booked`, its booking over the GPU's capacity (a
+  // whole GPU when exclusive); `occupied`, the GPU's time split among the jobs on it by
+  // their bookings (alone on it, the whole GPU), so a job's charge moves as others come
+  // and go.
+  void started(std::int64_t user, std::int64_t group, const GpuHolds& gpus, Seconds t);
+  void stopped(std::int64_t user, const GpuHolds& gpus, Seconds t);
+  // The ledger again from attempts alone (aegisd at start: those its store kept, and the
+  // running ones): every charge forgotten, then their starts and ends replayed in time
+  // order, so each GPU is split as it was while they ran (users and groups seen are kept).
+  void rebuild(std::vector<PastHold> attempts);
 
   // The user's usage at `t`, decayed (GPU-seconds), and all that was charged, undecayed.
   double usage(std::int64_t user, Seconds t) const;
@@ -87,8 +110,18 @@ class FairShare {
   Account& account(std::int64_t user);
   static void advance(Account& a, Seconds t, Seconds half_life);
   double shares(std::int64_t user) const;
+  // Occupied mode: the user's share of one GPU now, and a change there at `t` (the
+  // accounts of everyone on it advanced first, their rates moved by the change).
+  struct GpuLoad {
+    std::map<std::int64_t, std::pair<MiB, int>> users;  // user -> (booked MiB, jobs)
+    MiB booked_mib = 0;
+    int jobs = 0;
+  };
+  static double share_of(const GpuLoad& g, std::int64_t user);
+  void occupy(std::int64_t user, const GpuHold& h, int sign, Seconds t);
 
   bool orders_ = false, caps_ = false;
+  bool occupied_ = false;  // fair_share_charge = occupied
   // Groups count only when group weights are set: on a system with a group per user (the
   // Debian default) each user would otherwise be alone in a group of weight 1, and the
   // user weights would have no effect.
@@ -98,6 +131,7 @@ class FairShare {
   MiB max_mem_mib_ = 0;
   int max_running_ = 0;
   std::map<std::int64_t, Account> accounts_;  // few users: a map, ordered for reports
+  std::map<std::pair<int, int>, GpuLoad> gpus_;  // occupied mode: (server, GPU) -> who is on it
 };
 
 }  // namespace aegis

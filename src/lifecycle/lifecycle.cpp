@@ -140,8 +140,8 @@ void Lifecycle::restore(LifeJob j) {
   if (share_on_) {  // [fair share] its user, and its charge from the launch of a running attempt
     share_.seen(stored.spec().owner, stored.spec().group);
     if (stored.holds_gpus())
-      share_.started(stored.spec().owner, stored.spec().group, charged_gpus(stored.current()->placement),
-                     booked_mib(stored.current()->placement), stored.current()->launched_at);
+      share_.started(stored.spec().owner, stored.spec().group, gpu_holds(stored.current()->placement),
+                     stored.current()->launched_at);
   }
   if (stored.state == JobState::Queued) {
     enqueue(stored, stored.queue == QueueName::Recovery ? QueueName::Recovery : QueueName::Main, false);
@@ -454,7 +454,7 @@ void Lifecycle::start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Ef
   // The placer's view of its GPUs includes the job before anything else is placed.
   placer.started(qj, p, now);
   if (holds_.active()) holds_.started(j);  // [issue 32] its array's running count
-  if (share_on_) share_.started(j.spec().owner, j.spec().group, charged_gpus(p), booked_mib(p), now);  // [fair share]
+  if (share_on_) share_.started(j.spec().owner, j.spec().group, gpu_holds(p), now);  // [fair share]
   j.placed_from = j.queue;
   dequeue(j);
   j.state = JobState::Running;
@@ -680,7 +680,16 @@ void Lifecycle::serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vect
 
 void Lifecycle::charge_stop(const LifeJob& j, Seconds t) {
   if (!share_on_ || !j.current()) return;
-  share_.stopped(j.spec().owner, charged_gpus(j.current()->placement), booked_mib(j.current()->placement), t);
+  share_.stopped(j.spec().owner, gpu_holds(j.current()->placement), t);
+}
+
+void Lifecycle::rebuild_usage(std::vector<PastHold> ended) {
+  if (!share_on_) return;
+  jobs_.for_each([&](const LifeJob& j) {
+    if (j.holds_gpus())
+      ended.push_back({j.spec().owner, j.spec().group, gpu_holds(j.current()->placement), j.current()->launched_at, {}});
+  });
+  share_.rebuild(std::move(ended));
 }
 
 std::vector<JobId> Lifecycle::holding_gpus() const {

@@ -255,11 +255,10 @@ class Lifecycle {
   std::vector<JobId> queue_order() const;
   // What each user used (charged, decayed, factor) and the caps (lifecycle/fair_share.h).
   const FairShare& fair_share() const { return share_; }
-  // An attempt that ended before this lifecycle began (aegisd's store, at a restart): its
-  // user's usage counts it, decayed. Nothing when fair share is off.
-  void charged_before(std::int64_t owner, std::int64_t group, double gpus, Seconds from, Seconds to) {
-    if (share_on_) share_.charged_before(owner, group, gpus, from, to);
-  }
+  // Usage again from the attempts that ended before this lifecycle began (aegisd's store,
+  // at a restart) and the running jobs restored: replayed in time order, so each user's
+  // usage is what it was (FairShare::rebuild). Nothing when fair share is off.
+  void rebuild_usage(std::vector<PastHold> ended);
   Seconds last_pass() const { return last_pass_; }
   std::vector<JobId> holding_gpus() const;
   // Drops a finished job (the daemon keeps finished jobs in its store only).

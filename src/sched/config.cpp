@@ -121,6 +121,9 @@ std::span<const ParamEntry<EngineConfig>> entries() {
                 "Fair share: groups' weights, NAME:WEIGHT,... (* = every other group)"),
     P("fair_share_half_life_s", fair_share_half_life_s, 0, kInf, "",
                 "Fair share: a user's GPU usage decays by half in this many seconds (0 = never decays)"),
+    P("fair_share_charge", fair_share_charge, 0, 0, "booked,occupied",
+                "Fair share: a job is charged per GPU its booked memory over the GPU's capacity "
+                "(booked), or the GPU's time split among the jobs on it by their bookings (occupied)"),
     P("user_max_gpu_mem_mib", user_max_gpu_mem_mib, 0, kInf, "",
                 "A user's jobs book at most this much GPU memory at once, all GPUs (0 = no cap)"),
     P("user_max_running_jobs", user_max_running_jobs, 0, 1000000, "",

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <fmt/format.h>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sys/wait.h>
 
@@ -192,12 +193,27 @@ void Daemon::recover_jobs(Seconds now, bool restarted) {
   restore_finals();  // issue 32: what the restored jobs' dependencies and arrays ended as
   // Fair share's usage is recomputed from the attempts the store keeps (no table of its
   // own): those that ended within 10 half-lives (older ones weigh under 2^-10), all of
-  // them when usage does not decay (issue 32 item 2, docs/lab-policies.md).
+  // them when usage does not decay, replayed with the running ones (issue 32 item 2,
+  // docs/lab-policies.md). A GPU no longer here keeps a key of its own.
   if (life_.fair_share().orders()) {
     const Seconds half = cfg_.engine.fair_share_half_life_s;
-    for (const auto& a : store_.attempts_ended_since(half > 0 ? now - 10 * half : 0))
-      life_.charged_before(a.uid, a.gid, charged_gpus(a.gpus, a.exclusive, a.admitted_mib, a.gpu_total_mib),
-                           a.launched_at, a.ended_at);
+    std::map<std::string, int> gone;
+    auto index_of = [&](const std::string& uuid) {
+      for (std::size_t i = 0; i < gpus_.size(); ++i)
+        if (gpus_[i].uuid == uuid) return static_cast<int>(i);
+      return static_cast<int>(gpus_.size()) + gone.try_emplace(uuid, static_cast<int>(gone.size())).first->second;
+    };
+    std::vector<PastHold> ended;
+    for (const auto& a : store_.attempts_ended_since(half > 0 ? now - 10 * half : 0)) {
+      PastHold h{a.uid, a.gid, {}, a.launched_at, a.ended_at};
+      for (int k = 0; k < a.gpus; ++k) {
+        const int gpu = k < static_cast<int>(a.gpu_uuids.size()) ? index_of(a.gpu_uuids[static_cast<std::size_t>(k)])
+                                                                 : index_of("unknown-" + std::to_string(k));
+        h.gpus.push_back({0, gpu, a.admitted_mib, a.gpu_total_mib, a.exclusive});
+      }
+      ended.push_back(std::move(h));
+    }
+    life_.rebuild_usage(std::move(ended));
   }
   for (const auto& q : store_.last_quarantined())
     fmt::print(stderr, "aegisd: warning: job {}: unreadable record set aside (table quarantine): {}\n", q.id, q.reason);

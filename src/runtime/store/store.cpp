@@ -1370,7 +1370,8 @@ void Store::record_run_peak(const std::string& signature, const std::string& gpu
 std::vector<Store::EndedAttempt> Store::attempts_ended_since(Seconds since) {
   Stmt st{prepare(
       "SELECT j.uid, j.gid, a.launched_at, a.ended_at, a.exclusive, a.admitted_mib, a.gpu_total_mib, "
-      "(SELECT COUNT(*) FROM attempt_gpus g WHERE g.job_id = a.job_id AND g.number = a.number) "
+      "(SELECT COUNT(*) FROM attempt_gpus g WHERE g.job_id = a.job_id AND g.number = a.number), "
+      "(SELECT group_concat(g.uuid, ',') FROM attempt_gpus g WHERE g.job_id = a.job_id AND g.number = a.number) "
       "FROM attempts a JOIN jobs j ON j.id = a.job_id "
       "WHERE a.ended_at IS NOT NULL AND a.ended_at >= ?1 AND a.outcome != 'lost' ORDER BY a.ended_at")};
   check(sqlite3_bind_double(st.s, 1, since), "select ended attempts");
@@ -1386,6 +1387,13 @@ std::vector<Store::EndedAttempt> Store::attempts_ended_since(Seconds since) {
     a.admitted_mib = sqlite3_column_int64(st.s, 5);
     a.gpu_total_mib = sqlite3_column_int64(st.s, 6);
     a.gpus = static_cast<int>(sqlite3_column_int64(st.s, 7));
+    // (A GPU's UUID has no comma: NVML's "GPU-..." and "MIG-..." forms.)
+    const std::string uuids = column_string(st.s, 8);
+    for (std::string_view rest = uuids; !rest.empty();) {
+      const auto comma = rest.find(',');
+      a.gpu_uuids.emplace_back(rest.substr(0, comma));
+      rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    }
     out.push_back(a);
   }
   if (rc != SQLITE_DONE) fail("select ended attempts");

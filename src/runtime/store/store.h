@@ -139,6 +139,7 @@ class Store {
     bool exclusive = false;
     MiB admitted_mib = 0, gpu_total_mib = 0;
     int gpus = 0;
+    std::vector<std::string> gpu_uuids;  // which GPUs (fair_share_charge = occupied splits each)
   };
   std::vector<EndedAttempt> attempts_ended_since(Seconds since);
   // Every attempt that completed successfully, oldest end first, with what makes its job's

@@ -138,7 +138,12 @@ void FairShare::occupy(std::int64_t user, const GpuHold& h, int sign, Seconds t)
 }
 
 void FairShare::rebuild(std::vector<PastHold> attempts) {
-  for (auto& [u, a] : accounts_) a = Account{.group = a.group};
+  // A user's group is the one its latest job came with (seen()), not its old attempts'.
+  std::map<std::int64_t, std::int64_t> groups;
+  for (auto& [u, a] : accounts_) {
+    if (a.group >= 0) groups[u] = a.group;
+    a = Account{.group = a.group};
+  }
   gpus_.clear();
   // Starts and ends in time order; at one instant ends first (what ended left room for
   // what started; no time passes between them, so nothing is charged by the order).
@@ -161,6 +166,7 @@ void FairShare::rebuild(std::vector<PastHold> attempts) {
     if (e.start) started(a.user, a.group, a.gpus, e.t);
     else stopped(a.user, a.gpus, e.t);
   }
+  for (const auto& [u, g] : groups) accounts_[u].group = g;
 }
 
 double FairShare::usage(std::int64_t user, Seconds t) const {

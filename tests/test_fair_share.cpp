@@ -1,5 +1,5 @@
 // Fair share and the queue order (issue 32 item 2, lifecycle/fair_share.h): priority level,
-// then Slurm's fair-share factor from decayed usage charged by the booked share of a GPU,
+// then Slurm's fair-share factor from decayed usage charged per GPU as fair_share_charge says,
 // then FIFO; per-user caps that pass a capped job over without blocking the others; the
 // weights' bad input. A scripted placer stands in for the GPUs.
 #include <gtest/gtest.h>
@@ -128,6 +128,7 @@ TEST(FairShare, UsageIsChargedByTheBookedShareOfAGpu) {
   EngineConfig c;
   c.fair_share_users = "*:1";
   c.fair_share_half_life_s = 0;  // no decay: usage is the charge
+  c.fair_share_charge = "booked";  // the default (occupied) would charge the lone job its whole GPU
   auto life = make(c);
   life.submitted(job(1, 1), false, false, 0);
   run(life, 1, 0, 100, 10240);  // a quarter of 40960 MiB for 100 s

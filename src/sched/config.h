@@ -82,7 +82,7 @@ struct EngineConfig {
   std::string fair_share_users;          // "NAME:WEIGHT,...,*:WEIGHT" ("" = none)
   std::string fair_share_groups;         // the same for Unix groups (a trace's group column)
   Seconds fair_share_half_life_s = 604800;  // usage decays by half in this time (Slurm's 7 days)
-  std::string fair_share_charge = "booked";  // booked | occupied (docs/lab-policies.md "Fair share")
+  std::string fair_share_charge = "occupied";  // occupied | booked (docs/lab-policies.md "Fair share")
   MiB user_max_gpu_mem_mib = 0;          // a user's booked GPU memory at once, all GPUs (0 = no cap)
   int user_max_running_jobs = 0;         // a user's running jobs at once (0 = no cap)
 

@@ -20,7 +20,7 @@ bool omitted_at_default(const ParamInfo& p) {
       {"backfill", ParamValue(false)}, {"time_limit_factor", ParamValue(0.0)},  // item 5
       {"backfill_history_runs", ParamValue(std::int64_t{0})}, {"backfill_history_quantile", ParamValue(0.9)},
       {"backfill_joins", ParamValue(std::string("any"))},  // item 5
-      {"fair_share_charge", ParamValue(std::string("booked"))},  // item 2
+      {"fair_share_charge", ParamValue(std::string("occupied"))},  // item 2
       {"preemption", ParamValue(false)}, {"checkpoint_lead_s", ParamValue(120.0)},  // item 1
       {"checkpoint_save_s", ParamValue(30.0)}, {"checkpoint_interval_s", ParamValue(0.0)},
       {"preempt_exempt_s", ParamValue(600.0)},  // item 1

@@ -8,39 +8,80 @@
 #include "lifecycle/preemption.h"
 
 #include <algorithm>
+#include <unordered_map>
 #include <fmt/format.h>
 
 #include "lifecycle/lifecycle.h"
 
 namespace aegis {
 
-std::vector<JobId> choose_victims(std::vector<VictimCandidate> c,
-                                  const std::function<bool(std::span<const JobId>)>& fits) {
-  std::sort(c.begin(), c.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
-    if (a.work_at_risk != b.work_at_risk) return a.work_at_risk < b.work_at_risk;
-    if (a.priority != b.priority) return a.priority < b.priority;
-    return a.id > b.id;
-  });
-  // All of them first: a head that even all candidates cannot make room for is the
-  // common case while it waits (each pass asks again), and one ask answers it, where the
-  // walk below would ask once per candidate (hundreds at cluster scale, each a what-if).
+namespace {
+
+// The victims `c` gives in its order: the shortest prefix that fits (the whole list, known
+// to fit, is not asked again), then each one the head can do without given back, the most
+// work first (one taken early may be unneeded once a larger one is taken).
+std::vector<JobId> take_in_order(const std::vector<VictimCandidate>& c,
+                                 const std::function<bool(std::span<const JobId>)>& fits) {
   std::vector<JobId> taken;
   taken.reserve(c.size());
   for (const auto& v : c) taken.push_back(v.id);
-  if (!fits(taken)) return {};
-  // The shortest prefix that fits (the whole list, known to fit, is not asked again).
   for (std::size_t n = 1; n < c.size(); ++n)
     if (fits(std::span<const JobId>(taken.data(), n))) {
       taken.resize(n);
       break;
     }
-  // Only as many as needed: one taken early may be unneeded once a larger one is taken.
   for (std::size_t i = taken.size(); i-- > 1;) {
     std::vector<JobId> without = taken;
     without.erase(without.begin() + static_cast<std::ptrdiff_t>(i - 1));
     if (fits(without)) taken = std::move(without);
   }
   return taken;
+}
+
+// Ties in both orders: the lower level, then the later job.
+bool tie_first(const VictimCandidate& a, const VictimCandidate& b) {
+  if (a.priority != b.priority) return a.priority < b.priority;
+  return a.id > b.id;
+}
+
+}  // namespace
+
+std::vector<JobId> choose_victims(std::vector<VictimCandidate> c,
+                                  const std::function<bool(std::span<const JobId>)>& fits) {
+  // All of them first: a head that even all candidates cannot make room for is the
+  // common case while it waits (each pass asks again), and one ask answers it, where the
+  // walks below would ask once per candidate (hundreds at cluster scale, each a what-if).
+  std::vector<JobId> all;
+  all.reserve(c.size());
+  for (const auto& v : c) all.push_back(v.id);
+  if (!fits(all)) return {};
+
+  std::vector<VictimCandidate> by_work = c;
+  std::sort(by_work.begin(), by_work.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
+    if (a.work_at_risk_gpu_s() != b.work_at_risk_gpu_s()) return a.work_at_risk_gpu_s() < b.work_at_risk_gpu_s();
+    return tie_first(a, b);
+  });
+  std::sort(c.begin(), c.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
+    if (a.seconds_at_risk != b.seconds_at_risk) return a.seconds_at_risk < b.seconds_at_risk;
+    if (a.gpus != b.gpus) return a.gpus < b.gpus;
+    return tie_first(a, b);
+  });
+  std::vector<JobId> first = take_in_order(by_work, fits);
+  const bool same_order = std::equal(by_work.begin(), by_work.end(), c.begin(),
+                                     [](const VictimCandidate& a, const VictimCandidate& b) { return a.id == b.id; });
+  if (same_order) return first;
+  std::vector<JobId> second = take_in_order(c, fits);
+
+  std::unordered_map<JobId, double> work;
+  for (const auto& v : c) work[v.id] = v.work_at_risk_gpu_s();
+  const auto lost = [&](const std::vector<JobId>& ids) {
+    double sum = 0;
+    for (JobId id : ids) sum += work[id];
+    return sum;
+  };
+  const double lost_first = lost(first), lost_second = lost(second);
+  if (lost_second < lost_first || (lost_second == lost_first && second.size() < first.size())) return second;
+  return first;
 }
 
 bool Lifecycle::preempt_for(LifeJob& head, Seconds now, Placer& placer, Effects& fx) {
@@ -58,7 +99,11 @@ bool Lifecycle::preempt_for(LifeJob& head, Seconds now, Placer& placer, Effects&
       of_age = of_age ? std::min(*of_age, from) : from;
       return;
     }
-    c.push_back({r.id(), r.spec().priority, now - std::max(a.launched_at, a.checkpointed_at.value_or(a.launched_at))});
+    // Its resume point: the last checkpoint it told of (the ready file, touched when warned
+    // or on its own; the simulator's periodic ones), else its attempt's start. A checkpoint
+    // signal alone makes it no cheaper: whether it will save within its lead is not known.
+    const Seconds resume_point = std::max(a.launched_at, a.checkpointed_at.value_or(a.launched_at));
+    c.push_back({r.id(), r.spec().priority, now - resume_point, r.spec().num_gpus});
   });
   const auto none = [&] {
     if (of_age) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *of_age) : *of_age;

@@ -24,9 +24,10 @@ constexpr MiB kGpu = 40960;
 
 // The exclusive policy with the exemption of young attempts at `exempt` s (0 in the tests
 // of the rule itself, whose victims ran seconds; the exemption's own tests set it).
-EngineConfig exclusive(Seconds exempt) {
+EngineConfig exclusive(Seconds exempt, double growth = 1) {
   EngineConfig c = policy_config("exclusive");
   c.preempt_exempt_s = exempt;
+  c.preempt_exempt_growth = growth;
   return c;
 }
 
@@ -36,8 +37,8 @@ struct Server {
   Lifecycle life;
   int gpus;
 
-  explicit Server(int n, bool preemption = true, Seconds exempt = 0)
-      : engine(exclusive(exempt)),
+  explicit Server(int n, bool preemption = true, Seconds exempt = 0, double growth = 1)
+      : engine(exclusive(exempt, growth)),
         life(engine.config(), [&] {
           LifecycleOptions o;
           o.preemption = preemption;
@@ -330,6 +331,33 @@ TEST(Preemption, AHeadWhoseOnlyCandidatesAreYoungWaitsUntilTheyComeOfAge) {
   ASSERT_EQ(started(s.schedule(801)), std::vector<JobId>{1});
   s.submit(3, 5, 850);
   EXPECT_TRUE(s.schedule(850).signals.empty()) << "its second attempt is 49 s old";
+}
+
+// preempt_exempt_growth: a job that is the only candidate (the QoS study's 8-GPU pod,
+// preempted 46 times) is spared longer after each preemption: with growth 2 its second
+// attempt is exempt for 1,200 s, not 600.
+TEST(Preemption, WithExemptGrowthAJobPreemptedBeforeIsSparedLonger) {
+  for (double growth : {1.0, 2.0}) {
+    Server s(1, true, 600, growth);
+    s.running(1, 0, 0);
+    s.submit(2, 5, 600);
+    ASSERT_EQ(s.schedule(600).signals, std::vector<JobId>{1}) << "its first attempt: 600 s";
+    s.life.ended(1, {AttemptOutcome::Cancelled, ""}, 601);
+    ASSERT_EQ(started(s.schedule(602)), std::vector<JobId>{2});
+    s.life.ended(2, {AttemptOutcome::Completed, ""}, 700);
+    ASSERT_EQ(started(s.schedule(701)), std::vector<JobId>{1});
+    EXPECT_EQ(earlier_preemptions(*s.life.find(1)), 1);
+    s.submit(3, 5, 1301);
+    const Effects at_600 = s.schedule(1301);  // its second attempt is 600 s old
+    if (growth == 1) {
+      EXPECT_EQ(at_600.signals, std::vector<JobId>{1}) << "growth 1: 600 s for every attempt";
+      continue;
+    }
+    EXPECT_TRUE(at_600.signals.empty()) << "growth 2: 1,200 s after one preemption";
+    ASSERT_TRUE(at_600.wake_at);
+    EXPECT_EQ(*at_600.wake_at, 1901);
+    EXPECT_EQ(s.schedule(1901).signals, std::vector<JobId>{1});
+  }
 }
 
 // Issue 32 item 1's order defect: the recovery queue was served before the main queue

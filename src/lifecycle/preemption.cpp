@@ -8,6 +8,7 @@
 #include "lifecycle/preemption.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 #include <fmt/format.h>
 
@@ -45,6 +46,18 @@ bool tie_first(const VictimCandidate& a, const VictimCandidate& b) {
 }
 
 }  // namespace
+
+int earlier_preemptions(const LifeJob& j) {
+  int n = 0;
+  for (std::size_t i = 0; i + 1 < j.attempts.size(); ++i) n += j.attempts[i].detail.starts_with(kPreemptedFor) ? 1 : 0;
+  return n;
+}
+
+Seconds exempt_for(const LifeJob& j, const EngineConfig& config) {
+  const int before = earlier_preemptions(j);
+  return before == 0 ? config.preempt_exempt_s
+                     : config.preempt_exempt_s * std::pow(config.preempt_exempt_growth, before);
+}
 
 std::vector<JobId> choose_victims(std::vector<VictimCandidate> c,
                                   const std::function<bool(std::span<const JobId>)>& fits) {
@@ -89,13 +102,14 @@ bool Lifecycle::preempt_for(LifeJob& head, Seconds now, Placer& placer, Effects&
   const int level = head.spec().priority;
   std::vector<VictimCandidate> c;
   // An attempt younger than preempt_exempt_s is spared (Slurm's PreemptExemptTime): just
-  // restarted, it has the least work at risk and would be chosen again and again. The
+  // restarted, it has the least work at risk and would be chosen again and again. With
+  // preempt_exempt_growth, longer for each earlier preemption of its job (exempt_for). The
   // head asks again when the first of them comes of age.
   std::optional<Seconds> of_age;
   jobs_.for_each([&](const LifeJob& r) {
     if (!r.holds_gpus() || r.cancel_requested || r.preempted_for || r.spec().priority >= level) return;
     const LifeAttempt& a = *r.current();
-    if (const Seconds from = a.launched_at + config_.preempt_exempt_s; now < from) {
+    if (const Seconds from = a.launched_at + exempt_for(r, config_); now < from) {
       of_age = of_age ? std::min(*of_age, from) : from;
       return;
     }
@@ -203,7 +217,7 @@ bool Lifecycle::requeue_if_preempted(LifeJob& j, const Ended& e, Seconds t, Effe
   if (!stopped || j.cancel_requested || e.outcome == AttemptOutcome::Completed || e.outcome == AttemptOutcome::Lost)
     return false;
   LifeAttempt& a = *j.current();
-  a.detail = fmt::format("preempted for job {}", for_job) + (e.detail.empty() ? "" : ": " + e.detail);
+  a.detail = fmt::format("{}{}", kPreemptedFor, for_job) + (e.detail.empty() ? "" : ": " + e.detail);
   (void)t;
   // Back to its place with its recovery state as it was: a preemption is no failure.
   j.state = JobState::Queued;

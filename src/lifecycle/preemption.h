@@ -1,13 +1,16 @@
 // Checkpoint-aware preemption (issue 32 item 1; docs/lab-policies.md, "Priorities and
 // preemption"): which running jobs of lower priority levels a waiting head stops, and in
 // what order. The lifecycle (preemption.cpp) warns them, stops them and requeues them;
-// attempts younger than the engine's preempt_exempt_s are no candidates.
+// attempts younger than the engine's preempt_exempt_s (times preempt_exempt_growth for each
+// earlier preemption of the job) are no candidates.
 #pragma once
 #include <functional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "core/units.h"
+#include "sched/config.h"
 
 namespace aegis {
 
@@ -34,5 +37,18 @@ struct VictimCandidate {
 // per candidate for each order (the second is skipped when it is the same order).
 std::vector<JobId> choose_victims(std::vector<VictimCandidate> candidates,
                                   const std::function<bool(std::span<const JobId>)>& fits);
+
+struct LifeJob;
+
+// The start of the detail of an attempt stopped by preemption (persisted with it, so it
+// survives a restart of aegisd); how many of a job's attempts before its current one were.
+inline constexpr std::string_view kPreemptedFor = "preempted for job ";
+int earlier_preemptions(const LifeJob& j);
+
+// How long the current attempt of `j` is no victim: the engine's preempt_exempt_s times
+// its preempt_exempt_growth for each time `j` was preempted before (growth 2, 600 s:
+// 1,200 s after one preemption, 2,400 s after two). A job that is the only candidate is
+// otherwise stopped each time it has run preempt_exempt_s (docs/lab-policies.md).
+Seconds exempt_for(const LifeJob& j, const EngineConfig& config);
 
 }  // namespace aegis

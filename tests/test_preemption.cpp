@@ -24,9 +24,10 @@ constexpr MiB kGpu = 40960;
 
 // The exclusive policy with the exemption of young attempts at `exempt` s (0 in the tests
 // of the rule itself, whose victims ran seconds; the exemption's own tests set it).
-EngineConfig exclusive(Seconds exempt) {
+EngineConfig exclusive(Seconds exempt, double growth = 1) {
   EngineConfig c = policy_config("exclusive");
   c.preempt_exempt_s = exempt;
+  c.preempt_exempt_growth = growth;
   return c;
 }
 
@@ -36,8 +37,8 @@ struct Server {
   Lifecycle life;
   int gpus;
 
-  explicit Server(int n, bool preemption = true, Seconds exempt = 0)
-      : engine(exclusive(exempt)),
+  explicit Server(int n, bool preemption = true, Seconds exempt = 0, double growth = 1)
+      : engine(exclusive(exempt, growth)),
         life(engine.config(), [&] {
           LifecycleOptions o;
           o.preemption = preemption;
@@ -121,6 +122,36 @@ TEST(Preemption, ASavedCheckpointMakesALongRunningJobTheCheaperVictim) {
   s.life.checkpointed(1, 90);  // job 1 would lose 10 s, job 2 50 s
   s.submit(3, 5, 100);
   EXPECT_EQ(s.schedule(100).signals, std::vector<JobId>{1});
+}
+
+// Work lost is counted in GPU-seconds (issue 32 item 1): an 8-GPU job loses eight times
+// what a 1-GPU job started with it loses. Job 2, the 8-GPU one, is the later job, which
+// the old rule (seconds, ties to the later job) chose.
+TEST(Preemption, CountsTheWorkLostInGpuSecondsSoTheOneGpuJobIsTheVictim) {
+  Server s(9);
+  s.submit(1, 0, 0, 1);
+  s.submit(2, 0, 0, 8);
+  ASSERT_EQ(started(s.schedule(0)), (std::vector<JobId>{1, 2}));
+  s.submit(3, 5, 100);  // one GPU; the server is full
+  EXPECT_EQ(s.schedule(100).signals, std::vector<JobId>{1}) << "job 1 would lose 100 GPU-s, job 2 800";
+
+  // Seconds alone would choose the 8-GPU job started later (50 s against 100 s).
+  Server later(9);
+  later.submit(1, 0, 0, 1);
+  ASSERT_EQ(started(later.schedule(0)), std::vector<JobId>{1});
+  later.submit(2, 0, 50, 8);
+  ASSERT_EQ(started(later.schedule(50)), std::vector<JobId>{2});
+  later.submit(3, 5, 100);
+  EXPECT_EQ(later.schedule(100).signals, std::vector<JobId>{1}) << "100 GPU-s against 400";
+
+  // A checkpoint still counts: the 8-GPU job saved 10 s before, 80 GPU-s against 100.
+  Server saved(9);
+  saved.submit(1, 0, 0, 1);
+  saved.submit(2, 0, 0, 8);
+  ASSERT_EQ(started(saved.schedule(0)), (std::vector<JobId>{1, 2}));
+  saved.life.checkpointed(2, 90);
+  saved.submit(3, 5, 100);
+  EXPECT_EQ(saved.schedule(100).signals, std::vector<JobId>{2});
 }
 
 TEST(Preemption, OnlyAsManyAsTheHeadNeeds) {
@@ -302,6 +333,33 @@ TEST(Preemption, AHeadWhoseOnlyCandidatesAreYoungWaitsUntilTheyComeOfAge) {
   EXPECT_TRUE(s.schedule(850).signals.empty()) << "its second attempt is 49 s old";
 }
 
+// preempt_exempt_growth: a job that is the only candidate (the QoS study's 8-GPU pod,
+// preempted 46 times) is spared longer after each preemption: with growth 2 its second
+// attempt is exempt for 1,200 s, not 600.
+TEST(Preemption, WithExemptGrowthAJobPreemptedBeforeIsSparedLonger) {
+  for (double growth : {1.0, 2.0}) {
+    Server s(1, true, 600, growth);
+    s.running(1, 0, 0);
+    s.submit(2, 5, 600);
+    ASSERT_EQ(s.schedule(600).signals, std::vector<JobId>{1}) << "its first attempt: 600 s";
+    s.life.ended(1, {AttemptOutcome::Cancelled, ""}, 601);
+    ASSERT_EQ(started(s.schedule(602)), std::vector<JobId>{2});
+    s.life.ended(2, {AttemptOutcome::Completed, ""}, 700);
+    ASSERT_EQ(started(s.schedule(701)), std::vector<JobId>{1});
+    EXPECT_EQ(earlier_preemptions(*s.life.find(1)), 1);
+    s.submit(3, 5, 1301);
+    const Effects at_600 = s.schedule(1301);  // its second attempt is 600 s old
+    if (growth == 1) {
+      EXPECT_EQ(at_600.signals, std::vector<JobId>{1}) << "growth 1: 600 s for every attempt";
+      continue;
+    }
+    EXPECT_TRUE(at_600.signals.empty()) << "growth 2: 1,200 s after one preemption";
+    ASSERT_TRUE(at_600.wake_at);
+    EXPECT_EQ(*at_600.wake_at, 1901);
+    EXPECT_EQ(s.schedule(1901).signals, std::vector<JobId>{1});
+  }
+}
+
 // Issue 32 item 1's order defect: the recovery queue was served before the main queue
 // whatever the levels, so a level-0 OOM retry held level-1 jobs back. Levels dominate;
 // within a level the recovery queue still comes first.
@@ -380,6 +438,32 @@ TEST(ChooseVictims, LeastWorkFirstThenOnlyThoseNeeded) {
   auto one = [](std::span<const JobId> gone) { return !gone.empty(); };
   EXPECT_EQ(choose_victims({{1, 2, 10}, {2, 1, 10}}, one), std::vector<JobId>{2});
   EXPECT_EQ(choose_victims({{1, 1, 10}, {2, 1, 10}}, one), std::vector<JobId>{2});
+}
+
+// Work in GPU-seconds, in all: a 1-GPU job before an 8-GPU one of the same age; and where
+// the head needs sixteen GPUs, one 16-GPU job of 900 s (14,400 GPU-s) before sixteen
+// 1-GPU jobs of 990 s (15,840 GPU-s in all), though each of those loses less alone.
+TEST(ChooseVictims, TheVictimsThatLoseTheLeastGpuSecondsInAll) {
+  std::map<JobId, int> gpus = {{1, 1}, {2, 8}};
+  auto fits = [&](int need) {
+    return [&, need](std::span<const JobId> gone) {
+      int sum = 0;
+      for (JobId id : gone) sum += gpus.at(id);
+      return sum >= need;
+    };
+  };
+  EXPECT_EQ(choose_victims({{1, 0, 100, 1}, {2, 0, 100, 8}}, fits(1)), std::vector<JobId>{1});
+  EXPECT_EQ(choose_victims({{1, 0, 100, 1}, {2, 0, 100, 8}}, fits(8)), std::vector<JobId>{2});
+  std::vector<VictimCandidate> c;
+  gpus = {{100, 16}};
+  c.push_back({100, 0, 900, 16});
+  for (JobId id = 1; id <= 16; ++id) {
+    gpus[id] = 1;
+    c.push_back({id, 0, 990, 1});
+  }
+  EXPECT_EQ(choose_victims(c, fits(16)), std::vector<JobId>{100});
+  c[0].seconds_at_risk = 1000;  // 16,000 GPU-s: now the sixteen lose less
+  EXPECT_EQ(choose_victims(c, fits(16)).size(), 16u);
 }
 
 // The cost at cluster scale (a gang head on 64 servers x 8 GPUs: 512 candidates, asked at

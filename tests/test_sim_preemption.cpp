@@ -253,8 +253,9 @@ TEST(SimPreemption, AGangJobEmptiesTheWholeServersWhoseJobsLoseLeast) {
 }
 
 // A victim on several servers frees all of its parts: a level-0 16-GPU job on servers 2-3
-// (from t=100) has less at risk than the 1-GPU jobs filling servers 0-1 (from t=0), so it
-// alone is stopped for the level-1 gang job.
+// (from t=100: 16 x 900 = 14,400 GPU-s at risk) loses less than the sixteen 1-GPU jobs
+// filling servers 0-1 (from t=0-15: 15,880 GPU-s together), so it alone is stopped for
+// the level-1 gang job.
 TEST(SimPreemption, AGangVictimFreesEveryServerItSpans) {
   GangCluster c(4);
   for (int i = 0; i < 16; ++i) c.add(i, 1, 0, 5000);

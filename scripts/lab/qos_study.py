@@ -8,7 +8,8 @@ openb_pod_list_default.csv) on the README's cluster (--gpu-memory 1x8x40960,1x8x
 with them and preemption on (sim.preemption=true, the default checkpoint model: jobs save
 when warned). Prints, per run and qos class: the pods, their mean and 95th-percentile wait
 (first launch - arrival) and mean JCT, in hours; then the run's preemptions, the attempts
-stopped by level and the work lost. A pod's class is its row's `qos` (job_index is the
+stopped by level, the work lost, and the pod preempted most (times, its name, GPUs and
+class). A pod's class is its row's `qos` (job_index is the
 data row). --set NAME=VALUE (repeatable) goes to every run.
 
   scripts/lab/qos_study.py BUILD_DIR [--policies exclusive,aegis] [--load 1.5] [--seed 1] [--set NAME=VALUE ...]
@@ -44,7 +45,8 @@ def main():
     a = ap.parse_args()
     aegis = os.path.join(os.path.abspath(a.build), "apps", "aegis", "aegis")
     with open(os.path.join(ROOT, TRACE)) as f:
-        qos = {i: row["qos"] for i, row in enumerate(csv.DictReader(f))}
+        pods = list(csv.DictReader(f))
+    qos = {i: row["qos"] for i, row in enumerate(pods)}
     print(f"{TRACE}, --gpu-memory {a.gpu_memory} --load {a.load}, seed {a.seed}; hours")
     print(f"{'policy':<10} {'run':<24} {'class':<10} {'pods':>5} {'wait':>8} {'wait p95':>8} {'JCT':>8}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -56,9 +58,11 @@ def main():
                                 *opts, *[x for kv in a.set for x in ("--set", kv)]],
                                cwd=ROOT, check=True, capture_output=True, text=True)
                 m = json.load(open(js))["results"][0]
-                jobs = {}
+                jobs, preempted = {}, {}
                 for r in csv.DictReader(open(jobs_csv)):
-                    jobs[int(r["job_index"])] = (float(r["submit_s"]), float(r["first_launch_s"]), float(r["end_s"]))
+                    i = int(r["job_index"])
+                    jobs[i] = (float(r["submit_s"]), float(r["first_launch_s"]), float(r["end_s"]))
+                    preempted[i] = preempted.get(i, 0) + (r["outcome"] == "preempted")
                 for c in CLASSES:
                     mine = [jobs[i] for i in jobs if qos[i] == c]
                     if not mine:
@@ -70,6 +74,12 @@ def main():
                 if "preemptions" in m:
                     print(f"{policy:<10} {label:<24} preemptions {m['preemptions']}, stopped by level "
                           f"{m.get('preempted_by_level', {})}, work lost {m['work_lost_gpu_s'] / 3600:.0f} GPU-h")
+                    most = max(preempted, key=lambda i: (preempted[i], -i))
+                    if preempted[most]:
+                        p = pods[most]
+                        print(f"{policy:<10} {label:<24} most preempted: {preempted[most]} times, {p['name']} "
+                              f"({p['num_gpu']} GPUs, {p['qos']}); pods preempted: "
+                              f"{sum(1 for n in preempted.values() if n)}")
 
 
 if __name__ == "__main__":

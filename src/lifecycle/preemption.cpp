@@ -8,33 +8,29 @@
 #include "lifecycle/preemption.h"
 
 #include <algorithm>
+#include <cmath>
+#include <unordered_map>
 #include <fmt/format.h>
 
 #include "lifecycle/lifecycle.h"
 
 namespace aegis {
 
-std::vector<JobId> choose_victims(std::vector<VictimCandidate> c,
-                                  const std::function<bool(std::span<const JobId>)>& fits) {
-  std::sort(c.begin(), c.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
-    if (a.work_at_risk != b.work_at_risk) return a.work_at_risk < b.work_at_risk;
-    if (a.priority != b.priority) return a.priority < b.priority;
-    return a.id > b.id;
-  });
-  // All of them first: a head that even all candidates cannot make room for is the
-  // common case while it waits (each pass asks again), and one ask answers it, where the
-  // walk below would ask once per candidate (hundreds at cluster scale, each a what-if).
+namespace {
+
+// The victims `c` gives in its order: the shortest prefix that fits (the whole list, known
+// to fit, is not asked again), then each one the head can do without given back, the most
+// work first (one taken early may be unneeded once a larger one is taken).
+std::vector<JobId> take_in_order(const std::vector<VictimCandidate>& c,
+                                 const std::function<bool(std::span<const JobId>)>& fits) {
   std::vector<JobId> taken;
   taken.reserve(c.size());
   for (const auto& v : c) taken.push_back(v.id);
-  if (!fits(taken)) return {};
-  // The shortest prefix that fits (the whole list, known to fit, is not asked again).
   for (std::size_t n = 1; n < c.size(); ++n)
     if (fits(std::span<const JobId>(taken.data(), n))) {
       taken.resize(n);
       break;
     }
-  // Only as many as needed: one taken early may be unneeded once a larger one is taken.
   for (std::size_t i = taken.size(); i-- > 1;) {
     std::vector<JobId> without = taken;
     without.erase(without.begin() + static_cast<std::ptrdiff_t>(i - 1));
@@ -43,22 +39,85 @@ std::vector<JobId> choose_victims(std::vector<VictimCandidate> c,
   return taken;
 }
 
+// Ties in both orders: the lower level, then the later job.
+bool tie_first(const VictimCandidate& a, const VictimCandidate& b) {
+  if (a.priority != b.priority) return a.priority < b.priority;
+  return a.id > b.id;
+}
+
+}  // namespace
+
+int earlier_preemptions(const LifeJob& j) {
+  int n = 0;
+  for (std::size_t i = 0; i + 1 < j.attempts.size(); ++i) n += j.attempts[i].detail.starts_with(kPreemptedFor) ? 1 : 0;
+  return n;
+}
+
+Seconds exempt_for(const LifeJob& j, const EngineConfig& config) {
+  const int before = earlier_preemptions(j);
+  return before == 0 ? config.preempt_exempt_s
+                     : config.preempt_exempt_s * std::pow(config.preempt_exempt_growth, before);
+}
+
+std::vector<JobId> choose_victims(std::vector<VictimCandidate> c,
+                                  const std::function<bool(std::span<const JobId>)>& fits) {
+  // All of them first: a head that even all candidates cannot make room for is the
+  // common case while it waits (each pass asks again), and one ask answers it, where the
+  // walks below would ask once per candidate (hundreds at cluster scale, each a what-if).
+  std::vector<JobId> all;
+  all.reserve(c.size());
+  for (const auto& v : c) all.push_back(v.id);
+  if (!fits(all)) return {};
+
+  std::vector<VictimCandidate> by_work = c;
+  std::sort(by_work.begin(), by_work.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
+    if (a.work_at_risk_gpu_s() != b.work_at_risk_gpu_s()) return a.work_at_risk_gpu_s() < b.work_at_risk_gpu_s();
+    return tie_first(a, b);
+  });
+  std::sort(c.begin(), c.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
+    if (a.seconds_at_risk != b.seconds_at_risk) return a.seconds_at_risk < b.seconds_at_risk;
+    if (a.gpus != b.gpus) return a.gpus < b.gpus;
+    return tie_first(a, b);
+  });
+  std::vector<JobId> first = take_in_order(by_work, fits);
+  const bool same_order = std::equal(by_work.begin(), by_work.end(), c.begin(),
+                                     [](const VictimCandidate& a, const VictimCandidate& b) { return a.id == b.id; });
+  if (same_order) return first;
+  std::vector<JobId> second = take_in_order(c, fits);
+
+  std::unordered_map<JobId, double> work;
+  for (const auto& v : c) work[v.id] = v.work_at_risk_gpu_s();
+  const auto lost = [&](const std::vector<JobId>& ids) {
+    double sum = 0;
+    for (JobId id : ids) sum += work[id];
+    return sum;
+  };
+  const double lost_first = lost(first), lost_second = lost(second);
+  if (lost_second < lost_first || (lost_second == lost_first && second.size() < first.size())) return second;
+  return first;
+}
+
 bool Lifecycle::preempt_for(LifeJob& head, Seconds now, Placer& placer, Effects& fx) {
   if (preemptor_) return false;
   const int level = head.spec().priority;
   std::vector<VictimCandidate> c;
   // An attempt younger than preempt_exempt_s is spared (Slurm's PreemptExemptTime): just
-  // restarted, it has the least work at risk and would be chosen again and again. The
+  // restarted, it has the least work at risk and would be chosen again and again. With
+  // preempt_exempt_growth, longer for each earlier preemption of its job (exempt_for). The
   // head asks again when the first of them comes of age.
   std::optional<Seconds> of_age;
   jobs_.for_each([&](const LifeJob& r) {
     if (!r.holds_gpus() || r.cancel_requested || r.preempted_for || r.spec().priority >= level) return;
     const LifeAttempt& a = *r.current();
-    if (const Seconds from = a.launched_at + config_.preempt_exempt_s; now < from) {
+    if (const Seconds from = a.launched_at + exempt_for(r, config_); now < from) {
       of_age = of_age ? std::min(*of_age, from) : from;
       return;
     }
-    c.push_back({r.id(), r.spec().priority, now - std::max(a.launched_at, a.checkpointed_at.value_or(a.launched_at))});
+    // Its resume point: the last checkpoint it told of (the ready file, touched when warned
+    // or on its own; the simulator's periodic ones), else its attempt's start. A checkpoint
+    // signal alone makes it no cheaper: whether it will save within its lead is not known.
+    const Seconds resume_point = std::max(a.launched_at, a.checkpointed_at.value_or(a.launched_at));
+    c.push_back({r.id(), r.spec().priority, now - resume_point, r.spec().num_gpus});
   });
   const auto none = [&] {
     if (of_age) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *of_age) : *of_age;
@@ -158,7 +217,7 @@ bool Lifecycle::requeue_if_preempted(LifeJob& j, const Ended& e, Seconds t, Effe
   if (!stopped || j.cancel_requested || e.outcome == AttemptOutcome::Completed || e.outcome == AttemptOutcome::Lost)
     return false;
   LifeAttempt& a = *j.current();
-  a.detail = fmt::format("preempted for job {}", for_job) + (e.detail.empty() ? "" : ": " + e.detail);
+  a.detail = fmt::format("{}{}", kPreemptedFor, for_job) + (e.detail.empty() ? "" : ": " + e.detail);
   (void)t;
   // Back to its place with its recovery state as it was: a preemption is no failure.
   j.state = JobState::Queued;

@@ -131,6 +131,9 @@ std::span<const ParamEntry<EngineConfig>> entries() {
     P("preempt_exempt_s", preempt_exempt_s, 0, 30 * 86400, "",
                 "Preemption: a running attempt younger than this many seconds is not stopped for a "
                 "higher level (Slurm's PreemptExemptTime; 0 = any may be)"),
+    P("preempt_exempt_growth", preempt_exempt_growth, 1, 1000, "",
+                "Preemption: preempt_exempt_s is multiplied by this for each time the job was "
+                "preempted before (1 = the same for every attempt; 2 = doubled each time)"),
   };
   return kEntries;
 }

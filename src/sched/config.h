@@ -91,6 +91,10 @@ struct EngineConfig {
   // their `preemption` is on: an attempt younger than this is not a victim (Slurm's
   // PreemptExemptTime), so that a job just restarted is not the cheapest victim again.
   Seconds preempt_exempt_s = 600;
+  // ... multiplied by this for each time the job was preempted before (its attempts
+  // stopped by preemption): 2 doubles it each time, so a job that is the only candidate
+  // is not stopped every preempt_exempt_s of its run. 1: the same for every attempt.
+  double preempt_exempt_growth = 1;
 
   // Memory guard for a GPU of this size: max(min, ceil(fraction * total)).
   MiB memory_guard(MiB total_mib) const;

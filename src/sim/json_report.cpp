@@ -23,7 +23,7 @@ bool omitted_at_default(const ParamInfo& p) {
       {"fair_share_charge", ParamValue(std::string("occupied"))},  // item 2
       {"preemption", ParamValue(false)}, {"checkpoint_lead_s", ParamValue(120.0)},  // item 1
       {"checkpoint_save_s", ParamValue(30.0)}, {"checkpoint_interval_s", ParamValue(0.0)},
-      {"preempt_exempt_s", ParamValue(600.0)},  // item 1
+      {"preempt_exempt_s", ParamValue(600.0)}, {"preempt_exempt_growth", ParamValue(1.0)},  // item 1
   };
   const auto it = kLab.find(p.name);
   return it != kLab.end() && it->second == p.value;

@@ -23,11 +23,13 @@ def fill(db, job, n):
     """Copies job `job` (its row, argv, tags, attempt and GPUs) n times; argv[2] gets one of
     1,040 letter suffixes, so there are that many signatures (numbers would be normalised)."""
     cols = lambda t: [r[1] for r in db.execute(f"SELECT * FROM pragma_table_info('{t}')")]
-    jc = ",".join(c for c in cols("jobs") if c != "id")
+    jc = ",".join(c for c in cols("jobs") if c not in ("id", "ended_at"))
     ac = ",".join(c for c in cols("attempts") if c not in ("job_id", "launched_at", "ended_at"))
     db.execute("CREATE TEMP TABLE seq(k INTEGER PRIMARY KEY)")
     db.execute(f"WITH RECURSIVE r(k) AS (SELECT 1 UNION ALL SELECT k+1 FROM r WHERE k < {n}) INSERT INTO seq SELECT k FROM r")
-    db.execute(f"INSERT INTO jobs(id, {jc}) SELECT {job} + k, {jc} FROM seq, jobs WHERE jobs.id = {job}")
+    # Each copy ends with its attempt (below), as aegisd writes a completed job.
+    db.execute(f"INSERT INTO jobs(id, ended_at, {jc}) SELECT {job} + k, ended_at - k + (k % 7), {jc} FROM seq, jobs "
+               f"WHERE jobs.id = {job}")
     db.execute(f"INSERT INTO job_args(job_id, pos, arg) SELECT {job} + k, pos, CASE pos WHEN 2 THEN arg || ' ' || "
                f"char(97 + k % 26) || char(97 + (k / 26) % 40) ELSE arg END FROM seq, job_args WHERE job_id = {job}")
     db.execute(f"INSERT INTO job_tags(job_id, pos, tag) SELECT {job} + k, pos, tag FROM seq, job_tags WHERE job_id = {job}")

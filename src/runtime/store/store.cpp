@@ -436,8 +436,8 @@ void Store::open_schema(const std::string& path) {
     if (version == 1) migrate_from_1();
     exec(store_schema::kCreateTables, "create tables");
     add_later_columns();
-    exec(store_schema::kCreateSignatureIndex, "create the signature index");
     if (version != 0 && version < 4) fill_signatures(version);
+    exec(store_schema::kCreateSignatureIndex, "create the signature index");  // after: one sort, not a write per job
     if (version != kSchemaVersion)
       exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '4')", "record the schema version");
     static_assert(kSchemaVersion == 4, "the line above writes the version");

@@ -16,11 +16,12 @@
 //      read at start per signature, its last history_window successful attempts only
 //      (Store::recent_successful_runs), instead of every successful attempt. Migration from
 //      3 (and from 1 or 2, after theirs), in the opening transaction: the column is added
-//      (ALTER TABLE, '' for every row), the index created, and every job with '' gets the
-//      signature its stored fields make (Store::fill_signatures, the same string aegisd
-//      builds: job/job_signature.h). A version bump, not an additive change: an older
-//      aegisd would insert jobs without a signature (''), which this one would never read;
-//      it refuses a schema-4 database instead. A crash or an error in the migration leaves
+//      (ALTER TABLE, '' for every row), every job with '' gets the signature its stored
+//      fields make (Store::fill_signatures, the same string aegisd builds:
+//      job/job_signature.h), then the index is created (one sort, not a write per job).
+//      A version bump, not an additive change: an older aegisd would insert jobs without a
+//      signature (''), which this one would never read; it refuses a schema-4 database
+//      instead. A crash or an error in the migration leaves
 //      the database as it was (schema 3: the transaction never committed), and an error
 //      stops aegisd with one line ("database: migrate schema 3 to 4: ...").
 // A database whose version is larger than kSchemaVersion is refused with one line: it was

@@ -4,7 +4,6 @@
 // committed before the daemon acts on it or replies.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>

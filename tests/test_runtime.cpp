@@ -15,6 +15,7 @@
 #include "runtime/daemon/config.h"
 #include "runtime/job/classify.h"
 #include "runtime/job/job_json.h"
+#include "runtime/job/job_signature.h"
 #include "runtime/launch/launcher.h"
 #include "runtime/store/id_floor.h"
 #include "runtime/store/store.h"
@@ -172,10 +173,11 @@ void remove_db(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
 
-// Backfill's durations are rebuilt at start from these (issue 32): only attempts that
-// completed successfully, oldest end first, with what makes their job's signature.
-TEST(Store, SuccessfulRunsAreTheCompletedAttemptsWithTheirJobsSignatureFields) {
+// Backfill's durations are rebuilt at start from these (issue 32): per signature (jobs.signature,
+// schema 4), only the last N attempts that completed successfully, by end, oldest end first.
+TEST(Store, RecentSuccessfulRunsAreEachSignaturesLastNCompletedAttempts) {
   const std::string path = test::temp_path("successful.db");
+  remove_db(path);
   Store s(path, false);
   auto attempt = [](int number, Seconds launched, std::optional<Seconds> ended, AttemptOutcome outcome) {
     Attempt a;
@@ -186,31 +188,55 @@ TEST(Store, SuccessfulRunsAreTheCompletedAttemptsWithTheirJobsSignatureFields) {
     a.outcome = outcome;
     return a;
   };
-  DaemonJob retried = make_job("retried"), tagged = make_job("tagged"), running = make_job("running");
+  // Five runs of one command (ended at 500, 100, 400, 200, 300: not in id order), the first
+  // after an OOM; one of another user's tagged 2-GPU command; one running, one failed.
+  std::vector<DaemonJob> echo(5, make_job("echo"));
+  const Seconds ends[] = {500, 100, 400, 200, 300};
+  DaemonJob tagged = make_job("tagged"), running = make_job("running"), failed = make_job("failed");
   tagged.uid = 1001;
   tagged.request.gpus = 2;
-  tagged.request.tags = {"bert", "lr"};
-  for (DaemonJob* j : {&retried, &tagged, &running}) s.insert(*j);
-  retried.attempts = {attempt(1, 100, 150, AttemptOutcome::Oom), attempt(2, 200, 900, AttemptOutcome::Completed)};
-  retried.state = JobState::Completed;
-  tagged.attempts = {attempt(1, 300, 400, AttemptOutcome::Completed)};
+  tagged.request.tags = {"lr", "bert"};
+  for (auto& j : echo) s.insert(j);
+  for (DaemonJob* j : {&tagged, &running, &failed}) s.insert(*j);
+  echo[0].attempts = {attempt(1, 10, 50, AttemptOutcome::Oom), attempt(2, 60, ends[0], AttemptOutcome::Completed)};
+  for (std::size_t i = 1; i < echo.size(); ++i)
+    echo[i].attempts = {attempt(1, ends[i] - 10 * static_cast<double>(i), ends[i], AttemptOutcome::Completed)};
+  for (std::size_t i = 0; i < echo.size(); ++i) {
+    echo[i].state = JobState::Completed;
+    echo[i].ended_at = ends[i];  // a job ends with its successful attempt
+  }
+  tagged.attempts = {attempt(1, 300, 450, AttemptOutcome::Completed)};
   tagged.state = JobState::Completed;
+  tagged.ended_at = 450;
   running.attempts = {attempt(1, 500, std::nullopt, AttemptOutcome::Running)};
   running.state = JobState::Running;
-  for (DaemonJob* j : {&retried, &tagged, &running}) s.update(*j);
-  std::vector<Store::SuccessfulRun> runs;
-  s.each_successful_run([&](const Store::SuccessfulRun& r) { runs.push_back(r); });
-  ASSERT_EQ(runs.size(), 2u);
-  EXPECT_EQ(runs[0].uid, 1001);  // ended at 400, before the retried job's 900
-  EXPECT_EQ(runs[0].gpus, 2);
-  EXPECT_EQ(runs[0].tags, (std::vector<std::string>{"bert", "lr"}));
-  EXPECT_DOUBLE_EQ(runs[0].ended_at - runs[0].launched_at, 100);
-  EXPECT_EQ(runs[1].uid, 1000);
-  EXPECT_EQ(runs[1].command, (std::vector<std::string>{"/bin/echo", "hi"}));
-  EXPECT_EQ(runs[1].workdir, "/tmp");
-  EXPECT_TRUE(runs[1].tags.empty());
-  EXPECT_DOUBLE_EQ(runs[1].launched_at, 200);  // its successful attempt, not the OOM
-  EXPECT_DOUBLE_EQ(runs[1].ended_at, 900);
+  failed.attempts = {attempt(1, 590, 600, AttemptOutcome::Failed)};
+  failed.state = JobState::Failed;
+  failed.ended_at = 600;
+  for (auto& j : echo) s.update(j);
+  for (DaemonJob* j : {&tagged, &running, &failed}) s.update(*j);
+  // The column holds the daemon's own signature (job_signature.h), whatever the tags' order.
+  EXPECT_EQ(raw_sql(path, "SELECT signature FROM jobs WHERE id = " + std::to_string(tagged.id)), signature_of(tagged));
+  EXPECT_EQ(raw_sql(path, "SELECT COUNT(DISTINCT signature) FROM jobs"), "2");
+  const std::string echo_sig = signature_of(echo[0]), tagged_sig = signature_of(tagged);
+  ASSERT_NE(echo_sig, tagged_sig);
+
+  const auto two = s.recent_successful_runs(2);
+  ASSERT_EQ(two.size(), 3u);  // echo's last two (400, 500) and the tagged one; not 100, 200, 300
+  EXPECT_EQ(two[0].signature, echo_sig);
+  EXPECT_DOUBLE_EQ(two[0].ended_at, 400);
+  EXPECT_DOUBLE_EQ(two[0].ended_at - two[0].launched_at, 20);
+  EXPECT_EQ(two[1].signature, tagged_sig);
+  EXPECT_DOUBLE_EQ(two[1].launched_at, 300);
+  EXPECT_EQ(two[2].signature, echo_sig);
+  EXPECT_DOUBLE_EQ(two[2].launched_at, 60);  // its successful attempt, not the OOM
+  EXPECT_DOUBLE_EQ(two[2].ended_at, 500);
+
+  const auto all = s.recent_successful_runs(10);  // a window larger than the runs: all six, by end
+  ASSERT_EQ(all.size(), 6u);
+  for (std::size_t i = 1; i < all.size(); ++i) EXPECT_LE(all[i - 1].ended_at, all[i].ended_at);
+  EXPECT_DOUBLE_EQ(all[0].ended_at, 100);
+  EXPECT_EQ(s.recent_successful_runs(0).size(), 2u);  // at least one per signature
   remove_db(path);
 }
 
@@ -624,7 +650,7 @@ TEST(Store, EveryFieldOfAJobRoundTrips) {
             "GPU-eeee");
   EXPECT_EQ(raw_sql(path, "SELECT outcome || ' ' || exit_code FROM attempts WHERE number = 1 AND job_id = " + id),
             "oom 1");
-  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "4");
   EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM sqlite_master WHERE sql LIKE '%data%'"), "1");  // quarantine only
   remove_db(path);
 }
@@ -729,7 +755,7 @@ TEST(Store, PreemptionFieldsComeBackAndASchema2DatabaseGainsThem) {
     raw_sql(path, std::string("ALTER TABLE jobs DROP COLUMN ") + c);
   raw_sql(path, "UPDATE meta SET value = '2' WHERE key = 'schema'");
   Store s(path, false);
-  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "4");
   const auto jobs = s.unfinished();
   ASSERT_EQ(jobs.size(), 2u);
   EXPECT_EQ(jobs[0].request.priority, 0);
@@ -766,7 +792,7 @@ TEST(Store, ANotifySetComesBackAndASchema2DatabaseGetsTheColumn) {
   raw_sql(path, "ALTER TABLE jobs DROP COLUMN notify; UPDATE meta SET value = '2' WHERE key = 'schema'");
   {
     Store s(path, false);
-    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
+    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "4");
     const auto jobs = s.unfinished();
     ASSERT_EQ(jobs.size(), 2u);
     EXPECT_TRUE(jobs[0].request.notify.empty());
@@ -921,7 +947,7 @@ TEST(Store, MigratesASchema1Database) {
   make_schema1(path);
   {
     Store s(path, false);
-    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
+    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "4");
     const auto jobs = s.unfinished();
     // The bad row: set aside with its record as it was, and reported once.
     ASSERT_EQ(s.last_quarantined().size(), 1u);
@@ -964,6 +990,8 @@ TEST(Store, MigratesASchema1Database) {
     EXPECT_EQ(*queued.request.hint_sharing_score, 1);
     ASSERT_TRUE(queued.request.model);
     EXPECT_EQ(queued.request.model->layer_counts.at("linear"), 4);
+    EXPECT_EQ(raw_sql(path, "SELECT signature FROM jobs WHERE id = 3"), signature_of(queued));  // schema 4
+    EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM jobs WHERE signature = ''"), "0");
     // The finished job: its exit status, from the words schema 1 kept.
     const auto failed = s.get(2);
     ASSERT_TRUE(failed);
@@ -980,7 +1008,7 @@ TEST(Store, MigratesASchema1Database) {
     EXPECT_GT(fresh.queue_seq, 7);
     EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'jobs_v1'"), "0");
   }
-  // Reopened: schema 3 as it is, nothing migrated twice, nothing reported again.
+  // Reopened: schema 4 as it is, nothing migrated twice, nothing reported again.
   Store s(path, false);
   EXPECT_EQ(s.unfinished().size(), 3u);
   EXPECT_TRUE(s.last_quarantined().empty());
@@ -1006,6 +1034,72 @@ TEST(Store, AMigrationThatCannotReadTheOldTableLeavesItAsItWas) {
   remove_db(path);
 }
 
+// Schema 3 -> 4: a database as a schema-3 aegisd left it (no signature column, no index)
+// gets each job's signature when the store opens, in the opening transaction; one whose
+// migration fails is left as it was, and the store says why in one line.
+TEST(Store, MigratesASchema3DatabaseToSignatures) {
+  const std::string path = test::temp_path("store.db");
+  remove_db(path);
+  DaemonJob done = make_job("done"), other = make_job("other"), queued = make_job("queued");
+  other.uid = 1001;
+  other.request.command = {"python3", "train.py", "--epochs", "12"};
+  other.request.tags = {"b", "a"};
+  {
+    Store s(path, false);
+    for (DaemonJob* j : {&done, &other, &queued}) s.insert(*j);
+    for (DaemonJob* j : {&done, &other}) {
+      Attempt a;
+      a.number = 1;
+      a.launched_at = 100;
+      a.ended_at = j == &done ? 130 : 190;
+      a.outcome = AttemptOutcome::Completed;
+      j->attempts = {a};
+      j->state = JobState::Completed;
+      j->ended_at = a.ended_at;
+      s.update(*j);
+    }
+  }
+  auto to_schema3 = [&] {
+    raw_sql(path, "DROP INDEX jobs_signature; ALTER TABLE jobs DROP COLUMN signature; "
+                  "UPDATE meta SET value = '3' WHERE key = 'schema'");
+  };
+  auto has_signature = [&] {
+    return raw_sql(path, "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'signature'") + " " +
+           raw_sql(path, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'jobs_signature'");
+  };
+  to_schema3();
+  ASSERT_EQ(has_signature(), "0 0");
+  // A migration that cannot read a job's argv: nothing of it lands.
+  raw_sql(path, "ALTER TABLE job_args RENAME COLUMN arg TO argument");
+  try {
+    Store s(path, false);
+    ADD_FAILURE() << "opened";
+  } catch (const StoreError& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("database: migrate schema 3 to 4: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find("(the database is left as it was)"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos);
+  }
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
+  EXPECT_EQ(has_signature(), "0 0");
+  raw_sql(path, "ALTER TABLE job_args RENAME COLUMN argument TO arg");
+  {
+    Store s(path, false);
+    EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "4");
+    EXPECT_EQ(has_signature(), "1 1");
+    for (const DaemonJob* j : {&done, &other, &queued})
+      EXPECT_EQ(raw_sql(path, "SELECT signature FROM jobs WHERE id = " + std::to_string(j->id)), signature_of(*j))
+          << j->request.name;
+    const auto runs = s.recent_successful_runs(10);
+    ASSERT_EQ(runs.size(), 2u);
+    EXPECT_EQ(runs[0].signature, signature_of(done));
+    EXPECT_EQ(runs[1].signature, signature_of(other));
+    EXPECT_EQ(s.unfinished().size(), 1u);
+    EXPECT_TRUE(s.last_quarantined().empty());
+  }
+  remove_db(path);
+}
+
 TEST(Store, ANewerSchemaIsRefused) {
   const std::string path = test::temp_path("store.db");
   remove_db(path);
@@ -1018,18 +1112,18 @@ TEST(Store, ANewerSchemaIsRefused) {
     }
     return std::string();
   };
-  raw_sql(path, "UPDATE meta SET value = '4' WHERE key = 'schema'");
-  EXPECT_EQ(error(), path + ": database schema 4 is newer than this aegisd knows (3): written by a newer aegisd; "
+  raw_sql(path, "UPDATE meta SET value = '5' WHERE key = 'schema'");
+  EXPECT_EQ(error(), path + ": database schema 5 is newer than this aegisd knows (4): written by a newer aegisd; "
                             "refusing to use it");
-  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "4");  // untouched
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "5");  // untouched
   raw_sql(path, "UPDATE meta SET value = 'two' WHERE key = 'schema'");
   EXPECT_EQ(error(), path + ": unknown database schema 'two' (table meta): refusing to use it");
-  // Schema 2 (before issue 32) is migrated additively: the new tables, version 3.
+  // Schema 2 (before issue 32) is migrated additively: the new tables, then schema 4's column.
   raw_sql(path, "UPDATE meta SET value = '2' WHERE key = 'schema'");
   raw_sql(path, "DROP TABLE job_after");
   raw_sql(path, "DROP TABLE job_array");
   EXPECT_EQ(error(), "");
-  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "3");
+  EXPECT_EQ(raw_sql(path, "SELECT value FROM meta WHERE key = 'schema'"), "4");
   EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM job_after"), "0");
   EXPECT_EQ(raw_sql(path, "SELECT COUNT(*) FROM job_array"), "0");
   remove_db(path);

@@ -1,6 +1,7 @@
 """An existing state directory of schema 1 (each job a JSON record in jobs.data, as aegisd
-wrote it up to issue 12) keeps working under this aegisd, which migrates it to schema 3
-(typed columns, src/runtime/store/schema.h; 2 -> 3 adds issue 32's columns) at start:
+wrote it up to issue 12) keeps working under this aegisd, which migrates it to schema 4
+(typed columns, src/runtime/store/schema.h; 2 -> 3 adds issue 32's columns, 3 -> 4 each
+job's history signature) at start:
   - a job that was running when the old aegisd stopped, whose attempt has since ended
     (its shim gone, its exit.json written), ends completed with exit_code 0;
   - a queued job runs to completion; one whose record cannot be read is set aside;
@@ -9,7 +10,10 @@ wrote it up to issue 12) keeps working under this aegisd, which migrates it to s
     `aegis run` ends with them (128 + signal for a killed job);
   - a database of a newer schema is refused with one line;
   - a schema-2 database whose history_runs predates the activity columns gets them at
-    start (its runs kept, their activity NULL), and new runs record their activity.
+    start (its runs kept, their activity NULL), and new runs record their activity;
+  - a schema-3 database gets jobs.signature and its index: each job the signature aegisd
+    gives a new job of the same command (one for the runs of one command, another for
+    another command).
 Usage: test_migration.py BUILD_DIR
 """
 import json
@@ -148,7 +152,47 @@ def history_runs_gain_activity(build):
         d.cleanup()
 
 
+# jobs as a schema-3 aegisd left them: no signature column, no index, version 3.
+TO_SCHEMA_3 = """
+DROP INDEX jobs_signature;
+ALTER TABLE jobs DROP COLUMN signature;
+UPDATE meta SET value = '3' WHERE key = 'schema';
+"""
+
+
+def signatures_added(build):
+    d = Daemon(build, gpus="1x40960", settings={"backfill": True, "backfill_history_runs": 3})
+    try:
+        d.start()
+        runs = [d.submit("--", "sh", "-c", f"sleep 0.{i}") for i in (1, 2, 3)]  # one signature: "sleep #"
+        other = d.submit("--tag", "t", "--", "sh", "-c", "true")
+        d.wait_all_final(runs + [other], timeout=60)
+        d.stop()
+        db = os.path.join(d.state, "aegis.db")
+        con = sqlite3.connect(db)
+        con.executescript(TO_SCHEMA_3)
+        con.close()
+        d.start()  # migrates
+        again = d.submit("--", "sh", "-c", "sleep 0.4")  # its signature written as any new job's
+        d.wait_all_final([again], timeout=60)
+        con = sqlite3.connect(db)
+        schema = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0]
+        index = con.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'jobs_signature'"
+                            ).fetchone()[0]
+        sig = dict(con.execute("SELECT id, signature FROM jobs").fetchall())
+        con.close()
+        if schema != "4" or index != 1:
+            fail(f"schema 3 not migrated: schema {schema}, index {index}")
+        if any(sig[j] != sig[again] for j in runs) or sig[again] in ("", sig[other]) or not sig[other]:
+            fail(f"signatures after the migration: {sig}")
+        print(f"OK: schema 3 migrated to 4; the {len(runs)} runs of one command got the signature aegisd gives a "
+              f"new run of it ({sig[again]!r}), another command its own")
+    finally:
+        d.cleanup()
+
+
 def main(build):
+    signatures_added(build)
     history_runs_gain_activity(build)
     d = Daemon(build, settings={"observation_window_s": 1.0})
     try:
@@ -165,7 +209,7 @@ def main(build):
         schema = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0]
         data_columns = con.execute("SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'data'").fetchone()[0]
         con.close()
-        if schema != "3" or data_columns:  # schema 1 -> 2, then the additive 2 -> 3 (issue 32)
+        if schema != "4" or data_columns:  # schema 1 -> 2, then the additive 2 -> 3 (issue 32), 3 -> 4
             fail(f"not migrated: schema {schema}, data column {data_columns}")
 
         ran = wait_final(d, 1)
@@ -215,17 +259,17 @@ def main(build):
         # A database written by a newer aegisd: refused, in one line, and left alone.
         d.stop()
         con = sqlite3.connect(db)
-        con.execute("UPDATE meta SET value = '4' WHERE key = 'schema'")
+        con.execute("UPDATE meta SET value = '5' WHERE key = 'schema'")
         con.commit()
         con.close()
         log_size = os.path.getsize(d.log)
         try:
             d.start()
-            fail("aegisd started on a database of schema 4")
+            fail("aegisd started on a database of schema 5")
         except RuntimeError:
             pass
         said = open(d.log, errors="replace").read()[log_size:]
-        if "database schema 4 is newer than this aegisd knows (3)" not in said:
+        if "database schema 5 is newer than this aegisd knows (4)" not in said:
             fail(f"no one-line refusal: {said!r}")
         line = [l for l in said.splitlines() if "newer than this aegisd" in l]
         print(f"OK: a newer schema refused: {line[0]}")

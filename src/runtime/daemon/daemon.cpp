@@ -68,10 +68,9 @@ Daemon::Daemon(DaemonConfig config, Env& env)
   auto runs = store_.history_runs();
   chain_.restore(store_.peaks(), std::move(runs.peaks), std::move(runs.utils));
   if (chain_.predicts_durations()) {  // backfill's durations survive a restart (issue 32)
-    std::vector<PastRun> past;
-    store_.each_successful_run([&](const Store::SuccessfulRun& r) {
-      past.push_back({signature_of(r.uid, r.command, r.workdir, r.gpus, r.tags), r.launched_at, r.ended_at});
-    });
+    std::vector<PastRun> past;  // each signature's last history_window only (store/schema.h, schema 4)
+    for (auto& r : store_.recent_successful_runs(static_cast<int>(cfg_.daemon.history_window)))
+      past.push_back({std::move(r.signature), r.launched_at, r.ended_at});
     chain_.restore_durations(std::move(past));
   }
   // The first sample asks per-process utilisation everywhere, to learn where the driver

@@ -1,5 +1,6 @@
-// Small pieces the daemon's files share: the transaction guard, a job's history
-// signature, how a job is shown, and the daemon's fixed numbers (each with its reason).
+// Small pieces the daemon's files share: the transaction guard, a job's history signature
+// (job/job_signature.h), how a job is shown, and the daemon's fixed numbers (each with its
+// reason).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -7,6 +8,7 @@
 #include "estimate/history.h"
 #include "runtime/job/job.h"
 #include "runtime/job/job_json.h"
+#include "runtime/job/job_signature.h"  // signature_of
 #include "runtime/store/store.h"
 
 namespace aegis {
@@ -49,16 +51,6 @@ class Tx {
   bool own_;
   bool done_ = false;
 };
-
-// A job's history is its user's alone: another user running the same command must not
-// change the estimate this user's jobs are admitted with.
-inline std::string signature_of(std::int64_t uid, const std::vector<std::string>& command, const std::string& workdir,
-                                int gpus, const std::vector<std::string>& tags) {
-  return "uid " + std::to_string(uid) + ": " + job_signature(command, workdir, gpus, tags);
-}
-inline std::string signature_of(const DaemonJob& j) {
-  return signature_of(j.uid, j.request.command, j.request.workdir, j.request.gpus, j.request.tags);
-}
 
 inline nlohmann::json error_reply(const std::string& msg) { return {{"ok", false}, {"error", msg}}; }
 

@@ -8,10 +8,22 @@
 //   1  (aegisd up to issue 12) jobs(id, uid, state, queue_seq, submitted_at, data): each
 //      job was the API's JSON view of it in `data`. Migrated to 2 when the store opens.
 //   2  typed columns and child tables; no JSON anywhere.
-//   3  (this file) lab scheduling (issue 32): new child tables (and columns) only, so the
+//   3  lab scheduling (issue 32): new child tables (and columns) only, so the
 //      migration from 2 is additive: CREATE TABLE IF NOT EXISTS for each new table, ALTER
 //      TABLE ADD COLUMN for each missing column (Store::add_later_columns), in the opening
 //      transaction; the rows already there get the defaults (no array, no dependency).
+//   4  (this file) jobs.signature and its index jobs_signature: backfill's durations are
+//      read at start per signature, its last history_window successful attempts only
+//      (Store::recent_successful_runs), instead of every successful attempt. Migration from
+//      3 (and from 1 or 2, after theirs), in the opening transaction: the column is added
+//      (ALTER TABLE, '' for every row), every job with '' gets the signature its stored
+//      fields make (Store::fill_signatures, the same string aegisd builds:
+//      job/job_signature.h), then the index is created (one sort, not a write per job).
+//      A version bump, not an additive change: an older aegisd would insert jobs without a
+//      signature (''), which this one would never read; it refuses a schema-4 database
+//      instead. A crash or an error in the migration leaves
+//      the database as it was (schema 3: the transaction never committed), and an error
+//      stops aegisd with one line ("database: migrate schema 3 to 4: ...").
 // A database whose version is larger than kSchemaVersion is refused with one line: it was
 // written by a newer aegisd, whose rows this one could misread or damage.
 //
@@ -90,7 +102,15 @@
 //   -- notifications (issue 32 item 6; kJobLabColumns):
 //   notify             item 6: the events its owner is told of, the canonical comma list of
 //                      runtime/api/notify_set.h ("start,end"); '' = none (the default)
+//   -- schema 4:
+//   signature          its history signature (job/job_signature.h signature_of: the user's
+//                      uid, then the command with numbers normalised, working directory, GPU
+//                      count and sorted tags, separated by the control characters 0x1e and
+//                      0x1f), written with its argv and tags; derived, never read back
+//                      into the job. '' only while a migration has not yet filled it
 //   Index jobs_state(state): the unfinished jobs, read at every start.
+//   Index jobs_signature(signature, state, ended_at): each signature's last completed jobs,
+//                      read at start from the index's end (schema 4; Store::recent_successful_runs).
 //
 // job_args(job_id, pos, arg)        the command's argv: pos 0 is argv[0], then 1, 2, ...
 // job_env(job_id, name, value)      the job's environment, one row per variable (the value
@@ -164,7 +184,7 @@
 
 namespace aegis::store_schema {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // Creates every table of schema 2 that is missing (and meta, without its version row).
 inline constexpr const char* kCreateTables = R"(
@@ -214,6 +234,7 @@ CREATE TABLE IF NOT EXISTS jobs (
   preempt_stop_at REAL NOT NULL DEFAULT 0,
   preempt_stopping INTEGER NOT NULL DEFAULT 0 CHECK (preempt_stopping IN (0, 1)),
   notify TEXT NOT NULL DEFAULT '',
+  signature TEXT NOT NULL DEFAULT '',
   CHECK ((state = 'queued') = (queue <> '')),
   CHECK ((attached_pid IS NULL) = (attached_start_ticks IS NULL))
 ) STRICT;
@@ -346,6 +367,12 @@ inline constexpr const char* kJobLabColumns[][2] = {
     {"preempt_stopping", "INTEGER NOT NULL DEFAULT 0 CHECK (preempt_stopping IN (0, 1))"},
     {"notify", "TEXT NOT NULL DEFAULT ''"},  // item 6
 };
+
+// jobs' signature (schema 4), added to an older `jobs` (Store::add_later_columns), and its
+// index, created after that (an older `jobs` has no such column before).
+inline constexpr const char* kJobSignatureColumn[2] = {"signature", "TEXT NOT NULL DEFAULT ''"};
+inline constexpr const char* kCreateSignatureIndex =
+    "CREATE INDEX IF NOT EXISTS jobs_signature ON jobs(signature, state, ended_at)";
 
 // The tables that hold a job (the quarantine copies their rows, in this order).
 inline constexpr const char* kJobTables[] = {"jobs", "job_args", "job_env", "job_tags", "job_model_layers",

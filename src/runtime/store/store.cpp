@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "runtime/job/job_json.h"  // the schema-1 reader: for the migration only
+#include "runtime/job/job_signature.h"
 #include "runtime/store/schema.h"
 #include "runtime/store/wal_check.h"
 
@@ -435,9 +436,11 @@ void Store::open_schema(const std::string& path) {
     if (version == 1) migrate_from_1();
     exec(store_schema::kCreateTables, "create tables");
     add_later_columns();
+    if (version != 0 && version < 4) fill_signatures(version);
+    exec(store_schema::kCreateSignatureIndex, "create the signature index");  // after: one sort, not a write per job
     if (version != kSchemaVersion)
-      exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '3')", "record the schema version");
-    static_assert(kSchemaVersion == 3, "the line above writes the version");
+      exec("INSERT OR REPLACE INTO meta(key, value) VALUES('schema', '4')", "record the schema version");
+    static_assert(kSchemaVersion == 4, "the line above writes the version");
     commit();
   } catch (...) {
     rollback();
@@ -463,6 +466,72 @@ void Store::add_later_columns() {
         std::string("REAL CHECK (") + column + " IS NULL OR (" + column + " >= 0 AND " + column + " <= 1))");
   for (const auto& [column, declaration] : store_schema::kJobPredictionColumns) add("jobs", column, declaration);
   for (const auto& [column, declaration] : store_schema::kJobLabColumns) add("jobs", column, declaration);
+  add("jobs", store_schema::kJobSignatureColumn[0], store_schema::kJobSignatureColumn[1]);  // schema 4
+}
+
+// Schema 3 -> 4 (store/schema.h), inside open_schema's transaction: every job without a
+// signature gets the one its stored fields make, as aegisd makes it for a new job.
+void Store::fill_signatures(int from_version) {
+  try {
+    struct Fields {
+      JobId id;
+      std::int64_t uid;
+      std::string workdir;
+      int gpus;
+    };
+    std::vector<Fields> jobs;  // read first: the rows are then changed
+    {
+      Stmt st{prepare("SELECT id, uid, workdir, gpus FROM jobs WHERE signature = ''")};
+      int rc;
+      while ((rc = sqlite3_step(st.s)) == SQLITE_ROW)
+        jobs.push_back({sqlite3_column_int64(st.s, 0), sqlite3_column_int64(st.s, 1), column_string(st.s, 2),
+                        static_cast<int>(sqlite3_column_int64(st.s, 3))});
+      if (rc != SQLITE_DONE) fail("read jobs");
+    }
+    Stmt args{prepare("SELECT arg FROM job_args WHERE job_id = ?1 ORDER BY pos")};
+    Stmt tags{prepare("SELECT tag FROM job_tags WHERE job_id = ?1 ORDER BY pos")};
+    Stmt set{prepare("UPDATE jobs SET signature = ?2 WHERE id = ?1")};
+    std::vector<std::string> command, tag_list;
+    for (const Fields& j : jobs) {
+      job_strings(args.s, j.id, command);
+      job_strings(tags.s, j.id, tag_list);
+      const std::string signature = signature_of(j.uid, command, j.workdir, j.gpus, tag_list);
+      sqlite3_reset(set.s);
+      check(sqlite3_bind_int64(set.s, 1, j.id), "write a signature");
+      check(sqlite3_bind_text(set.s, 2, signature.data(), static_cast<int>(signature.size()), SQLITE_STATIC),
+            "write a signature");
+      step_done(set.s, "write a signature");
+    }
+  } catch (const StoreError& e) {
+    std::string_view why = e.what();
+    if (why.starts_with("database: ")) why.remove_prefix(10);
+    throw StoreError(one_line("database: migrate schema " + std::to_string(from_version) + " to 4: " +
+                              std::string(why) + " (the database is left as it was)"),
+                     e.disk_full);
+  }
+}
+
+void Store::job_strings(sqlite3_stmt* s, JobId id, std::vector<std::string>& out) {
+  sqlite3_reset(s);
+  check(sqlite3_bind_int64(s, 1, id), "select a job's strings");
+  out.clear();
+  int rc;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) out.push_back(column_string(s, 0));
+  if (rc != SQLITE_DONE) fail("select a job's strings");
+}
+
+// Schema 4: with the job's argv and tags, the signature they make (and its uid, working
+// directory and GPU count, which never change after submission).
+void Store::write_signature(JobId id, const DaemonJob& job) {
+  const std::string signature = signature_of(job);
+  if (signature.size() > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+    throw StoreError("database: job " + std::to_string(id) + ": a text too long to store");
+  sqlite3_stmt* s = cached(db_, "UPDATE jobs SET signature = ?2 WHERE id = ?1");
+  Use use{s};
+  check(sqlite3_bind_int64(s, 1, id), "write a signature");
+  check(sqlite3_bind_text(s, 2, signature.data(), static_cast<int>(signature.size()), SQLITE_STATIC),
+        "write a signature");
+  step_done(s, "write a signature");
 }
 
 // Schema 1 -> 2 (store/schema.h), inside open_schema's transaction.
@@ -717,7 +786,10 @@ JobId Store::write(const DaemonJob& job, Write how) {
     if (!update) id = sqlite3_last_insert_rowid(db_);
     const std::uint64_t digest = lists_digest(r);
     const auto known = lists_written_.find(id);
-    if (!update || known == lists_written_.end() || known->second != digest) write_request_lists(id, r, update);
+    if (!update || known == lists_written_.end() || known->second != digest) {
+      write_request_lists(id, r, update);
+      write_signature(id, job);
+    }
     write_attempts(id, job.attempts, update);
     release();
     // Finished jobs are seldom written again: no need to remember them.
@@ -1400,37 +1472,37 @@ std::vector<Store::EndedAttempt> Store::attempts_ended_since(Seconds since) {
   return out;
 }
 
-// A job's argv and tags are read row by row (their tables' keys): one indexed pass over
-// the successful attempts, at start only.
-void Store::each_successful_run(const std::function<void(const SuccessfulRun&)>& visit) {
-  Stmt st{prepare(
-      "SELECT a.job_id, j.uid, j.workdir, j.gpus, a.launched_at, a.ended_at "
-      "FROM attempts a JOIN jobs j ON j.id = a.job_id "
-      "WHERE a.outcome = 'completed' AND a.ended_at IS NOT NULL ORDER BY a.ended_at")};
-  Stmt args{prepare("SELECT arg FROM job_args WHERE job_id = ?1 ORDER BY pos")};
-  Stmt tags{prepare("SELECT tag FROM job_tags WHERE job_id = ?1 ORDER BY pos")};
-  auto strings = [&](sqlite3_stmt* s, std::int64_t job, std::vector<std::string>& out) {
-    sqlite3_reset(s);
-    check(sqlite3_bind_int64(s, 1, job), "select a job's strings");
-    out.clear();
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) out.push_back(column_string(s, 0));
-    if (rc != SQLITE_DONE) fail("select a job's strings");
-  };
-  SuccessfulRun r;
+// Bounded by the window, not by the store: the signatures are found by skipping through the
+// index (one search per signature), then each signature's last completed jobs are read from
+// the index's end. (SQL's window function over every successful attempt, tried first, sorted
+// them all: slower than the pass over every attempt it was to replace.)
+std::vector<Store::RecentRun> Store::recent_successful_runs(int per_signature) {
+  Stmt signatures{prepare(
+      "WITH RECURSIVE s(signature) AS ("
+      " SELECT MIN(signature) FROM jobs WHERE signature > ''"
+      " UNION ALL SELECT (SELECT MIN(signature) FROM jobs WHERE signature > s.signature) FROM s"
+      "  WHERE s.signature IS NOT NULL) "
+      "SELECT signature FROM s WHERE signature IS NOT NULL")};
+  Stmt last{prepare(
+      "SELECT a.launched_at, a.ended_at FROM jobs j JOIN attempts a ON a.job_id = j.id AND a.outcome = 'completed' "
+      "WHERE j.signature = ?1 AND j.state = 'completed' AND a.ended_at IS NOT NULL "
+      "ORDER BY j.ended_at DESC, j.id DESC LIMIT ?2")};
+  std::vector<RecentRun> out;
   int rc;
-  while ((rc = sqlite3_step(st.s)) == SQLITE_ROW) {
-    const std::int64_t job = sqlite3_column_int64(st.s, 0);
-    r.uid = sqlite3_column_int64(st.s, 1);
-    r.workdir = column_string(st.s, 2);
-    r.gpus = static_cast<int>(sqlite3_column_int64(st.s, 3));
-    r.launched_at = sqlite3_column_double(st.s, 4);
-    r.ended_at = sqlite3_column_double(st.s, 5);
-    strings(args.s, job, r.command);
-    strings(tags.s, job, r.tags);
-    visit(r);
+  while ((rc = sqlite3_step(signatures.s)) == SQLITE_ROW) {
+    const std::string signature = column_string(signatures.s, 0);
+    sqlite3_reset(last.s);
+    check(sqlite3_bind_text(last.s, 1, signature.data(), static_cast<int>(signature.size()), SQLITE_STATIC),
+          "select successful attempts");
+    check(sqlite3_bind_int64(last.s, 2, std::max(1, per_signature)), "select successful attempts");
+    int step;
+    while ((step = sqlite3_step(last.s)) == SQLITE_ROW)
+      out.push_back({signature, sqlite3_column_double(last.s, 0), sqlite3_column_double(last.s, 1)});
+    if (step != SQLITE_DONE) fail("select successful attempts");
   }
-  if (rc != SQLITE_DONE) fail("select successful attempts");
+  if (rc != SQLITE_DONE) fail("select signatures");
+  std::ranges::stable_sort(out, {}, &RecentRun::ended_at);
+  return out;
 }
 
 Store::HistoryRuns Store::history_runs() {

@@ -4,7 +4,6 @@
 // committed before the daemon acts on it or replies.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -142,16 +141,16 @@ class Store {
     std::vector<std::string> gpu_uuids;  // which GPUs (fair_share_charge = occupied splits each)
   };
   std::vector<EndedAttempt> attempts_ended_since(Seconds since);
-  // Every attempt that completed successfully, oldest end first, with what makes its job's
-  // signature (daemon_util.h signature_of): backfill's durations, rebuilt at start (issue 32).
-  struct SuccessfulRun {
-    std::int64_t uid = 0;
-    std::vector<std::string> command, tags;
-    std::string workdir;
-    int gpus = 0;
+  // Each signature's last `per_signature` (at least 1) attempts that completed successfully,
+  // oldest end first: backfill's durations, rebuilt at start (issue 32). "Last" by their jobs'
+  // end (the attempt's own, but for a job whose end aegisd learnt only at a later start: then;
+  // ties: the larger job id). Read through the index jobs_signature (schema 4): the other
+  // successful attempts are never read, nor any job's argv or tags.
+  struct RecentRun {
+    std::string signature;  // job/job_signature.h signature_of
     Seconds launched_at = 0, ended_at = 0;
   };
-  void each_successful_run(const std::function<void(const SuccessfulRun&)>& visit);
+  std::vector<RecentRun> recent_successful_runs(int per_signature);
 
  private:
   enum class Write { Insert, InsertWithId, Update };
@@ -169,6 +168,10 @@ class Store {
   void open_schema(const std::string& path);
   void migrate_from_1();
   void add_later_columns();
+  void fill_signatures(int from_version);
+  void write_signature(JobId id, const DaemonJob& job);
+  // The strings of one job that `s` (a statement taking the job id as ?1) selects, in order.
+  void job_strings(sqlite3_stmt* s, JobId id, std::vector<std::string>& out);
   void set_id_sequence_at_least(JobId floor);
   JobId write(const DaemonJob& job, Write how);
   void write_request_lists(JobId id, const api::JobRequest& request, bool replace);

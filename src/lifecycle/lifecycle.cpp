@@ -381,7 +381,16 @@ std::optional<Seconds> Lifecycle::reservation(const LifeJob& head, Seconds now, 
     bf_busy_.reset(servers);
     for (const HeldGpu& h : bf_held_) bf_busy_.mark(h.server, h.gpu, h.until);
   }
-  return reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+  auto reserved = reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+  // The memory rule run forward says the head could share GPUs now, yet the engine has just
+  // refused it: what it waits for (memory in use beyond what was booked, a gate, pressure)
+  // is not what the rule counts, so a reservation of now protects nothing (every job would
+  // keep it). The head is then reserved idle GPUs, which the rule counts exactly.
+  if (reserved && *reserved <= now && bf_need_ && bf_need_->shares) {
+    bf_need_.reset();
+    reserved = reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+  }
+  return reserved;
 }
 
 void Lifecycle::hold(const Placement& p, Seconds until) {

@@ -472,6 +472,23 @@ TEST(Backfill, WithJoinsEarlierEndingAJobStartedOutOfOrderJoinsOnlyJobsEndingBef
   EXPECT_EQ(JoinScene("any", 2, behind).started(), std::vector<JobId>({4, 5}));
 }
 
+// Two GPUs, none idle; A and B end at 1000, the head's reservation. `by_reservation`: C
+// (5,000, ends at 2010) may join A, which ends by the reservation; D (ends at 2110) would
+// join A and C, and C runs past it: declined (earlier_ending lets D join C, which ends
+// first). E (ends at 310) may join A, which ends after E but by the reservation
+// (earlier_ending refuses it).
+TEST(Backfill, WithJoinsByReservationAJobStartedOutOfOrderJoinsOnlyJobsEndingByTheReservation) {
+  const std::vector<std::tuple<JobId, MiB, Seconds>> long_ones{{4, 5000, 2000}, {5, 5000, 2100}};
+  JoinScene by("by_reservation", 2, long_ones);
+  EXPECT_EQ(by.fx.reserved_start, 1000);
+  EXPECT_EQ(by.started(), std::vector<JobId>({4}));
+  EXPECT_EQ(by.gpus.declined_count, 1);
+  EXPECT_EQ(JoinScene("earlier_ending", 2, long_ones).started(), std::vector<JobId>({4, 5}));
+  const std::vector<std::tuple<JobId, MiB, Seconds>> short_one{{4, 5000, 300}};
+  EXPECT_EQ(JoinScene("by_reservation", 2, short_one).started(), std::vector<JobId>({4}));
+  EXPECT_EQ(JoinScene("earlier_ending", 2, short_one).started(), std::vector<JobId>());
+}
+
 // GPUs whose jobs may use more memory than was booked for them (`used`, per job), as a job
 // booked at the estimator-free floor does: the engine refuses by memory in use, which the
 // reservation, counting booked memory, cannot see.
@@ -503,7 +520,7 @@ class OverusedGpus : public SharedGpus {
 // reserved idle GPUs instead: 1000, when A ends; C waits, D (ends at 510) goes ahead, and H
 // starts at 1000. Under every `backfill_joins`.
 TEST(Backfill, AReservationOfNowThatTheEngineRefusedFallsBackToIdleGpus) {
-  for (const char* joins : {"any", "none", "earlier_ending"}) {
+  for (const char* joins : {"any", "none", "earlier_ending", "by_reservation"}) {
     EngineConfig c;
     c.backfill = true;
     c.backfill_joins = joins;

@@ -472,5 +472,81 @@ TEST(Backfill, WithJoinsEarlierEndingAJobStartedOutOfOrderJoinsOnlyJobsEndingBef
   EXPECT_EQ(JoinScene("any", 2, behind).started(), std::vector<JobId>({4, 5}));
 }
 
+// Two GPUs, none idle; A and B end at 1000, the head's reservation. `by_reservation`: C
+// (5,000, ends at 2010) may join A, which ends by the reservation; D (ends at 2110) would
+// join A and C, and C runs past it: declined (earlier_ending lets D join C, which ends
+// first). E (ends at 310) may join A, which ends after E but by the reservation
+// (earlier_ending refuses it).
+TEST(Backfill, WithJoinsByReservationAJobStartedOutOfOrderJoinsOnlyJobsEndingByTheReservation) {
+  const std::vector<std::tuple<JobId, MiB, Seconds>> long_ones{{4, 5000, 2000}, {5, 5000, 2100}};
+  JoinScene by("by_reservation", 2, long_ones);
+  EXPECT_EQ(by.fx.reserved_start, 1000);
+  EXPECT_EQ(by.started(), std::vector<JobId>({4}));
+  EXPECT_EQ(by.gpus.declined_count, 1);
+  EXPECT_EQ(JoinScene("earlier_ending", 2, long_ones).started(), std::vector<JobId>({4, 5}));
+  const std::vector<std::tuple<JobId, MiB, Seconds>> short_one{{4, 5000, 300}};
+  EXPECT_EQ(JoinScene("by_reservation", 2, short_one).started(), std::vector<JobId>({4}));
+  EXPECT_EQ(JoinScene("earlier_ending", 2, short_one).started(), std::vector<JobId>());
+}
+
+// GPUs whose jobs may use more memory than was booked for them (`used`, per job), as a job
+// booked at the estimator-free floor does: the engine refuses by memory in use, which the
+// reservation, counting booked memory, cannot see.
+class OverusedGpus : public SharedGpus {
+ public:
+  using SharedGpus::SharedGpus;
+  std::map<JobId, MiB> used;
+  std::optional<Placement> place(const QueuedJob& job, Seconds) override {
+    Launch l;
+    l.job = job.spec.id;
+    l.admitted_mib = mib.at(job.spec.id);
+    for (std::size_t g = 0; g < on.size() && static_cast<int>(l.gpus.size()) < job.spec.num_gpus; ++g) {
+      MiB in_use = 0;
+      for (const auto& [id, m] : on[g]) in_use += std::max(m, used.count(id) ? used.at(id) : m);
+      if (kUsable - in_use >= l.admitted_mib) l.gpus.push_back(static_cast<int>(g));
+    }
+    if (static_cast<int>(l.gpus.size()) < job.spec.num_gpus) return std::nullopt;
+    Placement p;
+    p.parts.push_back({0, l, kUsable});
+    return p;
+  }
+};
+
+// Two GPUs. A (booked 5,000 MiB, using 38,000, ends by 1000) runs on GPU 0; GPU 1 is idle.
+// The head H (2 GPUs, 15,000) fits beside A by booked memory, so the shared reservation
+// says "now", but the placer refuses it. C (1 GPU, ends at 5010) would take idle GPU 1:
+// counted by booked memory it keeps a reservation of now, and H then waits for C as well
+// (on venus, `backfill_joins = none` was worse than no backfill this way). The head is
+// reserved idle GPUs instead: 1000, when A ends; C waits, D (ends at 510) goes ahead, and H
+// starts at 1000. Under every `backfill_joins`.
+TEST(Backfill, AReservationOfNowThatTheEngineRefusedFallsBackToIdleGpus) {
+  for (const char* joins : {"any", "none", "earlier_ending", "by_reservation"}) {
+    EngineConfig c;
+    c.backfill = true;
+    c.backfill_joins = joins;
+    Lifecycle life(c, LifecycleOptions{});
+    OverusedGpus gpus(2);
+    gpus.mib = {{1, 5000}, {2, 15000}, {3, 5000}, {4, 5000}};
+    gpus.used = {{1, 38000}, {3, 38000}};
+    life.submitted(job(1, 1, 1000), false, false, 0);  // A
+    ASSERT_EQ(life.schedule(0, gpus).starts.size(), 1u);
+    life.submitted(job(2, 2, 7200), false, false, 1);  // H
+    life.submitted(job(3, 1, 5000), false, false, 2);  // C
+    life.submitted(job(4, 1, 500), false, false, 3);   // D
+    auto fx = life.schedule(10, gpus);
+    EXPECT_EQ(fx.reserved_start, 1000) << joins;
+    ASSERT_EQ(fx.starts.size(), 1u) << joins;
+    EXPECT_EQ(fx.starts[0].job, 4) << joins;
+    gpus.release(4);
+    life.ended(4, {AttemptOutcome::Completed, ""}, 510);
+    EXPECT_TRUE(life.schedule(510, gpus).starts.empty()) << joins;  // C still waits for H
+    gpus.release(1);
+    life.ended(1, {AttemptOutcome::Completed, ""}, 1000);
+    fx = life.schedule(1000, gpus);
+    ASSERT_FALSE(fx.starts.empty()) << joins;
+    EXPECT_EQ(fx.starts[0].job, 2) << joins;  // the head at its reservation
+  }
+}
+
 }  // namespace
 }  // namespace aegis

@@ -381,7 +381,16 @@ std::optional<Seconds> Lifecycle::reservation(const LifeJob& head, Seconds now, 
     bf_busy_.reset(servers);
     for (const HeldGpu& h : bf_held_) bf_busy_.mark(h.server, h.gpu, h.until);
   }
-  return reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+  auto reserved = reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+  // The memory rule run forward says the head could share GPUs now, yet the engine has just
+  // refused it: what it waits for (memory in use beyond what was booked, a gate, pressure)
+  // is not what the rule counts, so a reservation of now protects nothing (every job would
+  // keep it). The head is then reserved idle GPUs, which the rule counts exactly.
+  if (reserved && *reserved <= now && bf_need_ && bf_need_->shares) {
+    bf_need_.reset();
+    reserved = reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+  }
+  return reserved;
 }
 
 void Lifecycle::hold(const Placement& p, Seconds until) {
@@ -392,14 +401,15 @@ void Lifecycle::hold(const Placement& p, Seconds until) {
 
 // A later job placed at `p`: the head's reservation counted with it running to its limit
 // (on, without one) must be no later. One that ends by then takes nothing from the head.
-// With `backfill_joins` (none, earlier_ending) it must also not share a GPU with a running
-// job (none), or with one expected to end after it (earlier_ending): running jobs have
-// precedence too, and joining them slows them (docs/lab-policies.md).
+// With `backfill_joins` (none, earlier_ending, by_reservation) it must also not share a GPU
+// with a running job (none), with one expected to end after it (earlier_ending), or with one
+// expected to run past the head's reservation (by_reservation): running jobs have precedence
+// too, and joining them slows them (docs/lab-policies.md).
 bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved,
                                   const Placer& placer) {
   const auto end = expected_end(j.spec(), now, now);
   const Seconds until = end ? *end : std::numeric_limits<Seconds>::infinity();
-  if (config_.backfill_joins != "any" && joins_running(p, until)) return false;
+  if (config_.backfill_joins != "any" && joins_running(p, until, reserved)) return false;
   bool kept = may_backfill(j.spec(), now, reserved);
   if (!kept) {
     const std::size_t before = bf_held_.size();
@@ -414,13 +424,18 @@ bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds 
   return kept;
 }
 
-// Whether `p`, for a job expected to end at `until`, shares a GPU with a running job that
-// `backfill_joins` protects from it.
-bool Lifecycle::joins_running(const Placement& p, Seconds until) const {
-  const bool any_job = config_.backfill_joins == "none";
+// Whether `p`, for a job expected to end at `until` while the head is reserved at
+// `reserved`, shares a GPU with a running job that `backfill_joins` protects from it.
+// by_reservation: a job that ends by the reservation leaves before the head starts anyway,
+// so sharing with it costs it only time the queue was waiting for the head; one that runs
+// past it would be slowed beyond the window backfill borrows (a week-long job on Philly).
+bool Lifecycle::joins_running(const Placement& p, Seconds until, Seconds reserved) const {
+  const std::string& joins = config_.backfill_joins;
+  const bool any_job = joins == "none";
+  const Seconds bound = joins == "by_reservation" ? reserved : until;
   for (const auto& part : p.parts)
     for (int g : part.launch.gpus)
-      if (any_job ? bf_busy_.busy(part.server, g) : bf_busy_.until(part.server, g) > until) return true;
+      if (any_job ? bf_busy_.busy(part.server, g) : bf_busy_.until(part.server, g) > bound) return true;
   return false;
 }
 

@@ -303,7 +303,7 @@ class Lifecycle {
   std::optional<HeadNeed> bf_need_;   // what the head asks of a GPU (nothing: idle GPUs)
   int bf_num_gpus_ = 0;
   BusyGpus bf_busy_;                  // GPUs running jobs hold, until when (backfill_joins)
-  bool joins_running(const Placement& p, Seconds until) const;
+  bool joins_running(const Placement& p, Seconds until, Seconds reserved) const;
   void start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx);
   // Preemption (preemption.cpp). Each returns true when the pass must stop here: the
   // preemptor waits for its victims, which nothing else may take the place of.

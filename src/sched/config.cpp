@@ -90,9 +90,10 @@ std::span<const ParamEntry<EngineConfig>> entries() {
                 "has this many successful runs (0 = time limits only)"),
     P("backfill_history_quantile", backfill_history_quantile, 0, 1, "",
                 "Backfill: the quantile of those durations (nearest rank) a job is expected to end by"),
-    P("backfill_joins", backfill_joins, 0, 0, "any,earlier_ending,none",
+    P("backfill_joins", backfill_joins, 0, 0, "any,earlier_ending,by_reservation,none",
                 "Backfill: the running jobs a job started out of order may share GPUs with: any, "
-                "only those expected to end no later than it, or none (idle GPUs only)"),
+                "only those expected to end no later than it, only those expected to end by the "
+                "head's reserved start, or none (idle GPUs only)"),
     P("order", order, 0, 0, order_names(),
                 "GPU order: most free memory, best fit, least SM activity, first fit, round "
                 "robin, least projected utilisation, least predicted activity"),

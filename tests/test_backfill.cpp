@@ -448,7 +448,7 @@ struct JoinScene {
 // the same pass. With `none` only C starts, and D and E are declined so the dispatcher may
 // offer them other servers; with `any` (the published rule) all three start.
 TEST(Backfill, WithJoinsNoneAJobStartedOutOfOrderTakesOnlyIdleGpus) {
-  EXPECT_EQ(EngineConfig{}.backfill_joins, "any");
+  EXPECT_EQ(EngineConfig{}.backfill_joins, "by_reservation");
   const std::vector<std::tuple<JobId, MiB, Seconds>> behind{{4, 20000, 500}, {5, 5000, 500}, {6, 15000, 500}};
   JoinScene none("none", 3, behind);
   EXPECT_EQ(none.fx.reserved_start, 1000);

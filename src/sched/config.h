@@ -60,7 +60,7 @@ struct EngineConfig {
   // any, only those expected to end no later than it (earlier_ending), only those expected
   // to end by the head's reserved start (by_reservation), or none (idle GPUs only). Running
   // jobs have precedence, and under sharing a job that joins them slows them.
-  std::string backfill_joins = "any";  // any | earlier_ending | by_reservation | none (docs/lab-policies.md)
+  std::string backfill_joins = "by_reservation";  // any | earlier_ending | by_reservation | none (docs/lab-policies.md)
   std::string order = "magm";            // magm | bf | lug | ff | rr | lpu | lpa
   int max_jobs_per_gpu = 0;              // 0 = no cap
   double util_cap = 0;                   // Horus: sum of profiled utilisation <= cap (0 = off)

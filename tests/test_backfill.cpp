@@ -25,9 +25,12 @@ JobSpec job(JobId id, int gpus, std::optional<Seconds> limit) {
   return s;
 }
 
+// The reservation rule alone: `any` lets a backfilled job join any running job (the
+// published rule); the join rules, the default `by_reservation` among them, have their own tests.
 Lifecycle make(bool backfill) {
   EngineConfig c;
   c.backfill = backfill;
+  c.backfill_joins = "any";
   return Lifecycle(c, LifecycleOptions{});
 }
 

@@ -58,6 +58,7 @@ std::optional<Placement> ClusterDispatcher::on_whole_servers(const QueuedJob& jo
 }
 
 std::optional<Placement> ClusterDispatcher::place(const QueuedJob& job, Seconds t) {
+  asked_at_ = t;
   const int id = static_cast<int>(job.spec.id);
   Job& j = st_.jobs[id];
   if (j.live->request_floor != job.recovery.floor_mib || j.live->request_exclusive != job.recovery.exclusive_only) {
@@ -161,7 +162,21 @@ void ClusterDispatcher::started(const QueuedJob& job, const Placement& p, Second
 // it a next best that keeps the reservation. So started() then leaves the next pass due
 // (st_.dirty) instead of letting it be skipped (docs/dispatcher.md).
 void ClusterDispatcher::declined(const QueuedJob&, const Placement& p) {
-  for (const auto& part : p.parts) st_.changed.push_back(part.server);
+  // The engine chose its GPUs with some observation gates shut; once one opens it may choose
+  // another, which backfill's join rules may take: the server is woken at the first opening,
+  // as a refusal by a gate wakes it (without it both modes of the memo missed that pass).
+  constexpr Seconds kNever = std::numeric_limits<Seconds>::infinity();
+  const bool gates = engine_.gate_opens_after_activity(0).has_value();  // observation gates exist
+  for (const auto& part : p.parts) {
+    st_.changed.push_back(part.server);
+    Server& srv = st_.servers[static_cast<std::size_t>(part.server)];
+    srv.declined_version = srv.version;
+    if (!gates) continue;
+    Seconds opens = kNever;
+    for (const RunningJob& r : srv.placer.running)
+      if (const Seconds g = engine_.gate_opens_at(r); g > asked_at_) opens = std::min(opens, g);
+    if (opens < kNever) st_.push_wake(part.server, opens);
+  }
   declined_in_pass_ = true;
 }
 
@@ -186,7 +201,11 @@ void ClusterDispatcher::activity_began(const Job& j, Seconds t) {
     if (*opens > t && cache_) {
       for (const auto& p : j.live->parts) {
         const Server& srv = st_.servers[p.server];
-        if (srv.refused_version == srv.version && !srv.refused.empty()) st_.push_wake(p.server, *opens);
+        // A server that declined a placement since it last changed remembers no refusal,
+        // yet the pass after its gate opens may place there (the engine's choice of GPUs
+        // moves with the gate; backfill's join rules judge that choice): woken then too.
+        if ((srv.refused_version == srv.version && !srv.refused.empty()) || srv.declined_version == srv.version)
+          st_.push_wake(p.server, *opens);
       }
     } else {
       for (const auto& p : j.live->parts) st_.bump(p.server);

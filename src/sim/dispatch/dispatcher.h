@@ -122,6 +122,7 @@ class ClusterDispatcher final : public Placer {
   int left_started_ = -1;  // the server that last call's job started on (asked, so not kept)
   bool started_last_ = false;  // the lifecycle started a job and has asked nothing since
   bool declined_in_pass_ = false;  // backfill declined a placement in this pass (declined())
+  Seconds asked_at_ = 0;           // the time of the last place(): the pass's (declined() has none)
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass
   int last_gang_blocked_ = 0;
   std::vector<int> server_gpus_;  // server_gpus()'s answer (issue 32 item 5)

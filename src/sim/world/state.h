@@ -121,6 +121,9 @@ struct Server {
   std::uint64_t version = 0;
   std::vector<Engine::RequestShape> refused;  // requests refused at refused_version
   std::uint64_t refused_version = kNoJob;
+  // Backfill declined a placement on it at this version (ClusterDispatcher::declined): a
+  // gate opening may turn a decline (the engine then picks other GPUs), so it is woken then.
+  std::uint64_t declined_version = kNoJob;
   // What its GPUs offer any request (Engine::Room): tells most refusals for memory, an
   // exclusive job or a shut gate without an ask. A function of the views and loads only,
   // so rebuilt when asked after a change of its GPUs' memory, loads, processes or gates

@@ -13,6 +13,7 @@
 #include "sim/json_report.h"
 #include "sim/metrics.h"
 #include "sim/simulator.h"
+#include "tests/test_util.h"
 
 namespace aegis {
 namespace {
@@ -23,15 +24,7 @@ struct FullCluster {
   WorkloadCatalog catalog;
   Trace trace;
   SimOptions o;
-  FullCluster() {
-    WorkloadProfile w;
-    w.name = "w";
-    w.num_gpus = 1;
-    w.peak_mib = 10000;
-    w.smact = w.util = 0.2;
-    w.smocc = w.drama = 0.1;
-    w.solo_runtime_s = 1000;
-    catalog.add(w);
+  FullCluster() : catalog(test::one_workload_catalog()) {
     trace.path = "test";
     const Seconds submit[] = {0, 350, 620}, work[] = {1000, 1000, 200};
     const int level[] = {0, 0, 5};

@@ -21,18 +21,7 @@ const std::string kPhillyHeader = "timestamp,duration,num_gpus,gpu_time,cluster\
 const std::string kAlibabaHeader =
     "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n";
 
-WorkloadCatalog one_workload() {
-  WorkloadProfile w;
-  w.name = "w";
-  w.num_gpus = 1;
-  w.peak_mib = 10000;
-  w.smact = w.util = 0.2;
-  w.smocc = w.drama = 0.1;
-  w.solo_runtime_s = 1000;
-  WorkloadCatalog c;
-  c.add(w);
-  return c;
-}
+WorkloadCatalog one_workload() { return test::one_workload_catalog(); }
 
 TraceOptions qos_on() {
   TraceOptions o;

@@ -10,8 +10,24 @@
 #include <unistd.h>
 
 #include "sim/csv.h"
+#include "sim/workload.h"
 
 namespace aegis::test {
+
+// A catalog of one 1-GPU workload named "w" (10,000 MiB peak, 1000 s solo, light load):
+// what the trace readers' and the simulator's small scenarios run.
+inline WorkloadCatalog one_workload_catalog() {
+  WorkloadProfile w;
+  w.name = "w";
+  w.num_gpus = 1;
+  w.peak_mib = 10000;
+  w.smact = w.util = 0.2;
+  w.smocc = w.drama = 0.1;
+  w.solo_runtime_s = 1000;
+  WorkloadCatalog c;
+  c.add(w);
+  return c;
+}
 
 inline std::string temp_path(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();

@@ -307,8 +307,10 @@ inline void ClusterDispatcher::remember_refusal(Server& srv, const Engine::Reque
 // were listed, i.e. not refused. So the entries are kept as they are and only the
 // changed servers are listed (whole Philly trace under aegis: 2.55M of 2.71M listings
 // were such servers listed again; 89 % of the placements that follow a start ask for
-// the same as the one before; under backfill_joins = by_reservation, 10k Philly jobs, seed
-// 1, the placements after a decline listed 1.3 billion servers again without it).
+// the same as the one before). After a decline too: under backfill_joins = by_reservation
+// (10k Philly jobs, 64 x 8 GPUs, seed 1) 25.2M of 25.7M placements are declined, almost all
+// for joining a job that runs past the reservation, and each next one listed and filtered
+// its kept servers anew (1.32 billion servers listed, 51 a placement); 22.2M now keep them.
 inline std::optional<Placement> ClusterDispatcher::place_single(int id, const QueuedJob& job, Seconds t, bool follows_start) {
   const int n = job.spec.num_gpus;
   const bool shares = engine_.config().collocate && !job.recovery.exclusive_only;

@@ -2,6 +2,8 @@
 // src/lifecycle/backfill.h, time_limits.h), with a placer of whole GPUs (one job each).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -47,6 +49,112 @@ TEST(ReservedStart, TheNthGpuToBeFreeOnOneServerElseWholeServers) {
   const std::vector<HeldGpu> unlimited{{0, 0, std::numeric_limits<Seconds>::infinity()}};
   EXPECT_FALSE(reserved_start(4, one, unlimited, 0));  // a job without a limit holds a GPU it needs
   EXPECT_FALSE(reserved_start(1, {}, held, 0));        // a placer that cannot say
+}
+
+// reserved_start written out from its contract, from scratch: the reference the book's
+// incremental answers are held to.
+std::optional<Seconds> reserved_start_from_scratch(int num_gpus, const std::vector<int>& servers,
+                                                   const std::vector<HeldGpu>& held, Seconds now,
+                                                   const std::optional<HeadNeed>& need) {
+  const Seconds never = std::numeric_limits<Seconds>::infinity();
+  if (servers.empty() || num_gpus <= 0) return std::nullopt;
+  Seconds best = never;
+  std::vector<std::pair<Seconds, int>> whole;
+  for (int s = 0; s < static_cast<int>(servers.size()); ++s) {
+    std::vector<Seconds> ready;
+    Seconds idle = now;
+    for (int g = 0; g < servers[static_cast<std::size_t>(s)]; ++g) {
+      std::vector<HeldGpu> on;
+      for (const HeldGpu& h : held)
+        if (h.server == s && h.gpu == g) on.push_back(h);
+      std::stable_sort(on.begin(), on.end(), [](const HeldGpu& a, const HeldGpu& b) { return a.until > b.until; });
+      // Ready once the jobs still there leave the head room (idle, without `need`).
+      Seconds r = now;
+      MiB booked = 0;
+      bool exclusive = false;
+      for (const HeldGpu& h : on) {
+        booked += h.mib;
+        exclusive = exclusive || h.exclusive;
+        if (!(need && need->shares && !exclusive && need->usable_mib - booked >= need->need_mib)) {
+          r = std::max(r, h.until);
+          break;
+        }
+      }
+      for (const HeldGpu& h : on) idle = std::max(idle, h.until);
+      ready.push_back(r);
+    }
+    if (static_cast<int>(ready.size()) >= num_gpus) {
+      std::sort(ready.begin(), ready.end());
+      best = std::min(best, ready[static_cast<std::size_t>(num_gpus - 1)]);
+    }
+    whole.push_back({idle, servers[static_cast<std::size_t>(s)]});
+  }
+  if (best == never) {
+    std::sort(whole.begin(), whole.end());
+    int got = 0;
+    for (const auto& [t, n] : whole)
+      if ((got += n) >= num_gpus) {
+        best = t;
+        break;
+      }
+  }
+  if (best == never) return std::nullopt;
+  return best;
+}
+
+// The book a backfill pass asks once per candidate: each answer, with a candidate's GPUs
+// held too and after those kept, is the from-scratch one, for heads on one server, larger
+// than a server and sharing; and each candidate costs only the servers it is on (all 6
+// servers were computed again per candidate before it).
+TEST(ReservationBook, AnswersAsFromScratchRecomputingOnlyTheCandidatesServers) {
+  std::mt19937 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const std::vector<int> servers{4, 4, 4, 2, 4, 4};
+  const Seconds now = 100;
+  auto held_gpu = [&] {
+    const int s = pick(0, 5);
+    const Seconds until = pick(0, 9) == 0 ? std::numeric_limits<Seconds>::infinity() : now + 10 * pick(0, 30);
+    return HeldGpu{s, pick(0, servers[static_cast<std::size_t>(s)] - 1), until, MiB{1000} * pick(0, 20), pick(0, 7) == 0};
+  };
+  const HeadNeed shares{true, 8000, 38000};
+  int compared = 0;
+  for (int round = 0; round < 200; ++round) {
+    const int num_gpus = std::vector<int>{1, 2, 3, 4, 8, 12}[static_cast<std::size_t>(pick(0, 5))];
+    const std::optional<HeadNeed> need = pick(0, 1) ? std::optional<HeadNeed>(shares) : std::nullopt;
+    std::vector<HeldGpu> held;
+    for (int k = pick(0, 40); k > 0; --k) held.push_back(held_gpu());
+    ReservationBook book;
+    book.reset(num_gpus, servers, held, now, need);
+    std::uint64_t made = servers.size();
+    ASSERT_EQ(book.answers_made(), made);
+    for (int c = 0; c < 10; ++c) {
+      // A candidate: one to three GPUs of one server (a gang candidate: two servers).
+      std::vector<HeldGpu> extra;
+      const HeldGpu first = held_gpu();
+      const int servers_touched = pick(0, 4) == 0 ? 2 : 1;
+      for (int t = 0; t < servers_touched; ++t)
+        for (int k = pick(1, 3); k > 0; --k) {
+          HeldGpu h = first;
+          h.server = (first.server + t) % 6;
+          h.gpu = pick(0, servers[static_cast<std::size_t>(h.server)] - 1);
+          extra.push_back(h);
+        }
+      std::vector<HeldGpu> with = held;
+      with.insert(with.end(), extra.begin(), extra.end());
+      ASSERT_EQ(book.start_with(extra), reserved_start_from_scratch(num_gpus, servers, with, now, need))
+          << "round " << round << " candidate " << c;
+      made += static_cast<std::uint64_t>(servers_touched);
+      EXPECT_EQ(book.answers_made(), made) << "only the candidate's servers are computed again";
+      ++compared;
+      if (pick(0, 1)) {  // kept: later candidates count it
+        book.add(extra);
+        held = with;
+        made += static_cast<std::uint64_t>(servers_touched);
+      }
+      ASSERT_EQ(book.start(), reserved_start_from_scratch(num_gpus, servers, held, now, need));
+    }
+  }
+  EXPECT_EQ(compared, 2000);
 }
 
 // Three GPUs: A (1 GPU, ends by 3600) runs; the head H wants all three, so its reservation

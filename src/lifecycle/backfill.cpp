@@ -45,46 +45,108 @@ Seconds ready_at(std::vector<const HeldGpu*>& on_gpu, Seconds now, const std::op
 std::optional<Seconds> reserved_start(int num_gpus, std::span<const int> server_gpus,
                                       std::span<const HeldGpu> held, Seconds now,
                                       const std::optional<HeadNeed>& need) {
+  ReservationBook book;
+  book.reset(num_gpus, server_gpus, held, now, need);
+  return book.start();
+}
+
+std::size_t ReservationBook::gpu_at(const HeldGpu& h) const {
+  constexpr auto kNone = static_cast<std::size_t>(-1);
+  if (h.server < 0 || static_cast<std::size_t>(h.server) >= server_gpus_.size()) return kNone;
+  if (h.gpu < 0 || h.gpu >= server_gpus_[static_cast<std::size_t>(h.server)]) return kNone;
+  return first_[static_cast<std::size_t>(h.server)] + static_cast<std::size_t>(h.gpu);
+}
+
+void ReservationBook::reset(int num_gpus, std::span<const int> server_gpus, std::span<const HeldGpu> held,
+                            Seconds now, const std::optional<HeadNeed>& need) {
+  num_gpus_ = num_gpus;
+  now_ = now;
+  need_ = need;
+  server_gpus_.assign(server_gpus.begin(), server_gpus.end());
+  first_.clear();
+  std::size_t n = 0;
+  for (int g : server_gpus_) {
+    first_.push_back(n);
+    n += static_cast<std::size_t>(std::max(g, 0));
+  }
+  // Cleared, not rebuilt: each GPU's list keeps its storage from pass to pass.
+  if (jobs_.size() < n) jobs_.resize(n);
+  for (std::size_t g = 0; g < n; ++g) jobs_[g].clear();
+  for (const HeldGpu& h : held)
+    if (const std::size_t g = gpu_at(h); g < n) jobs_[g].push_back(h);
+  answers_.clear();
+  if (num_gpus_ <= 0) return;
+  for (std::size_t s = 0; s < server_gpus_.size(); ++s) answers_.push_back(answer(static_cast<int>(s), {}));
+}
+
+void ReservationBook::add(std::span<const HeldGpu> extra) {
+  for (const HeldGpu& h : extra)
+    if (const std::size_t g = gpu_at(h); g < jobs_.size()) jobs_[g].push_back(h);
+  if (num_gpus_ <= 0) return;
+  for (std::size_t i = 0; i < extra.size(); ++i)
+    if (first_of_server(extra, i)) answers_[static_cast<std::size_t>(extra[i].server)] = answer(extra[i].server, {});
+}
+
+// Whether extra[i] is on a server of this book and the first of `extra` on its server (a
+// job's GPUs on one server are a few entries: each server's answer is made once).
+bool ReservationBook::first_of_server(std::span<const HeldGpu> extra, std::size_t i) const {
+  if (gpu_at(extra[i]) >= jobs_.size()) return false;
+  for (std::size_t k = 0; k < i; ++k)
+    if (extra[k].server == extra[i].server && gpu_at(extra[k]) < jobs_.size()) return false;
+  return true;
+}
+
+// One server's answer with what it holds, and `extra` (of that server) after it.
+ReservationBook::ServerAnswer ReservationBook::answer(int server, std::span<const HeldGpu> extra) {
   constexpr Seconds kNever = std::numeric_limits<Seconds>::infinity();
-  if (server_gpus.empty() || num_gpus <= 0) return std::nullopt;
-  // The jobs on each GPU.
-  std::vector<std::vector<std::vector<const HeldGpu*>>> on(server_gpus.size());
-  for (std::size_t s = 0; s < server_gpus.size(); ++s) on[s].resize(static_cast<std::size_t>(server_gpus[s]));
-  for (const HeldGpu& h : held) {
-    if (h.server < 0 || static_cast<std::size_t>(h.server) >= on.size()) continue;
-    auto& gpus = on[static_cast<std::size_t>(h.server)];
-    if (h.gpu < 0 || static_cast<std::size_t>(h.gpu) >= gpus.size()) continue;
-    gpus[static_cast<std::size_t>(h.gpu)].push_back(&h);
+  const auto s = static_cast<std::size_t>(server);
+  ++answers_made_;
+  ServerAnswer a;
+  a.idle = now_;
+  ready_.clear();
+  for (int g = 0; g < server_gpus_[s]; ++g) {
+    // The jobs on this GPU, in the order held (as reserved_start gathered them).
+    on_gpu_.clear();
+    for (const HeldGpu& h : jobs_[first_[s] + static_cast<std::size_t>(g)]) on_gpu_.push_back(&h);
+    for (const HeldGpu& h : extra)
+      if (h.server == server && h.gpu == g) on_gpu_.push_back(&h);
+    for (const HeldGpu* h : on_gpu_) a.idle = std::max(a.idle, h->until);
+    ready_.push_back(ready_at(on_gpu_, now_, need_));
   }
-  // When each GPU is idle, and when it can take the head.
-  std::vector<std::vector<Seconds>> idle(server_gpus.size()), ready(server_gpus.size());
-  for (std::size_t s = 0; s < on.size(); ++s)
-    for (auto& jobs : on[s]) {
-      Seconds t = now;
-      for (const HeldGpu* h : jobs) t = std::max(t, h->until);
-      idle[s].push_back(t);
-      ready[s].push_back(ready_at(jobs, now, need));
-    }
+  // On this server: its num_gpus-th GPU to become ready.
+  a.ready = kNever;
+  if (static_cast<int>(ready_.size()) >= num_gpus_) {
+    std::nth_element(ready_.begin(), ready_.begin() + (num_gpus_ - 1), ready_.end());
+    a.ready = ready_[static_cast<std::size_t>(num_gpus_ - 1)];
+  }
+  return a;
+}
+
+std::optional<Seconds> ReservationBook::start() const { return start_from(answers_); }
+
+std::optional<Seconds> ReservationBook::start_with(std::span<const HeldGpu> extra) {
+  if (num_gpus_ <= 0) return std::nullopt;
+  scratch_answers_ = answers_;
+  for (std::size_t i = 0; i < extra.size(); ++i)
+    if (first_of_server(extra, i))
+      scratch_answers_[static_cast<std::size_t>(extra[i].server)] = answer(extra[i].server, extra);
+  return start_from(scratch_answers_);
+}
+
+std::optional<Seconds> ReservationBook::start_from(std::span<const ServerAnswer> answers) const {
+  constexpr Seconds kNever = std::numeric_limits<Seconds>::infinity();
+  if (server_gpus_.empty() || num_gpus_ <= 0) return std::nullopt;
   Seconds best = kNever;
-  // On one server: its num_gpus-th GPU to become ready.
-  for (auto& gpus : ready) {
-    if (static_cast<int>(gpus.size()) < num_gpus) continue;
-    std::nth_element(gpus.begin(), gpus.begin() + (num_gpus - 1), gpus.end());
-    best = std::min(best, gpus[static_cast<std::size_t>(num_gpus - 1)]);
-  }
+  for (const ServerAnswer& a : answers) best = std::min(best, a.ready);
   if (best == kNever) {
     // Larger than any server (the simulator's gang jobs): whole idle servers, earliest first.
     std::vector<std::pair<Seconds, int>> whole;
-    for (std::size_t s = 0; s < idle.size(); ++s) {
-      Seconds t = now;
-      for (Seconds g : idle[s]) t = std::max(t, g);
-      whole.push_back({t, server_gpus[s]});
-    }
+    for (std::size_t s = 0; s < answers.size(); ++s) whole.push_back({answers[s].idle, server_gpus_[s]});
     std::sort(whole.begin(), whole.end());
     int got = 0;
     for (const auto& [t, n] : whole) {
       got += n;
-      if (got >= num_gpus) {
+      if (got >= num_gpus_) {
         best = t;
         break;
       }

@@ -6,6 +6,7 @@
 // later: it ends by then, or what it takes is not what the head needs. Every job counts to
 // its expected end: its time limit, or its history-predicted duration when shorter.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
@@ -50,6 +51,46 @@ HeadNeed head_need(const Engine& engine, const QueuedJob& head, MiB gpu_total_mi
 std::optional<Seconds> reserved_start(int num_gpus, std::span<const int> server_gpus,
                                       std::span<const HeldGpu> held, Seconds now,
                                       const std::optional<HeadNeed>& need = std::nullopt);
+
+// reserved_start for one head through a backfill pass: each server's answer kept, so that
+// asking it again with a candidate's GPUs held too recomputes only the servers those are on
+// (a pass asks once per candidate; from scratch that was every GPU of the cluster each
+// time). Its answers are reserved_start's exactly: reserved_start is this, asked once.
+class ReservationBook {
+ public:
+  void reset(int num_gpus, std::span<const int> server_gpus, std::span<const HeldGpu> held, Seconds now,
+             const std::optional<HeadNeed>& need);
+  // reserved_start(num_gpus, server_gpus, held, now, need) for what reset() and add() were given.
+  std::optional<Seconds> start() const;
+  // The same with `extra` held too (appended after what is held), nothing of the book changed.
+  std::optional<Seconds> start_with(std::span<const HeldGpu> extra);
+  void add(std::span<const HeldGpu> extra);  // `extra` held from now on
+  // Servers' answers computed since construction (the work a test can bound: a server per
+  // server at reset(), one per server of `extra` at start_with() and add()).
+  std::uint64_t answers_made() const { return answers_made_; }
+
+ private:
+  struct ServerAnswer {
+    Seconds ready = 0;  // when num_gpus of its GPUs can take the head (infinity: never, or too few GPUs)
+    Seconds idle = 0;   // when all its GPUs are idle (for a job larger than any server)
+  };
+  ServerAnswer answer(int server, std::span<const HeldGpu> extra);
+  std::optional<Seconds> start_from(std::span<const ServerAnswer> answers) const;
+  std::size_t gpu_at(const HeldGpu& h) const;  // npos outside the servers
+  bool first_of_server(std::span<const HeldGpu> extra, std::size_t i) const;
+
+  int num_gpus_ = 0;
+  Seconds now_ = 0;
+  std::optional<HeadNeed> need_;
+  std::vector<int> server_gpus_;
+  std::vector<std::size_t> first_;                // each server's first GPU in jobs_
+  std::vector<std::vector<HeldGpu>> jobs_;        // per GPU, in the order held
+  std::vector<ServerAnswer> answers_;             // per server
+  std::vector<ServerAnswer> scratch_answers_;     // start_with's copy
+  std::vector<const HeldGpu*> on_gpu_;            // answer()'s scratch
+  std::vector<Seconds> ready_;                    // answer()'s scratch
+  std::uint64_t answers_made_ = 0;
+};
 
 // When an attempt of `job` launched at `launched_at` is expected to end, as seen at `now`:
 // at its time limit, or at its history-predicted duration when that is earlier and not yet

@@ -381,14 +381,16 @@ std::optional<Seconds> Lifecycle::reservation(const LifeJob& head, Seconds now, 
     bf_busy_.reset(servers);
     for (const HeldGpu& h : bf_held_) bf_busy_.mark(h.server, h.gpu, h.until);
   }
-  auto reserved = reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+  bf_book_.reset(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+  auto reserved = bf_book_.start();
   // The memory rule run forward says the head could share GPUs now, yet the engine has just
   // refused it: what it waits for (memory in use beyond what was booked, a gate, pressure)
   // is not what the rule counts, so a reservation of now protects nothing (every job would
   // keep it). The head is then reserved idle GPUs, which the rule counts exactly.
   if (reserved && *reserved <= now && bf_need_ && bf_need_->shares) {
     bf_need_.reset();
-    reserved = reserved_start(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+    bf_book_.reset(bf_num_gpus_, servers, bf_held_, now, bf_need_);
+    reserved = bf_book_.start();
   }
   return reserved;
 }
@@ -405,8 +407,7 @@ void Lifecycle::hold(const Placement& p, Seconds until) {
 // with a running job (none), with one expected to end after it (earlier_ending), or with one
 // expected to run past the head's reservation (by_reservation): running jobs have precedence
 // too, and joining them slows them (docs/lab-policies.md).
-bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved,
-                                  const Placer& placer) {
+bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved) {
   const auto end = expected_end(j.spec(), now, now);
   const Seconds until = end ? *end : std::numeric_limits<Seconds>::infinity();
   if (config_.backfill_joins != "any" && joins_running(p, until, reserved)) return false;
@@ -414,9 +415,12 @@ bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds 
   if (!kept) {
     const std::size_t before = bf_held_.size();
     hold(p, until);
-    const auto r = reserved_start(bf_num_gpus_, placer.server_gpus(), bf_held_, now, bf_need_);
+    // The book counts what was held before; only the servers of p are counted again.
+    const std::span<const HeldGpu> mine(bf_held_.begin() + static_cast<std::ptrdiff_t>(before), bf_held_.end());
+    const auto r = bf_book_.start_with(mine);
     kept = r && *r <= reserved;  // kept: it runs, and the next candidate counts it
-    if (!kept) bf_held_.resize(before);
+    if (kept) bf_book_.add(mine);
+    else bf_held_.resize(before);
   }
   if (kept && config_.backfill_joins != "any")  // it will run: later candidates see it
     for (const auto& part : p.parts)
@@ -606,7 +610,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         if (strict) return;
         continue;
       }
-      if (reserved && !keeps_reservation(j, *p, now, *reserved, placer)) {  // backfill hook (item 5)
+      if (reserved && !keeps_reservation(j, *p, now, *reserved)) {  // backfill hook (item 5)
         placer.declined(qj, *p);
         continue;
       }

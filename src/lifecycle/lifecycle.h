@@ -298,10 +298,11 @@ class Lifecycle {
   // Backfill (lifecycle/backfill.h): the waiting head's reserved start, if one is known.
   std::optional<Seconds> reservation(const LifeJob& head, Seconds now, const Placer& placer);
   void hold(const Placement& p, Seconds until);
-  bool keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved, const Placer& placer);
+  bool keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved);
   std::vector<HeldGpu> bf_held_;      // the pass's reservation: what runs, until when
   std::optional<HeadNeed> bf_need_;   // what the head asks of a GPU (nothing: idle GPUs)
   int bf_num_gpus_ = 0;
+  ReservationBook bf_book_;           // reserved_start of bf_held_, asked again per candidate
   BusyGpus bf_busy_;                  // GPUs running jobs hold, until when (backfill_joins)
   bool joins_running(const Placement& p, Seconds until, Seconds reserved) const;
   void start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx);

@@ -66,9 +66,11 @@ std::optional<Placement> ClusterDispatcher::place(const QueuedJob& job, Seconds 
     j.live->request_floor = job.recovery.floor_mib;
     j.live->request_exclusive = job.recovery.exclusive_only;
   }
-  // Only the very next placement of a pass may keep the servers a start left unasked.
-  const bool follows_start = started_last_;
+  // Only the very next placement of a pass may keep the servers a start, or a decline,
+  // left unasked.
+  const bool follows_start = started_last_ || declined_last_;
   started_last_ = false;
+  declined_last_ = false;
   auto p = job.spec.num_gpus > max_per_server_ ? place_gang(job, t) : place_single(id, job, t, follows_start);
   if (p)
     for (auto& part : p->parts) {
@@ -178,6 +180,8 @@ void ClusterDispatcher::declined(const QueuedJob&, const Placement& p) {
     if (opens < kNever) st_.push_wake(part.server, opens);
   }
   declined_in_pass_ = true;
+  // Nothing was placed: the servers listed and not asked are as they were (place_single).
+  declined_last_ = true;
 }
 
 std::optional<std::string> ClusterDispatcher::never_runs(const QueuedJob& job) const {
@@ -294,7 +298,8 @@ inline void ClusterDispatcher::remember_refusal(Server& srv, const Engine::Reque
 // are kept at the front of order_ (left_ of them) rather than put back in changed.
 // When the next call is the very next placement of the same lifecycle pass (nothing
 // happened since but the launch, which touched only the chosen server and listed it in
-// changed) for a request equal to theirs (same shape, GPU count, sharing, time), each
+// changed, or backfill's decline of it, which touched nothing and listed it in changed
+// too) for a request equal to theirs (same shape, GPU count, sharing, time), each
 // kept entry is what listing its server again would give: the filters below read only
 // the server (its refusals, idle GPUs, room, free memory: unchanged, as no event ran
 // and only the chosen server was asked or launched on) and the request. Their side
@@ -302,7 +307,10 @@ inline void ClusterDispatcher::remember_refusal(Server& srv, const Engine::Reque
 // were listed, i.e. not refused. So the entries are kept as they are and only the
 // changed servers are listed (whole Philly trace under aegis: 2.55M of 2.71M listings
 // were such servers listed again; 89 % of the placements that follow a start ask for
-// the same as the one before).
+// the same as the one before). After a decline too: under backfill_joins = by_reservation
+// (10k Philly jobs, 64 x 8 GPUs, seed 1) 25.2M of 25.7M placements are declined, almost all
+// for joining a job that runs past the reservation, and each next one listed and filtered
+// its kept servers anew (1.32 billion servers listed, 51 a placement); 22.2M now keep them.
 inline std::optional<Placement> ClusterDispatcher::place_single(int id, const QueuedJob& job, Seconds t, bool follows_start) {
   const int n = job.spec.num_gpus;
   const bool shares = engine_.config().collocate && !job.recovery.exclusive_only;

@@ -76,6 +76,7 @@ class ClusterDispatcher final : public Placer {
   // The lifecycle's pass is over: events come next.
   void pass_over() {
     started_last_ = false;
+    declined_last_ = false;
     declined_in_pass_ = false;
   }
   // Job j's attempt showed its first activity (its gates now run from t).
@@ -121,6 +122,7 @@ class ClusterDispatcher final : public Placer {
   Seconds left_t_ = 0;
   int left_started_ = -1;  // the server that last call's job started on (asked, so not kept)
   bool started_last_ = false;  // the lifecycle started a job and has asked nothing since
+  bool declined_last_ = false;  // backfill declined the last placement and nothing was asked since
   bool declined_in_pass_ = false;  // backfill declined a placement in this pass (declined())
   Seconds asked_at_ = 0;           // the time of the last place(): the pass's (declined() has none)
   Engine::RequestShape scanned_{kNoJob, 0, 0};  // request of the last pass

@@ -10,7 +10,7 @@ and OOM kills, and the change probing makes. The baseline (--plain):
   unprobed  the same array file with `--set array_probe=false` (its %N cap kept, no probe)
 
   scripts/lab/array_probe_study.py BUILD_DIR [--seeds 16] [--gpus 3,6,12] [--policy aegis]
-      [--trace-set sweep] [--plain separate|unprobed] [--set NAME=VALUE ...]
+      [--trace-set sweep] [--plain separate|unprobed] [--set NAME=VALUE ...] [--ranges]
   (--trace-set sweep16x8: the traces of `make_sweep_traces.py --elements 16 --limit 8`)
 """
 import argparse
@@ -42,6 +42,7 @@ def main():
     ap.add_argument("--plain", choices=("separate", "unprobed"), default="separate",
                     help="baseline: the _plain twin (separate jobs) or the arrays with array_probe=false")
     ap.add_argument("--traces", default="philly,saturn,venus")
+    ap.add_argument("--ranges", action="store_true", help="print each mean with its min-max over the seeds")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                     help="a config value for both runs (aegis sim --set), e.g. strict_head_of_line=false")
     a = ap.parse_args()
@@ -64,9 +65,12 @@ def main():
                 change = f" ({(pm / qm - 1) * 100:+.1f} %)" if c != "oom" and qm else ""
                 fmt = (lambda v: f"{v:.1f}") if c == "oom" else (lambda v: f"{v:.0f}")
                 overlap = "" if c == "oom" or phi < qlo or qhi < plo else " ~"
-                cells.append(f"{fmt(pm)} / {fmt(qm)}{change}{overlap}")
+                if a.ranges:
+                    cells.append(f"{fmt(pm)} [{fmt(plo)}-{fmt(phi)}] / {fmt(qm)} [{fmt(qlo)}-{fmt(qhi)}]{change}{overlap}")
+                else:
+                    cells.append(f"{fmt(pm)} / {fmt(qm)}{change}{overlap}")
             print(f"| {g} | {t} | " + " | ".join(cells) + " |")
-    print(f"\nMeans over {a.seeds} seeds; `~`: the two min-max ranges overlap. Trace set {a.trace_set}, "
+    print(f"\nMeans over {a.seeds} seeds{' [min-max]' if a.ranges else ''}; `~`: the two min-max ranges overlap. Trace set {a.trace_set}, "
           f"plain = {a.plain}.")
 
 

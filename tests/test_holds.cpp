@@ -197,6 +197,23 @@ TEST(Holds, TheArrayCapLimitsHowManyElementsRunAtOnce) {
   EXPECT_EQ(started(fx), (std::set<JobId>{13}));
 }
 
+TEST(Holds, WithoutProbingTheElementsGoAtOnceUnderTheirCapWithNoFloor) {
+  EngineConfig c = config();
+  c.array_probe = false;
+  Lifecycle life(c, {});
+  submit_array(life, 10, 5, 3);
+  Placer1 p;
+  auto fx = life.schedule(1, p);
+  EXPECT_EQ(started(fx), (std::set<JobId>{10, 11, 12}));  // no probe to wait for; the cap holds
+  EXPECT_NE(life.find(13)->reason.find("%3"), std::string::npos) << life.find(13)->reason;
+  life.first_activity(10, 5);
+  EXPECT_FALSE(life.memory_seen(10, 9000, 5));  // nothing to learn: no wake
+  life.ended(10, {AttemptOutcome::Completed, ""}, 100);
+  fx = life.schedule(100, p);
+  EXPECT_EQ(started(fx), (std::set<JobId>{13}));
+  EXPECT_EQ(life.find(13)->queued.recovery.floor_mib, 0);  // the probe's peak is not handed out
+}
+
 TEST(Holds, AfterOkWaitsForCompletionThenStarts) {
   Lifecycle life(config(), {});
   life.submitted(plain(1), false, false, 0);

@@ -112,7 +112,7 @@ std::optional<Seconds> Holds::peak_due(const LifeJob& j, const EngineConfig& c) 
   auto it = arrays_.find(*s.array_id);
   if (it == arrays_.end()) return std::nullopt;
   const Array& a = it->second;
-  if (a.settled || a.probe != s.id || a.attempt != j.current()->number || a.max_mib <= 0) return std::nullopt;
+  if (!c.array_probe || a.settled || a.probe != s.id || a.attempt != j.current()->number || a.max_mib <= 0) return std::nullopt;
   // The same time held() settles at.
   return std::max(a.grew_at, *j.current()->first_activity) + c.array_probe_settle_s;
 }
@@ -207,7 +207,7 @@ std::optional<std::string> Holds::held(LifeJob& j, Seconds now, const EngineConf
   auto it = arrays_.find(*s.array_id);
   if (it == arrays_.end()) return std::nullopt;
   Array& a = it->second;
-  if (!a.settled) {
+  if (!a.settled && c.array_probe) {
     const std::optional<JobId> p = probe_of(a, find);
     const LifeJob* pj = p ? find(*p) : nullptr;
     const auto ps = p ? final_state(*p, find) : std::nullopt;

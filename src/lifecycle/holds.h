@@ -81,6 +81,7 @@ class Holds {
   // peak, its array at its cap); empty: it may be placed. When the probe has reached its
   // peak, this sets every waiting element's floor (recovery.floor_mib) and reports each in
   // `floored` (the driver persists them). `wake` gets the time a probe's peak will be reached.
+  // With `array_probe` off (EngineConfig) no element waits for a probe; the cap still holds.
   std::optional<std::string> held(LifeJob& j, Seconds now, const EngineConfig& c, const Lookup& find,
                                   std::vector<JobId>& floored, std::optional<Seconds>& wake);
   // Counts of running elements are made once per pass (schedule()) and kept up to date

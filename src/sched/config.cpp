@@ -60,6 +60,9 @@ std::span<const ParamEntry<EngineConfig>> entries() {
     P("array_probe_settle_s", array_probe_settle_s, 0, kInf, "",
                 "Arrays: the probe's memory peak is reached when its memory has not grown this long "
                 "after its first activity (or it completed)"),
+    P("array_probe", array_probe, 0, 0, "",
+                "Arrays: run the first element alone as a probe and give the others its peak plus the "
+                "margin (false: elements keep their %N cap but go unprobed)"),
     P("pressure_filter", pressure_filter, 0, 0, "",
                 "Exclude GPUs whose recent activity shows they are already busy"),
     P("telemetry_window_samples", telemetry_window_samples, 1, 100000, "",

@@ -34,6 +34,9 @@ struct EngineConfig {
   // peak when its memory has not grown (past the tolerance above) this long after its first
   // activity, or when it completed; then the other elements go, with its peak + margin.
   Seconds array_probe_settle_s = 60;
+  // Off: arrays keep their `%N` cap but every element goes at once, unprobed (the study's
+  // "arrays without probing", docs/lab-policies.md; a lab that prefers no probe).
+  bool array_probe = true;
 
   // --- Stage 3: runtime-pressure filter ------------------------------------------------
   bool pressure_filter = true;

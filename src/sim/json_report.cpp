@@ -16,7 +16,7 @@ namespace {
 // byte what they were (tests/sim_golden.py). Each item adds its parameters here.
 bool omitted_at_default(const ParamInfo& p) {
   static const std::map<std::string_view, ParamValue> kLab = {
-      {"array_probe_settle_s", ParamValue(60.0)},                                 // items 3, 4
+      {"array_probe_settle_s", ParamValue(60.0)}, {"array_probe", ParamValue(true)},  // items 3, 4
       {"backfill", ParamValue(false)}, {"time_limit_factor", ParamValue(0.0)},  // item 5
       {"backfill_history_runs", ParamValue(std::int64_t{0})}, {"backfill_history_quantile", ParamValue(0.9)},
       {"backfill_joins", ParamValue(std::string("by_reservation"))},  // item 5

@@ -160,6 +160,22 @@ TEST_P(CacheOnOff, PhillyFirstTenThousandJobsGiveTheSameResult) {
   EXPECT_LE(on.ticks, off.ticks);  // (equal for exclusive: it never asks a busy server)
 }
 
+// Backfill on, limits 2x each job's solo runtime, the refusal memo on or off: the runs the
+// backfill tests below compare.
+SimOptions backfill_options(const std::string& policy, const std::string& joins, int history_runs,
+                            const ClusterSpec& cluster, bool cache) {
+  SimOptions o;
+  o.policy_name = policy;
+  o.engine = policy_config(policy);
+  o.engine.backfill = true;
+  o.engine.backfill_joins = joins;
+  o.engine.backfill_history_runs = history_runs;
+  o.sim.time_limit_factor = 2;
+  o.sim.refusal_cache = cache;
+  o.cluster = cluster;
+  return o;
+}
+
 // Backfill (issue 32 item 5) may decline a placement the dispatcher offered; the server
 // refused nothing and must be asked again (Placer::declined). Without that, under
 // exclusive on philly and venus heads waited beside an idle server with the caches on
@@ -178,16 +194,7 @@ TEST(CacheOnOff, BackfillGivesTheSameResult) {
     for (const auto& [name, trace] : traces().published) {
       const auto cluster = ClusterSpec::uniform(1, 3, 40960);
       auto run_bf = [&](bool cache) {
-        SimOptions o;
-        o.policy_name = policy;
-        o.engine = policy_config(policy);
-        o.engine.backfill = true;
-        o.engine.backfill_joins = joins;
-        o.engine.backfill_history_runs = 0;
-        o.sim.time_limit_factor = 2;
-        o.sim.refusal_cache = cache;
-        o.cluster = cluster;
-        return simulate(traces().catalog, trace, o);
+        return simulate(traces().catalog, trace, backfill_options(policy, joins, 0, cluster, cache));
       };
       EXPECT_EQ(first_difference(run_bf(true), run_bf(false)), "") << policy << " " << joins << " " << name;
     }
@@ -207,14 +214,8 @@ TEST(CacheOnOff, BackfillWithPredictedDurationsGivesTheSameResult) {
     return load_trace(kData + "traces/philly/philly_jobs.csv", traces().catalog, o);
   }();
   auto run_bf = [&](bool cache, int history_runs = 3) {
-    SimOptions o;
-    o.policy_name = "exclusive";
-    o.engine = policy_config("exclusive");
-    o.engine.backfill = true;
-    o.engine.backfill_history_runs = history_runs;
-    o.sim.time_limit_factor = 2;
-    o.sim.refusal_cache = cache;
-    o.cluster = ClusterSpec::uniform(64, 8, 40960);
+    const auto o = backfill_options("exclusive", policy_config("exclusive").backfill_joins, history_runs,
+                                    ClusterSpec::uniform(64, 8, 40960), cache);
     return simulate(traces().catalog, philly, o);
   };
   const SimResult on = run_bf(true);
@@ -239,15 +240,7 @@ TEST(CacheOnOff, BackfillDeclinesOnSeveralServersGiveTheSameResult) {
     return load_trace(kData + "traces/philly/philly_jobs.csv", traces().catalog, o);
   }();
   auto run_bf = [&](bool cache) {
-    SimOptions o;
-    o.policy_name = "aegis";
-    o.engine = policy_config("aegis");
-    o.engine.backfill = true;
-    o.engine.backfill_joins = "by_reservation";
-    o.engine.backfill_history_runs = 0;
-    o.sim.time_limit_factor = 2;
-    o.sim.refusal_cache = cache;
-    o.cluster = ClusterSpec::uniform(8, 8, 40960);
+    const auto o = backfill_options("aegis", "by_reservation", 0, ClusterSpec::uniform(8, 8, 40960), cache);
     return simulate(traces().catalog, philly, o);
   };
   const SimResult on = run_bf(true);

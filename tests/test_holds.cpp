@@ -182,6 +182,38 @@ TEST(Holds, ALearnedFloorNoGpuOffersFallsBackToTheEstimatorFreeFloor) {
   EXPECT_EQ(life.find(11)->queued.recovery.floor_mib, 0);
 }
 
+// array_floor_pass_over (experiment s35): an element no GPU takes yet with its learned floor
+// is passed over while a sibling runs, and blocks as any head once none does.
+TEST(Holds, AnElementWaitingForItsLearnedFloorBlocksOnlyWhenNoSiblingRuns) {
+  for (bool on : {false, true}) {
+    EngineConfig c = config();
+    c.array_floor_pass_over = on;
+    Lifecycle life(c, {});
+    submit_array(life, 10, 3);
+    Placer1 p;
+    life.schedule(1, p);
+    life.first_activity(10, 2);
+    life.memory_seen(10, 9000, 2);
+    p.refused = {11, 12};  // no GPU offers 9000 + 2048 MiB free yet
+    life.submitted(plain(20), false, false, 0);
+    auto fx = life.schedule(62, p);  // the probe peaked and still runs
+    ASSERT_EQ(life.find(11)->queued.recovery.floor_mib, 9000 + 2048);
+    if (!on) {  // the published strict head-of-line: the element is the head, 20 waits
+      EXPECT_TRUE(started(fx).empty()) << on;
+      continue;
+    }
+    EXPECT_EQ(started(fx), (std::set<JobId>{20}));
+    EXPECT_NE(life.find(11)->reason.find("passed over while 1 of its elements run"), std::string::npos)
+        << life.find(11)->reason;
+    life.ended(10, {AttemptOutcome::Completed, ""}, 100);  // no sibling runs now
+    life.submitted(plain(21), false, false, 0);
+    p.asked.clear();
+    fx = life.schedule(100, p);
+    EXPECT_TRUE(started(fx).empty());  // 11 is the head again: the array cannot starve
+    EXPECT_EQ(p.asked, (std::vector<JobId>{11}));  // nothing behind it is tried
+  }
+}
+
 TEST(Holds, TheArrayCapLimitsHowManyElementsRunAtOnce) {
   Lifecycle life(config(), {});
   submit_array(life, 10, 5, 2);

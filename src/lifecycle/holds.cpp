@@ -185,7 +185,8 @@ void Holds::settle(Array& a, std::optional<MiB> peak, const EngineConfig& c, con
 void Holds::begin_pass(const Lookup& find) {
   for (auto& [aid, a] : arrays_) {
     a.running = 0;
-    if (a.limit <= 0) continue;
+    // Every array (the cap and passed_over() read it); an array settled later this pass
+    // counts its running probe too.
     for (const auto& [index, id] : a.elements)
       if (const LifeJob* e = find(id); e && e->holds_gpus()) ++a.running;
   }
@@ -194,6 +195,22 @@ void Holds::begin_pass(const Lookup& find) {
 void Holds::started(const LifeJob& j) {
   if (!j.spec().array_id) return;
   if (auto it = arrays_.find(*j.spec().array_id); it != arrays_.end()) ++it->second.running;
+}
+
+std::optional<std::string> Holds::passed_over(const LifeJob& j, const EngineConfig& c) const {
+  const JobSpec& s = j.spec();
+  if (!c.array_floor_pass_over || !s.array_id) return std::nullopt;
+  auto it = arrays_.find(*s.array_id);
+  if (it == arrays_.end()) return std::nullopt;
+  const Array& a = it->second;
+  const auto& r = j.queued.recovery;
+  // Only the floor the probe gave: an element the OOM ladder raised waits as any job does.
+  if (!a.learned || r.oom_count > 0 || r.floor_mib != a.floor_given || a.running <= 0) return std::nullopt;
+  // A running sibling will end and free a GPU sized for this element: until then the jobs
+  // behind it may use what is free (a refusal at the head would idle the rest of the cluster).
+  return fmt::format("array {}: needs {} MiB free (its probe's peak and the margin), no GPU offers it yet; "
+                     "passed over while {} of its elements run",
+                     *s.array_id, r.floor_mib, a.running);
 }
 
 std::optional<std::string> Holds::held(LifeJob& j, Seconds now, const EngineConfig& c, const Lookup& find,

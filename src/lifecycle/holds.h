@@ -84,6 +84,11 @@ class Holds {
   // With `array_probe` off (EngineConfig) no element waits for a probe; the cap still holds.
   std::optional<std::string> held(LifeJob& j, Seconds now, const EngineConfig& c, const Lookup& find,
                                   std::vector<JobId>& floored, std::optional<Seconds>& wake);
+  // A queued element that no GPU can take now, with its array's learned floor (the one
+  // drop_floor() would drop), while another element of its array runs: why it is passed over
+  // instead of blocking the queue (array_floor_pass_over). Empty: it blocks as any head does,
+  // so an array with none running always progresses. Needs begin_pass() this pass.
+  std::optional<std::string> passed_over(const LifeJob& j, const EngineConfig& c) const;
   // Counts of running elements are made once per pass (schedule()) and kept up to date
   // by started() as the pass starts jobs.
   void begin_pass(const Lookup& find);

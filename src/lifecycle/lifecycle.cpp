@@ -598,6 +598,19 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       }
       if (!p) {
         if (auto w = placer.wake_at()) fx.wake_at = fx.wake_at ? std::min(*fx.wake_at, *w) : *w;
+        // [issue 32, experiment s35] An array element waiting for its learned floor while a
+        // sibling runs: passed over, as a user at a cap is (holds.h, passed_over).
+        if (holds_.active()) {
+          if (auto why = holds_.passed_over(j, config_)) {
+            j.reason = "waiting: " + *why;
+            if (!outside) {
+              outside.emplace();
+              outside->job = j.id();
+              outside->reason = j.reason;
+            }
+            continue;
+          }
+        }
         if (reserved) continue;  // backfill hook (item 5): a later job that does not fit now
         if (opt_.preemption && preempt_for(j, now, placer, fx)) return;  // issue 32 item 1
         // The first job that waits keeps its reason (without strict head-of-line later ones wait too).

@@ -63,6 +63,9 @@ std::span<const ParamEntry<EngineConfig>> entries() {
     P("array_probe", array_probe, 0, 0, "",
                 "Arrays: run the first element alone as a probe and give the others its peak plus the "
                 "margin (false: elements keep their %N cap but go unprobed)"),
+    P("array_floor_pass_over", array_floor_pass_over, 0, 0, "",
+                "Arrays: an element whose learned floor no GPU offers yet is passed over, not the "
+                "blocking head, while another element of its array runs"),
     P("pressure_filter", pressure_filter, 0, 0, "",
                 "Exclude GPUs whose recent activity shows they are already busy"),
     P("telemetry_window_samples", telemetry_window_samples, 1, 100000, "",

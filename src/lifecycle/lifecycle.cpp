@@ -539,6 +539,16 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
   // The first job passed over because only processes outside aegis keep it from running:
   // reported as the one that waits when it came first.
   std::optional<Blocked> outside;
+  // A job at its user's cap or an array element waiting for its learned floor: it keeps its
+  // place, says why, and blocks nothing behind it (reported as `outside` when it came first).
+  auto pass_over = [&](LifeJob& j, const std::string& why) {
+    j.reason = "waiting: " + why;
+    if (!outside) {
+      outside.emplace();
+      outside->job = j.id();
+      outside->reason = j.reason;
+    }
+  };
   last_pass_ = now;
   // Backfill (issue 32 item 5, lifecycle/backfill.h): once the head waits, with a reserved
   // start, only jobs whose time limit ends them by then are tried; the head's reason stays.
@@ -588,12 +598,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
       auto p = capped ? std::nullopt : placer.place(qj, now);
       if (p && share_.caps()) capped = share_.capped(j.spec().owner, booked_mib(*p));
       if (capped) {
-        j.reason = "waiting: " + *capped;
-        if (!outside) {
-          outside.emplace();
-          outside->job = j.id();
-          outside->reason = j.reason;
-        }
+        pass_over(j, *capped);
         continue;
       }
       if (!p) {
@@ -602,12 +607,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         // sibling runs: passed over, as a user at a cap is (holds.h, passed_over).
         if (holds_.active()) {
           if (auto why = holds_.passed_over(j, config_)) {
-            j.reason = "waiting: " + *why;
-            if (!outside) {
-              outside.emplace();
-              outside->job = j.id();
-              outside->reason = j.reason;
-            }
+            pass_over(j, *why);
             continue;
           }
         }

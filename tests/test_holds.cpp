@@ -168,7 +168,9 @@ TEST(Holds, AProbeOutOfMemoryStaysTheProbeAndStartsItsReadingsAgain) {
   EXPECT_EQ(life.find(11)->queued.recovery.floor_mib, 41000 + 2048);
 }
 
-TEST(Holds, ALearnedFloorNoGpuOffersFallsBackToTheEstimatorFreeFloor) {
+// The probe fitted a GPU but its peak plus the margin does not: the element gets a GPU of its
+// own (exclusive_only) instead of the estimator-free floor, where it would share and die.
+TEST(Holds, ALearnedFloorNoGpuOffersSendsTheElementAloneOnAnIdleGpu) {
   Lifecycle life(config(), {});
   submit_array(life, 10, 2);
   Placer1 p;
@@ -180,9 +182,34 @@ TEST(Holds, ALearnedFloorNoGpuOffersFallsBackToTheEstimatorFreeFloor) {
   EXPECT_EQ(started(fx), (std::set<JobId>{11}));
   EXPECT_EQ(life.find(11)->state, JobState::Running);
   EXPECT_EQ(life.find(11)->queued.recovery.floor_mib, 0);
+  EXPECT_TRUE(life.find(11)->queued.recovery.exclusive_only);
 }
 
-// array_floor_pass_over (experiment s35): an element no GPU takes yet with its learned floor
+// Sent alone, it waits for an idle GPU as it waited for its floor: passed over while a
+// sibling runs (whose end frees one), the head once none does.
+TEST(Holds, AnElementSentAloneIsPassedOverWhileASiblingRuns) {
+  Lifecycle life(config(), {});
+  submit_array(life, 10, 3);
+  Placer1 p;
+  p.largest = 40000;
+  life.schedule(1, p);
+  life.first_activity(10, 2);
+  life.memory_seen(10, 39000, 2);
+  p.refused = {11, 12};  // no idle GPU yet
+  life.submitted(plain(20), false, false, 0);
+  auto fx = life.schedule(62, p);  // the probe peaked and still runs
+  EXPECT_TRUE(life.find(11)->queued.recovery.exclusive_only);
+  EXPECT_EQ(started(fx), (std::set<JobId>{20}));
+  EXPECT_NE(life.find(11)->reason.find("needs an idle GPU"), std::string::npos) << life.find(11)->reason;
+  life.ended(10, {AttemptOutcome::Completed, ""}, 100);
+  life.submitted(plain(21), false, false, 0);
+  p.asked.clear();
+  fx = life.schedule(100, p);
+  EXPECT_TRUE(started(fx).empty());
+  EXPECT_EQ(p.asked, (std::vector<JobId>{11}));  // the head again: nothing behind it is tried
+}
+
+// array_floor_pass_over (default on): an element no GPU takes yet with its learned floor
 // is passed over while a sibling runs, and blocks as any head once none does.
 TEST(Holds, AnElementWaitingForItsLearnedFloorBlocksOnlyWhenNoSiblingRuns) {
   for (bool on : {false, true}) {

@@ -117,14 +117,20 @@ std::optional<Seconds> Holds::peak_due(const LifeJob& j, const EngineConfig& c) 
   return std::max(a.grew_at, *j.current()->first_activity) + c.array_probe_settle_s;
 }
 
-bool Holds::drop_floor(LifeJob& j) const {
+bool Holds::drop_floor(LifeJob& j) {
   const JobSpec& s = j.spec();
   if (!s.array_id) return false;
   auto it = arrays_.find(*s.array_id);
   auto& r = j.queued.recovery;
   if (it == arrays_.end() || !it->second.learned || r.oom_count > 0 || r.floor_mib != it->second.floor_given)
     return false;
+  // Its probe's peak, plus the margin, is more than any GPU here holds: the probe fitted with
+  // less than the margin to spare, so the element gets a GPU of its own (as the OOM ladder's
+  // "alone" rung does) rather than the estimator-free floor, where it would be collocated and
+  // die of OOM (docs/lab-policies.md, "Arrays").
   r.floor_mib = 0;
+  r.exclusive_only = true;
+  it->second.sent_alone = true;
   return true;
 }
 
@@ -204,10 +210,16 @@ std::optional<std::string> Holds::passed_over(const LifeJob& j, const EngineConf
   if (it == arrays_.end()) return std::nullopt;
   const Array& a = it->second;
   const auto& r = j.queued.recovery;
-  // Only the floor the probe gave: an element the OOM ladder raised waits as any job does.
-  if (!a.learned || r.oom_count > 0 || r.floor_mib != a.floor_given || a.running <= 0) return std::nullopt;
+  // Only the floor the probe gave (or the GPU of its own drop_floor() gave instead): an
+  // element the OOM ladder raised waits as any job does.
+  const bool alone = a.sent_alone && r.exclusive_only && r.floor_mib == 0;
+  if (!a.learned || r.oom_count > 0 || (r.floor_mib != a.floor_given && !alone) || a.running <= 0) return std::nullopt;
   // A running sibling will end and free a GPU sized for this element: until then the jobs
   // behind it may use what is free (a refusal at the head would idle the rest of the cluster).
+  if (alone)
+    return fmt::format("array {}: needs an idle GPU (its probe's peak and the margin, {} MiB, exceed any GPU), "
+                       "passed over while {} of its elements run",
+                       *s.array_id, a.floor_given, a.running);
   return fmt::format("array {}: needs {} MiB free (its probe's peak and the margin), no GPU offers it yet; "
                      "passed over while {} of its elements run",
                      *s.array_id, r.floor_mib, a.running);

@@ -39,8 +39,9 @@ struct EngineConfig {
   bool array_probe = true;
   // On: an element released with its probe's learned floor that no GPU offers yet is passed
   // over (keeps its place, blocks nothing) while another element of its array runs; with
-  // none running it blocks as any head (experiment s35, docs/lab-policies.md).
-  bool array_floor_pass_over = false;
+  // none running it blocks as any head (docs/lab-policies.md, "Arrays"). Acts only on
+  // array elements, so without `--array` jobs the published loop is unchanged.
+  bool array_floor_pass_over = true;
 
   // --- Stage 3: runtime-pressure filter ------------------------------------------------
   bool pressure_filter = true;

@@ -17,7 +17,7 @@ namespace {
 bool omitted_at_default(const ParamInfo& p) {
   static const std::map<std::string_view, ParamValue> kLab = {
       {"array_probe_settle_s", ParamValue(60.0)}, {"array_probe", ParamValue(true)},  // items 3, 4
-      {"array_floor_pass_over", ParamValue(false)},  // items 3, 4 (experiment s35)
+      {"array_floor_pass_over", ParamValue(true)},  // item 3
       {"backfill", ParamValue(false)}, {"time_limit_factor", ParamValue(0.0)},  // item 5
       {"backfill_history_runs", ParamValue(std::int64_t{0})}, {"backfill_history_quantile", ParamValue(0.9)},
       {"backfill_joins", ParamValue(std::string("by_reservation"))},  // item 5

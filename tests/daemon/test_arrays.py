@@ -4,9 +4,13 @@ Checks: an array's elements are jobs sharing its id; {i} and AEGIS_ARRAY_INDEX r
 element; element 0 (the probe) runs alone first and the others start only after its memory
 stopped growing for `array_probe_settle_s`, each with its measured peak plus the margin as
 its floor; %2 keeps at most two elements running at once; bad --array syntax is one line
-naming --array and queues nothing.  Usage: test_arrays.py BUILD_DIR
+naming --array and queues nothing; an element no GPU can take yet with its learned floor is
+passed over while a sibling runs (a later job starts meanwhile: array_floor_pass_over); an
+element whose probe's peak plus the margin exceeds every GPU runs alone on an idle GPU.
+Usage: test_arrays.py BUILD_DIR
 """
 import sys
+import time
 
 from harness import Daemon, fail
 
@@ -79,8 +83,69 @@ def main(build):
                 fail(f"{running} elements ran at {t:.2f} under %2")
         print(f"OK: probe peak {peak} MiB; elements from {first_other - probe['launched_at']:.1f} s after "
               f"the probe's launch, floor {peak + MARGIN} MiB; at most 2 at once")
+        passed_over(d)
+        alone(d)
     finally:
         d.cleanup()
+
+
+def passed_over(d):
+    """4 elements of 22000 MiB on 3 x 40960: with the learned floor (24048 MiB) two never share
+    a GPU, so element 3 waits for a sibling's end; a small job submitted then starts at once."""
+    arr = d.submit("--array", "0-3", "--name", "wide", "--", d.fakejob, "--mem", "22000", "--smact", "0.2",
+                   "--seconds", "20", "--startup", "0.3", "--ramp", "0.3")
+    ids = [j["id"] for j in elements(d, arr)]
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        states = {j["id"]: j for j in d.jobs()}
+        if sum(states[i]["state"] == "running" for i in ids) == 3:
+            break
+        time.sleep(0.2)
+    else:
+        fail("three elements never ran: " + str({i: states[i]["state"] for i in ids}))
+    small = d.submit("--name", "small", "--", d.fakejob, "--mem", "2000", "--smact", "0.1", "--seconds", "2",
+                     "--startup", "0.3")
+    reason = ""
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        states = {j["id"]: j for j in d.jobs()}
+        if states[ids[3]]["state"] == "queued":
+            reason = states[ids[3]]["reason"] or reason
+        if states[small]["state"] != "queued":
+            break
+        time.sleep(0.2)
+    states = d.wait_all_final(ids + [small], timeout=240)
+    if any(states[i] != "completed" for i in ids + [small]):
+        fail("passed over: not all completed: " + str(states))
+    shows = {i: d.show(i) for i in ids + [small]}
+    small_start = shows[small]["attempt_log"][0]["launched_at"]
+    first_end = min(shows[i]["attempt_log"][0]["ended_at"] for i in ids[:3])
+    if small_start >= first_end:
+        fail(f"the small job started at {small_start:.1f}, after a sibling ended at {first_end:.1f}: "
+             f"element {ids[3]} blocked the queue")
+    if "passed over while" not in reason:
+        fail(f"element {ids[3]}'s reason while waiting: {reason!r}")
+    if shows[ids[3]]["attempt_log"][0]["launched_at"] < first_end:
+        fail("element 3 started before any sibling ended (two elements shared a GPU below their floor)")
+    print(f"OK: element {ids[3]} passed over ({reason!r}); job {small} started "
+          f"{first_end - small_start:.1f} s before a sibling ended")
+
+
+def alone(d):
+    """A probe of 39500 MiB on 40960 MiB GPUs: 39500 + the margin fits no GPU, so the element
+    runs alone (exclusive) on an idle GPU instead of at the estimator-free floor."""
+    arr = d.submit("--array", "0-1", "--name", "big", "--", d.fakejob, "--mem", "39500", "--smact", "0.2",
+                   "--seconds", "3", "--startup", "0.3", "--ramp", "0.3")
+    ids = [j["id"] for j in elements(d, arr)]
+    states = d.wait_all_final(ids, timeout=120)
+    if any(states[i] != "completed" for i in ids):
+        fail("big array: " + str(states))
+    s = d.show(ids[1])
+    if not s["recovery"]["exclusive_only"] or s["recovery"]["floor_mib"] != 0:
+        fail(f"element 1 of a 39500 MiB probe: recovery {s['recovery']}, want alone with no floor")
+    if len(s["attempt_log"]) != 1:
+        fail(f"element 1 ran {len(s['attempt_log'])} attempts (an OOM?)")
+    print("OK: element of a 39500 MiB probe ran alone, once")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ Over the whole run the shares are 1:1 by construction (equal work), so only that
 says anything.
 
   scripts/lab/fair_share_study.py BUILD_DIR [--policy aegis] [--charge booked] [--weights alice:2,bob:1]
-                                  [--copies 1] [--seed 1]
+                                  [--copies 1] [--seed 1] [--set KEY=VALUE ...]
 """
 import argparse
 import csv
@@ -109,6 +109,8 @@ def main():
     ap.add_argument("--weights", default="alice:2,bob:1")
     ap.add_argument("--copies", type=int, default=1, help="each user submits the 60 jobs this many times")
     ap.add_argument("--seed", type=int, default=1, help="the simulator's seed (first-activity delays, telemetry noise)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a further engine or sim parameter for both runs (e.g. sim.time_limit_factor=1.5)")
     a = ap.parse_args()
     aegis = os.path.join(os.path.abspath(a.build), "apps", "aegis", "aegis")
     with tempfile.TemporaryDirectory() as tmp:
@@ -116,7 +118,7 @@ def main():
         user_of = build_trace(trace, os.path.join(ROOT, "data/aegis/trace_philly.csv"), a.copies)
         charge = a.charge or default_charge(aegis, a.policy)
         for label, sets in (("FIFO (no weights)", []), (f"fair share {a.weights}", ["--set", f"fair_share_users={a.weights}"])):
-            sets = sets + ["--set", f"fair_share_charge={charge}"]
+            sets = sets + ["--set", f"fair_share_charge={charge}"] + [x for kv in a.set for x in ("--set", kv)]
             jobs_csv = os.path.join(tmp, "jobs.csv")
             out = subprocess.run([aegis, "sim", "--workloads", "data/aegis/workloads.csv", "--trace", trace, "--gpus", "3",
                                   "--gpu-memory", "40960", "--policies", a.policy, "--threads", "1", "--seed", str(a.seed), "--jobs-csv", jobs_csv,

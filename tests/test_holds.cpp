@@ -369,3 +369,40 @@ TEST(Holds, AnArrayWhoseIdIsZeroIsProbed) {
 
 }  // namespace
 }  // namespace aegis
+
+namespace aegis {
+namespace {
+
+// After a restart the probe's peak is gone (it ended before), but the floors it gave are
+// stored: an element whose floor no GPU offers runs alone rather than failing, and one
+// that waits for its floor is passed over while a sibling runs, as before the restart.
+TEST(Holds, AfterARestartTheFloorsAnArrayGaveAreStillItsOwn) {
+  Lifecycle life(config(), {});
+  life.known_element(10, 10, 0, JobState::Completed);  // the probe, ended before the restart
+  auto restore = [&](JobId id, MiB floor, std::uint64_t seq) {
+    LifeJob e;
+    e.queued.spec = element(10, static_cast<int>(id - 10));
+    e.queued.recovery.floor_mib = floor;
+    e.queue_seq = seq;
+    life.restore(e, JobLinks{{}, 0});
+  };
+  restore(11, 39000 + 2048, 1);  // more than any GPU offers
+  restore(12, 9000 + 2048, 2);
+  restore(13, 9000 + 2048, 3);
+  LifeJob other;
+  other.queued.spec = plain(20);
+  other.queue_seq = 4;
+  life.restore(other);
+  Placer1 p;
+  p.largest = 40000;
+  p.refused = {13};  // no GPU offers 13 its floor yet
+  auto fx = life.schedule(1, p);
+  EXPECT_EQ(life.find(11)->state, JobState::Running) << life.find(11)->reason;
+  EXPECT_TRUE(life.find(11)->queued.recovery.exclusive_only);
+  EXPECT_EQ(started(fx), (std::set<JobId>{11, 12, 20}));  // 13 passed over: 11 and 12 run
+  EXPECT_NE(life.find(13)->reason.find("passed over while 2 of its elements run"), std::string::npos)
+      << life.find(13)->reason;
+}
+
+}  // namespace
+}  // namespace aegis

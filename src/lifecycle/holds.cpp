@@ -117,20 +117,26 @@ std::optional<Seconds> Holds::peak_due(const LifeJob& j, const EngineConfig& c) 
   return std::max(a.grew_at, *j.current()->first_activity) + c.array_probe_settle_s;
 }
 
-bool Holds::drop_floor(LifeJob& j) {
+bool Holds::floor_from_array(const LifeJob& j, const Array& a) {
+  // Only a released array gives floors, and the OOM ladder, the other source of a floor or of
+  // running alone, counts what it does (oom_count): so an element never OOM-killed of a
+  // settled array has its array's floor. The stored floor says so after a restart as well,
+  // when the probe's peak itself is gone.
+  return a.settled && j.queued.recovery.oom_count == 0;
+}
+
+bool Holds::drop_floor(LifeJob& j) const {
   const JobSpec& s = j.spec();
   if (!s.array_id) return false;
   auto it = arrays_.find(*s.array_id);
   auto& r = j.queued.recovery;
-  if (it == arrays_.end() || !it->second.learned || r.oom_count > 0 || r.floor_mib != it->second.floor_given)
-    return false;
+  if (it == arrays_.end() || !floor_from_array(j, it->second) || r.floor_mib <= 0) return false;
   // Its probe's peak, plus the margin, is more than any GPU here holds: the probe fitted with
   // less than the margin to spare, so the element gets a GPU of its own (as the OOM ladder's
   // "alone" rung does) rather than the estimator-free floor, where it would be collocated and
   // die of OOM (docs/lab-policies.md, "Arrays").
   r.floor_mib = 0;
   r.exclusive_only = true;
-  it->second.sent_alone = true;
   return true;
 }
 
@@ -172,13 +178,11 @@ std::optional<JobId> Holds::probe_of(Array& a, const Lookup& find) const {
 void Holds::settle(Array& a, std::optional<MiB> peak, const EngineConfig& c, const Lookup& find,
                    std::vector<JobId>& floored) {
   a.settled = true;
-  a.learned = peak;
   if (!peak) return;  // nothing measured: the elements go as any job does
   // The probe's peak plus the margin, as the floor each waiting element must find free: the
   // one requirement every policy honours (the estimator-free one reads no estimate), the
   // same the OOM ladder uses to carry a measured need.
   const MiB floor = *peak + c.memory_margin_mib;
-  a.floor_given = floor;
   for (const auto& [index, id] : a.elements) {
     LifeJob* e = find(id);
     if (!e || e->state != JobState::Queued || e->queued.recovery.oom_count > 0) continue;
@@ -210,16 +214,15 @@ std::optional<std::string> Holds::passed_over(const LifeJob& j, const EngineConf
   if (it == arrays_.end()) return std::nullopt;
   const Array& a = it->second;
   const auto& r = j.queued.recovery;
-  // Only the floor the probe gave (or the GPU of its own drop_floor() gave instead): an
+  // Only the floor its array gave (or the GPU of its own drop_floor() gave instead): an
   // element the OOM ladder raised waits as any job does.
-  const bool alone = a.sent_alone && r.exclusive_only && r.floor_mib == 0;
-  if (!a.learned || r.oom_count > 0 || (r.floor_mib != a.floor_given && !alone) || a.running <= 0) return std::nullopt;
+  if (!floor_from_array(j, a) || (r.floor_mib <= 0 && !r.exclusive_only) || a.running <= 0) return std::nullopt;
   // A running sibling will end and free a GPU sized for this element: until then the jobs
   // behind it may use what is free (a refusal at the head would idle the rest of the cluster).
-  if (alone)
-    return fmt::format("array {}: needs an idle GPU (its probe's peak and the margin, {} MiB, exceed any GPU), "
-                       "passed over while {} of its elements run",
-                       *s.array_id, a.floor_given, a.running);
+  if (r.floor_mib <= 0)
+    return fmt::format("array {}: needs an idle GPU to run alone, none is idle yet; passed over while {} of its "
+                       "elements run",
+                       *s.array_id, a.running);
   return fmt::format("array {}: needs {} MiB free (its probe's peak and the margin), no GPU offers it yet; "
                      "passed over while {} of its elements run",
                      *s.array_id, r.floor_mib, a.running);

@@ -71,10 +71,10 @@ class Holds {
   // of an array not yet settled, with readings of this attempt and a first activity.
   std::optional<Seconds> peak_due(const LifeJob& j, const EngineConfig& c) const;
   void forget(JobId id);
-  // A queued element whose floor is its array's learned one, when no GPU here could offer it
+  // A queued element whose floor is the one its array gave, when no GPU here could offer it
   // (the probe's peak fits a GPU, the margin does not): it is sent alone on idle GPUs instead
   // (recovery.exclusive_only, floor 0), where its probe's peak fits. Whether it was.
-  bool drop_floor(LifeJob& j);
+  bool drop_floor(LifeJob& j) const;
 
   // A queued job with a dependency that can no longer be met: the reason to cancel it.
   std::optional<std::string> doomed(const LifeJob& j, const Lookup& find) const;
@@ -85,7 +85,7 @@ class Holds {
   // With `array_probe` off (EngineConfig) no element waits for a probe; the cap still holds.
   std::optional<std::string> held(LifeJob& j, Seconds now, const EngineConfig& c, const Lookup& find,
                                   std::vector<JobId>& floored, std::optional<Seconds>& wake);
-  // A queued element that no GPU can take now, with its array's learned floor (or sent alone
+  // A queued element that no GPU can take now, with the floor its array gave it (or sent alone
   // by drop_floor()), while another element of its array runs: why it is passed over
   // instead of blocking the queue (array_floor_pass_over). Empty: it blocks as any head does,
   // so an array with none running always progresses. Needs begin_pass() this pass.
@@ -101,9 +101,6 @@ class Holds {
     int limit = 0;
     int running = 0;                // this pass
     bool settled = false;           // the probe's peak is known (or given up on): elements released
-    std::optional<MiB> learned;     // the probe's peak, when it had one
-    MiB floor_given = 0;            // the floor it gave the elements (learned + margin)
-    bool sent_alone = false;        // drop_floor() sent elements alone (no GPU offers floor_given)
     // The current probe's readings: its attempt, largest memory, when it last grew.
     std::optional<JobId> probe;     // (job ids start at 0 in the simulator)
     int attempt = 0;
@@ -111,6 +108,8 @@ class Holds {
     MiB mark_mib = 0;               // the level it last grew to
     Seconds grew_at = 0;
   };
+  // Whether j's floor, or its running alone, is its array's doing (not the OOM ladder's).
+  static bool floor_from_array(const LifeJob& j, const Array& a);
   // The probe an array waits for (the first element not ended without a peak); none left: empty.
   std::optional<JobId> probe_of(Array& a, const Lookup& find) const;
   void settle(Array& a, std::optional<MiB> peak, const EngineConfig& c, const Lookup& find,

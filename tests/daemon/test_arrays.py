@@ -6,7 +6,8 @@ stopped growing for `array_probe_settle_s`, each with its measured peak plus the
 its floor; %2 keeps at most two elements running at once; bad --array syntax is one line
 naming --array and queues nothing; an element no GPU can take yet with its learned floor is
 passed over while a sibling runs (a later job starts meanwhile: array_floor_pass_over); an
-element whose probe's peak plus the margin exceeds every GPU runs alone on an idle GPU.
+element whose probe's peak plus the margin exceeds every GPU runs alone on an idle GPU, also
+when aegisd was killed (SIGKILL) while it waited.
 Usage: test_arrays.py BUILD_DIR
 """
 import sys
@@ -85,6 +86,7 @@ def main(build):
               f"the probe's launch, floor {peak + MARGIN} MiB; at most 2 at once")
         passed_over(d)
         alone(d)
+        alone_after_restart(d)
     finally:
         d.cleanup()
 
@@ -126,7 +128,9 @@ def passed_over(d):
     if "passed over while" not in reason:
         fail(f"element {ids[3]}'s reason while waiting: {reason!r}")
     if shows[ids[3]]["attempt_log"][0]["launched_at"] < first_end:
-        fail("element 3 started before any sibling ended (two elements shared a GPU below their floor)")
+        fail("element 3 started before any sibling ended (two elements shared a GPU below their floor): " +
+             str({i: [(a["launched_at"] - small_start, a["ended_at"] - small_start, a.get("gpus"), a.get("outcome"))
+                      for a in shows[i]["attempt_log"]] for i in ids + [small]}))
     print(f"OK: element {ids[3]} passed over ({reason!r}); job {small} started "
           f"{first_end - small_start:.1f} s before a sibling ended")
 
@@ -146,6 +150,33 @@ def alone(d):
     if len(s["attempt_log"]) != 1:
         fail(f"element 1 ran {len(s['attempt_log'])} attempts (an OOM?)")
     print("OK: element of a 39500 MiB probe ran alone, once")
+
+
+def alone_after_restart(d):
+    """Four 39500 MiB elements on 3 GPUs: the fourth waits for an idle GPU, passed over; aegisd
+    is killed and started again (the probe's peak is gone, its floor stored): the element
+    still runs alone, once, rather than failing as a job no GPU can hold."""
+    arr = d.submit("--array", "0-3", "--name", "big2", "--", d.fakejob, "--mem", "39500", "--smact", "0.2",
+                   "--seconds", "15", "--startup", "0.3", "--ramp", "0.3")
+    ids = [j["id"] for j in elements(d, arr)]
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        states = {j["id"]: j for j in d.jobs()}
+        if (sum(states[i]["state"] == "running" for i in ids) == 3 and states[ids[3]]["state"] == "queued"
+                and "passed over" in (states[ids[3]]["reason"] or "")):
+            break
+        time.sleep(0.2)
+    else:
+        fail("the fourth 39500 MiB element never waited passed over: " + str({i: states[i] for i in ids}))
+    d.kill9()
+    d.start()
+    states = d.wait_all_final(ids, timeout=240)
+    if any(states[i] != "completed" for i in ids):
+        fail("after the restart: " + str({i: (states[i], d.show(i)["reason"]) for i in ids}))
+    s = d.show(ids[3])
+    if not s["recovery"]["exclusive_only"] or len(s["attempt_log"]) != 1:
+        fail(f"element 3 after the restart: recovery {s['recovery']}, {len(s['attempt_log'])} attempts")
+    print("OK: after a SIGKILL of aegisd the waiting element of a 39500 MiB probe ran alone, once")
 
 
 if __name__ == "__main__":

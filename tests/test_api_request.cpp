@@ -1,6 +1,7 @@
 // The daemon's API: every op, every validation rule with its exact message, UTF-8 edge
 // cases, the JSON round trip, memory sizes, YAML job specs and hostile inputs.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -709,6 +710,14 @@ TEST(ApiYaml, Errors) {
       {"# only a comment\n", "spec: must be a mapping of job fields"},
   };
   for (const auto& c : cases) EXPECT_EQ(yaml_error(c.input), c.expected) << c.input;
+}
+
+// A key of the model's features that is not UTF-8 (YAML passes any bytes): the error shows
+// it escaped, one line a JSON reply can carry (found by fuzz_job_spec_yaml).
+TEST(ApiYaml, AModelKeyThatIsNotUtf8IsShownEscaped) {
+  const std::string e = yaml_error("command: [a]\nmodel:\n  g\xf1x: 1\n");
+  EXPECT_EQ(e.rfind("model.g\\xf1x: unknown field (expected ", 0), 0u) << e;
+  EXPECT_NO_THROW((void)nlohmann::json(e).dump());
 }
 
 // --- hostile inputs: rejected with a message, never a crash ---

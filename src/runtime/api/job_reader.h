@@ -121,7 +121,10 @@ void read_model(JobRequest& job, const typename A::Node& node) {
   auto parsed = features_from_json(A::as_json(node));
   if (auto* error = std::get_if<std::string>(&parsed)) {
     const auto colon = error->find(": ");
-    fail("model." + error->substr(0, colon), colon == std::string::npos ? "invalid" : error->substr(colon + 2));
+    // The field name is the user's own key (any bytes, from YAML): shown printable, as every
+    // key in an error is (an error is one line of valid UTF-8).
+    fail("model." + printable(error->substr(0, colon)),
+         colon == std::string::npos ? "invalid" : printable(error->substr(colon + 2), 300));
   }
   job.model = std::get<ModelFeatures>(std::move(parsed));
 }

@@ -37,10 +37,10 @@ struct EngineConfig {
   // Off: arrays keep their `%N` cap but every element goes at once, unprobed (the study's
   // "arrays without probing", docs/lab-policies.md; a lab that prefers no probe).
   bool array_probe = true;
-  // On: an element released with its probe's learned floor that no GPU offers yet is passed
-  // over (keeps its place, blocks nothing) while another element of its array runs; with
-  // none running it blocks as any head (docs/lab-policies.md, "Arrays"). Acts only on
-  // array elements, so without `--array` jobs the published loop is unchanged.
+  // On: an element released with its probe's learned floor (or to run alone) that no GPU
+  // offers yet is passed over (keeps its place, blocks nothing) while another element of
+  // its array runs; with none running it blocks as any head (docs/lab-policies.md,
+  // "Arrays"). Acts only on array elements: without `--array` jobs the published loop.
   bool array_floor_pass_over = true;
 
   // --- Stage 3: runtime-pressure filter ------------------------------------------------

@@ -13,7 +13,7 @@ Usage: test_arrays.py BUILD_DIR
 import sys
 import time
 
-from harness import Daemon, fail
+from harness import Daemon, fail, wait_for
 
 SETTLE = 2.0
 MARGIN = 2048
@@ -91,20 +91,28 @@ def main(build):
         d.cleanup()
 
 
+def four_elements_three_running(d, name, mem, seconds, need_passed_over):
+    """Submits `--array 0-3` of an emulated job of `mem` MiB and waits until three elements run
+    (and, if asked, the fourth waits passed over); returns the four job ids."""
+    arr = d.submit("--array", "0-3", "--name", name, "--", d.fakejob, "--mem", str(mem), "--smact", "0.2",
+                   "--seconds", str(seconds), "--startup", "0.3", "--ramp", "0.3")
+    ids = [j["id"] for j in elements(d, arr)]
+
+    def ready():
+        states = {j["id"]: j for j in d.jobs()}
+        fourth = states[ids[3]]
+        return (sum(states[i]["state"] == "running" for i in ids) == 3 and
+                (not need_passed_over or (fourth["state"] == "queued" and "passed over" in (fourth["reason"] or ""))))
+
+    wait_for(f"three of four {mem} MiB elements running" + (", the fourth passed over" if need_passed_over else ""),
+             ready, timeout=60, every=0.2)
+    return ids
+
+
 def passed_over(d):
     """4 elements of 22000 MiB on 3 x 40960: with the learned floor (24048 MiB) two never share
     a GPU, so element 3 waits for a sibling's end; a small job submitted then starts at once."""
-    arr = d.submit("--array", "0-3", "--name", "wide", "--", d.fakejob, "--mem", "22000", "--smact", "0.2",
-                   "--seconds", "20", "--startup", "0.3", "--ramp", "0.3")
-    ids = [j["id"] for j in elements(d, arr)]
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        states = {j["id"]: j for j in d.jobs()}
-        if sum(states[i]["state"] == "running" for i in ids) == 3:
-            break
-        time.sleep(0.2)
-    else:
-        fail("three elements never ran: " + str({i: states[i]["state"] for i in ids}))
+    ids = four_elements_three_running(d, "wide", 22000, 20, need_passed_over=False)
     small = d.submit("--name", "small", "--", d.fakejob, "--mem", "2000", "--smact", "0.1", "--seconds", "2",
                      "--startup", "0.3")
     reason = ""
@@ -156,18 +164,7 @@ def alone_after_restart(d):
     """Four 39500 MiB elements on 3 GPUs: the fourth waits for an idle GPU, passed over; aegisd
     is killed and started again (the probe's peak is gone, its floor stored): the element
     still runs alone, once, rather than failing as a job no GPU can hold."""
-    arr = d.submit("--array", "0-3", "--name", "big2", "--", d.fakejob, "--mem", "39500", "--smact", "0.2",
-                   "--seconds", "15", "--startup", "0.3", "--ramp", "0.3")
-    ids = [j["id"] for j in elements(d, arr)]
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        states = {j["id"]: j for j in d.jobs()}
-        if (sum(states[i]["state"] == "running" for i in ids) == 3 and states[ids[3]]["state"] == "queued"
-                and "passed over" in (states[ids[3]]["reason"] or "")):
-            break
-        time.sleep(0.2)
-    else:
-        fail("the fourth 39500 MiB element never waited passed over: " + str({i: states[i] for i in ids}))
+    ids = four_elements_three_running(d, "big2", 39500, 15, need_passed_over=True)
     d.kill9()
     d.start()
     states = d.wait_all_final(ids, timeout=240)

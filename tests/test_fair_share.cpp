@@ -212,8 +212,12 @@ TEST(FairShare, RebuildFromAttemptsGivesTheLiveUsage) {
     std::sort(events.begin(), events.end(), [](const E& x, const E& y) { return x.t < y.t || (x.t == y.t && !x.start && y.start); });
     for (const auto& e : events) {
       const auto& a = attempts[e.i];
-      if (e.start) live.started(a.user, a.group, a.gpus, e.t);
-      else live.stopped(a.user, a.gpus, e.t);
+      if (e.start) {
+        live.started(a.user, a.group, a.gpus, e.t);
+      } else {
+        live.stopped(a.user, a.gpus, e.t);
+        live.ran(a.user, e.t - a.from, e.t);  // (as the lifecycle's charge_stop)
+      }
     }
     rebuilt.rebuild({attempts.rbegin(), attempts.rend()});
     for (std::int64_t u : {1, 2}) {
@@ -222,6 +226,103 @@ TEST(FairShare, RebuildFromAttemptsGivesTheLiveUsage) {
       EXPECT_GT(live.charged(u, 900), 0);
     }
     EXPECT_NEAR(rebuilt.factor(1, 900), live.factor(1, 900), 1e-12);
+    // The run times fair_share_committed counts come back too: user 1's ended attempts ran
+    // 300 s each, user 2's 300 and 200 s.
+    ASSERT_TRUE(rebuilt.mean_run_time(1).has_value()) << charge;
+    EXPECT_NEAR(*rebuilt.mean_run_time(1), 300, 1e-9) << charge;
+    EXPECT_NEAR(*rebuilt.mean_run_time(2), 250, 1e-9) << charge;
+    EXPECT_EQ(rebuilt.mean_run_time(1), live.mean_run_time(1)) << charge;
+  }
+}
+
+// fair_share_committed: the mean run time is of the user's own ended attempts, else of
+// everyone's; attempts older than 10 half-lives before the latest are forgotten; with
+// `none` nothing is kept.
+TEST(FairShare, MeanRunTimeIsTheUsersElseEveryonesWithinTheHorizon) {
+  EngineConfig c;
+  c.fair_share_users = "*:1";
+  c.fair_share_half_life_s = 100;  // horizon: 1000 s
+  FairShare fs(c, {});
+  ASSERT_TRUE(fs.counts_committed());  // the default
+  EXPECT_FALSE(fs.mean_run_time(1).has_value());
+  fs.ran(1, 100, 100);
+  fs.ran(1, 300, 400);
+  EXPECT_DOUBLE_EQ(*fs.mean_run_time(1), 200);
+  EXPECT_DOUBLE_EQ(*fs.mean_run_time(2), 200);  // none of its own: everyone's
+  fs.ran(2, 1000, 1100);
+  EXPECT_DOUBLE_EQ(*fs.mean_run_time(2), 1000);
+  EXPECT_DOUBLE_EQ(*fs.mean_run_time(1), 200);
+  EXPECT_DOUBLE_EQ(*fs.mean_run_time(3), 1400.0 / 3);
+  fs.ran(2, 50, 1450);  // 1000 s after it the attempts that ended at 100 and 400 are gone
+  EXPECT_DOUBLE_EQ(*fs.mean_run_time(1), 525);  // everyone's again: (1000 + 50) / 2
+  EXPECT_DOUBLE_EQ(*fs.mean_run_time(2), 525);
+
+  c.fair_share_committed = "none";
+  FairShare classic(c, {});
+  EXPECT_FALSE(classic.counts_committed());
+  classic.ran(1, 100, 100);
+  EXPECT_FALSE(classic.mean_run_time(1).has_value());
+}
+
+Placement one_gpu(MiB admitted, int gpu = 0) {
+  Launch l;
+  l.gpus = {gpu};
+  l.admitted_mib = admitted;
+  Placement p;
+  p.parts.push_back({0, l, 40960});
+  return p;
+}
+
+// What a running job is expected to add: its charge rate for the rest of the mean run time,
+// nothing once it is older, no longer than its limit leaves; decayed as usage is.
+TEST(FairShare, ExpectedUsageIsItsRateForTheRestOfTheMeanRunTimeWithinItsLimit) {
+  EngineConfig c;
+  c.fair_share_users = "*:1";
+  c.fair_share_half_life_s = 0;
+  c.fair_share_charge = "booked";
+  FairShare fs(c, {});
+  const Placement quarter = one_gpu(10240);
+  EXPECT_EQ(fs.expected_usage(1, quarter, 0, std::nullopt), 0);  // no attempt ended yet
+  fs.ran(1, 1000, 1000);
+  EXPECT_DOUBLE_EQ(fs.expected_usage(1, quarter, 400, std::nullopt), 0.25 * 600);
+  EXPECT_DOUBLE_EQ(fs.expected_usage(1, quarter, 1200, std::nullopt), 0);
+  EXPECT_DOUBLE_EQ(fs.expected_usage(1, quarter, 400, 100.0), 0.25 * 100);
+  // Under occupied a job alone on its GPU is charged all of it.
+  c.fair_share_charge = "occupied";
+  c.fair_share_half_life_s = 1000;
+  FairShare occ(c, {});
+  occ.ran(1, 1000, 1000);
+  occ.started(1, 0, gpu_holds(quarter), 1000);
+  const double lambda = std::log(2.0) / 1000;
+  EXPECT_NEAR(occ.expected_usage(1, quarter, 400, std::nullopt), (1 - std::exp(-lambda * 600)) / lambda, 1e-9);
+}
+
+// A start commits its user to more at once: the rest of the pass is served in the new
+// order. User 1 has used less (75 against 100 GPU-seconds) and is served first; its job,
+// once started, is expected to add 75 more (a quarter GPU for its 300 s mean run time), so
+// user 2's job comes next. With fair_share_committed = none the pass keeps its first order.
+TEST(FairShare, AStartCommitsItsUserAndTheRestOfThePassIsOrderedAgain) {
+  for (const std::string committed : {"mean_run_time", "none"}) {
+    EngineConfig c;
+    c.fair_share_users = "1:1,2:1";
+    c.fair_share_half_life_s = 0;
+    c.fair_share_charge = "booked";
+    c.fair_share_committed = committed;
+    auto life = make(c);
+    life.submitted(job(10, 2), false, false, 0);
+    run(life, 10, 0, 400);  // user 2: 100
+    life.submitted(job(11, 1), false, false, 400);
+    run(life, 11, 400, 700);  // user 1: 75, mean run time 300 s
+    life.submitted(job(1, 1), false, false, 700);
+    life.submitted(job(2, 1), false, false, 700);
+    life.submitted(job(3, 2), false, false, 700);
+    EXPECT_EQ(life.queue_order(), (std::vector<JobId>{1, 2, 3})) << committed;
+    Placer1 p;
+    p.placeable = {1, 2, 3};
+    auto fx = life.schedule(700, p);
+    ASSERT_EQ(fx.starts.size(), 3u) << committed;
+    const std::vector<JobId> order = {fx.starts[0].job, fx.starts[1].job, fx.starts[2].job};
+    EXPECT_EQ(order, committed == "none" ? (std::vector<JobId>{1, 2, 3}) : (std::vector<JobId>{1, 3, 2})) << committed;
   }
 }
 
@@ -383,7 +484,7 @@ std::map<std::int64_t, double> window_charge(const SimResult& r, const std::stri
 // and no weights about 1:1, each measured by the charge the scheduler makes. The simulator
 // also reports each user's charge.
 double burst_ratio(const std::string& policy, const std::string& weights, const std::string& charge, SimResult* out,
-                   std::uint64_t seed = 1) {
+                   std::uint64_t seed = 1, const std::string& committed = "mean_run_time") {
   const std::string data = std::string(AEGIS_SOURCE_DIR) + "/data/aegis/";
   const auto catalog = WorkloadCatalog::load(data + "workloads.csv");
   const Trace published = load_trace(data + "trace_philly.csv", catalog);
@@ -403,6 +504,7 @@ double burst_ratio(const std::string& policy, const std::string& weights, const 
   o.engine = policy_config(policy);
   o.engine.fair_share_users = weights;
   o.engine.fair_share_charge = charge;
+  o.engine.fair_share_committed = committed;
   o.seed = seed;  // first-activity delays and telemetry noise
   // (ClusterSpec's default: one server of 3 x 40960 MiB, the published testbed.)
   const SimResult r = simulate(catalog, two, o);
@@ -427,12 +529,24 @@ TEST(FairShare, TwoUsersBurstsGetSharesByTheirWeightsInTheSimulator) {
   EXPECT_GT(weighted.user_gpu_seconds[1].second, 0);
 }
 
-// Under `aegis` with seed 2 the booked charge misses 2:1 by far (1.35): GPUs held by one
-// user's small bookings, which the gates and head-of-line keep others off, are charged only
-// in part. Charged by the GPU time each user's jobs occupy, it holds (1.86).
+// Under `aegis` with seed 2 and Slurm's classic factor (committed none) the booked charge
+// misses 2:1 by far (1.35): GPUs held by one user's small bookings, which the gates and
+// head-of-line keep others off, are charged only in part. Charged by the GPU time each
+// user's jobs occupy, it holds (the study's figures, docs/lab-policies.md: 1.86, and 1.91
+// with the default committed usage).
 TEST(FairShare, TwoUsersBurstsGetSharesByTheirWeightsUnderSharingWhenChargedByOccupiedGpus) {
   EXPECT_NEAR(burst_ratio("aegis", "alice:2,bob:1", "occupied", nullptr, 2), 2.0, 0.2);
-  EXPECT_LT(burst_ratio("aegis", "alice:2,bob:1", "booked", nullptr, 2), 1.8);  // the miss it fixes
+  EXPECT_NEAR(burst_ratio("aegis", "alice:2,bob:1", "occupied", nullptr, 2, "none"), 2.0, 0.2);
+  EXPECT_LT(burst_ratio("aegis", "alice:2,bob:1", "booked", nullptr, 2, "none"), 1.8);  // the miss it fixes
+}
+
+// Under profiled peaks (`aegis-peak`) with Slurm's classic factor the order turns too late:
+// a user served when due starts a whole-GPU job of four hours and six more behind it in the
+// same minutes, while his factor still says he is due (the study's seed 1: 1.74). Counting
+// what running jobs are committed to (the rest of the mean run time) holds 2:1 (1.95).
+TEST(FairShare, TwoUsersBurstsGetSharesByTheirWeightsUnderProfiledPeaksWhenCommittedUsageCounts) {
+  EXPECT_NEAR(burst_ratio("aegis-peak", "alice:2,bob:1", "occupied", nullptr, 1), 2.0, 0.2);
+  EXPECT_LT(burst_ratio("aegis-peak", "alice:2,bob:1", "occupied", nullptr, 1, "none"), 1.8);
 }
 
 }  // namespace

@@ -59,6 +59,7 @@ FairShare::FairShare(const EngineConfig& c, ShareWeights w)
     : orders_(fair_share_orders(c)),
       caps_(fair_share_caps(c)),
       occupied_(c.fair_share_charge == "occupied"),
+      committed_(c.fair_share_committed == "mean_run_time"),
       groups_(!c.fair_share_groups.empty()),
       w_(std::move(w)),
       half_life_s_(c.fair_share_half_life_s),
@@ -145,6 +146,9 @@ void FairShare::rebuild(std::vector<PastHold> attempts) {
     a = Account{.group = a.group};
   }
   gpus_.clear();
+  runs_.clear();
+  run_sums_.clear();
+  all_runs_ = {};
   // Starts and ends in time order; at one instant ends first (what ended left room for
   // what started; no time passes between them, so nothing is charged by the order).
   struct Event {
@@ -163,8 +167,12 @@ void FairShare::rebuild(std::vector<PastHold> attempts) {
                    [](const Event& x, const Event& y) { return x.t != y.t ? x.t < y.t : (!x.start && y.start); });
   for (const auto& e : events) {
     const PastHold& a = attempts[e.i];
-    if (e.start) started(a.user, a.group, a.gpus, e.t);
-    else stopped(a.user, a.gpus, e.t);
+    if (e.start) {
+      started(a.user, a.group, a.gpus, e.t);
+    } else {
+      stopped(a.user, a.gpus, e.t);
+      ran(a.user, e.t - a.from, e.t);
+    }
   }
   for (const auto& [u, g] : groups) accounts_[u].group = g;
 }
@@ -211,16 +219,85 @@ double FairShare::shares(std::int64_t user) const {
          users_in_group;
 }
 
-std::map<std::int64_t, double> FairShare::factors(Seconds t) const {
+std::map<std::int64_t, double> FairShare::factors(Seconds t, const std::map<std::int64_t, double>* extra) const {
   std::map<std::int64_t, double> usage;
   double total = 0;
-  for (const auto& [u, a] : accounts_) total += usage[u] = this->usage(u, t);
+  for (const auto& [u, a] : accounts_) {
+    double x = this->usage(u, t);
+    if (extra)
+      if (auto it = extra->find(u); it != extra->end()) x += it->second;
+    total += usage[u] = x;
+  }
   std::map<std::int64_t, double> out;
   for (const auto& [u, a] : accounts_) {
     const double norm = total > 0 ? usage[u] / total : 0;
     out[u] = std::exp2(-norm / shares(u));
   }
   return out;
+}
+
+void FairShare::ran(std::int64_t user, Seconds seconds, Seconds t) {
+  if (!counts_committed() || !(seconds >= 0) || !std::isfinite(seconds)) return;
+  runs_.push_back({t, seconds, user});
+  run_sums_[user].seconds += seconds;
+  run_sums_[user].n += 1;
+  all_runs_.seconds += seconds;
+  all_runs_.n += 1;
+  if (!(half_life_s_ > 0)) return;  // usage never decays: every attempt counts
+  const Seconds horizon = t - kUsageHorizonHalfLives * half_life_s_;
+  while (!runs_.empty() && runs_.front().end < horizon) {
+    const Ran& old = runs_.front();
+    RunSum& mine = run_sums_[old.user];
+    mine.seconds -= old.seconds;
+    if (--mine.n <= 0) run_sums_.erase(old.user);  // (no rounding left over)
+    all_runs_.seconds -= old.seconds;
+    if (--all_runs_.n <= 0) all_runs_ = {};
+    runs_.pop_front();
+  }
+}
+
+std::optional<Seconds> FairShare::mean_run_time(std::int64_t user) const {
+  if (auto it = run_sums_.find(user); it != run_sums_.end() && it->second.n > 0)
+    return it->second.seconds / static_cast<double>(it->second.n);
+  if (all_runs_.n > 0) return all_runs_.seconds / static_cast<double>(all_runs_.n);
+  return std::nullopt;
+}
+
+// Its part of each GPU's charge now: under `booked` its booking's share of the GPU; under
+// `occupied` its user's share of the GPU, split among the user's jobs there by booking.
+double FairShare::job_rate(std::int64_t user, const Placement& p) const {
+  if (!occupied_) return charged_gpus(p);
+  double r = 0;
+  for (const auto& part : p.parts)
+    for (int gpu : part.launch.gpus) {
+      const auto it = gpus_.find({part.server, gpu});
+      if (it == gpus_.end()) continue;
+      const GpuLoad& g = it->second;
+      const auto mine = g.users.find(user);
+      if (mine == g.users.end()) continue;
+      const double of_mine = mine->second.first > 0 ? static_cast<double>(part.launch.admitted_mib) /
+                                                          static_cast<double>(mine->second.first)
+                                                    : 1.0 / std::max(1, mine->second.second);
+      r += share_of(g, user) * of_mine;
+    }
+  return r;
+}
+
+double FairShare::usage_over(double rate, Seconds span) const {
+  if (!(span > 0) || !(rate > 0)) return 0;
+  if (!(half_life_s_ > 0)) return rate * span;
+  const double lambda = std::log(2.0) / half_life_s_;
+  return rate * (1 - std::exp(-lambda * span)) / lambda;
+}
+
+double FairShare::expected_usage(std::int64_t user, const Placement& gpus, Seconds age,
+                                 std::optional<Seconds> limit_left) const {
+  const auto mean = mean_run_time(user);
+  if (!mean) return 0;
+  Seconds rest = std::max(0.0, *mean - age);
+  if (limit_left) rest = std::min(rest, std::max(0.0, *limit_left));
+  if (!(rest > 0)) return 0;
+  return usage_over(job_rate(user, gpus), rest);
 }
 
 double FairShare::factor(std::int64_t user, Seconds t) const {

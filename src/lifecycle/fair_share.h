@@ -5,6 +5,7 @@
 // share of each GPU it occupies) and orders its queues by level, then this factor, then FIFO.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -56,6 +57,11 @@ double charged_gpus(const Placement& p);
 double charged_gpus(int gpus, bool exclusive, MiB admitted_mib, MiB gpu_total_mib);  // one part
 MiB booked_mib(const Placement& p);
 
+// Ended attempts are remembered for this many half-lives after they end (older ones weigh
+// less than 2^-10): aegisd reads back the attempts of this horizon at a restart, and the
+// mean run time of `fair_share_committed` is over those that ended this long before the latest.
+inline constexpr int kUsageHorizonHalfLives = 10;
+
 // Whether the config asks for fair-share ordering (any weight) or a per-user cap.
 bool fair_share_orders(const EngineConfig& c);
 bool fair_share_caps(const EngineConfig& c);
@@ -90,7 +96,24 @@ class FairShare {
   // weight among its group's users seen). Higher is served first.
   double factor(std::int64_t user, Seconds t) const;
   // Every user's factor at `t` at once (one pass orders by them): users not seen get 1.
-  std::map<std::int64_t, double> factors(Seconds t) const;
+  // `extra`: usage each user's running jobs are expected to add (expected_usage), counted
+  // as if already used.
+  std::map<std::int64_t, double> factors(Seconds t, const std::map<std::int64_t, double>* extra = nullptr) const;
+
+  // --- What running jobs are committed to (`fair_share_committed`) ---------------------
+  // Whether the order counts it: weights set and fair_share_committed = mean_run_time.
+  bool counts_committed() const { return orders_ && committed_; }
+  // An attempt of `user` that held GPUs for `seconds` ended at `t` (any outcome: what is
+  // estimated is how long an attempt holds its GPUs). Kept while counts_committed().
+  void ran(std::int64_t user, Seconds seconds, Seconds t);
+  // The mean run time of the user's ended attempts remembered (kUsageHorizonHalfLives),
+  // else of everyone's; none before any attempt ended.
+  std::optional<Seconds> mean_run_time(std::int64_t user) const;
+  // The usage a running job of `user` placed on `gpus`, `age` seconds after its launch, is
+  // expected to add until it ends: its charge rate now (as started() set it) for what
+  // remains of mean_run_time (nothing once it is older), no longer than its time limit
+  // leaves (`limit_left`), decayed as usage is. 0 before any attempt ended.
+  double expected_usage(std::int64_t user, const Placement& gpus, Seconds age, std::optional<Seconds> limit_left) const;
   // Why a job of `user` booking `admitted_mib` must wait for its own jobs (a cap), or nothing.
   std::optional<std::string> capped(std::int64_t user, std::optional<MiB> admitted_mib) const;
 
@@ -120,8 +143,25 @@ class FairShare {
   static double share_of(const GpuLoad& g, std::int64_t user);
   void occupy(std::int64_t user, const GpuHold& h, int sign, Seconds t);
 
+  // The charge rate of one job of `user` on `gpus` now; usage `rate` adds over `span`.
+  double job_rate(std::int64_t user, const Placement& p) const;
+  double usage_over(double rate, Seconds span) const;
+
   bool orders_ = false, caps_ = false;
   bool occupied_ = false;  // fair_share_charge = occupied
+  bool committed_ = false;  // fair_share_committed = mean_run_time
+  // Ended attempts' run times (ran()), oldest end first, and their sums per user and over all.
+  struct Ran {
+    Seconds end = 0, seconds = 0;
+    std::int64_t user = 0;
+  };
+  struct RunSum {
+    double seconds = 0;
+    std::int64_t n = 0;
+  };
+  std::deque<Ran> runs_;
+  std::map<std::int64_t, RunSum> run_sums_;
+  RunSum all_runs_;
   // Groups count only when group weights are set: on a system with a group per user (the
   // Debian default) each user would otherwise be alone in a group of weight 1, and the
   // user weights would have no effect.

@@ -564,7 +564,8 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
     // for this pass (a job leaving its queue below stays where the list points). Else FIFO
     // by index: a job leaving the queue below moves no entry (seq_queue.h).
     const bool sorted = reorders();
-    if (sorted) serving_order(*q, now, served_);
+    // (What running jobs are committed to is counted once a pass; its starts add to it.)
+    if (sorted) serving_order(*q, now, served_, k == 0);
     const std::size_t n = sorted ? served_.size() : q->end();
     for (std::size_t i = sorted ? 0 : q->first(); i < n; ++i) {
       LifeJob* queued = sorted ? served_[i] : q->at(i);
@@ -628,6 +629,11 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         continue;
       }
       start(j, std::move(*p), now, placer, fx);
+      // [fair share] Its user is now committed to more: the rest of the pass in the new order.
+      if (sorted && share_.counts_committed() && j.holds_gpus()) {
+        pass_committed_[j.spec().owner] += committed_of(j, now);
+        sort_by_share(now, served_, i + 1);
+      }
     }
   }
   if (reserved) {  // backfill hook (item 5): the head still waits
@@ -688,9 +694,10 @@ void Lifecycle::queued_levels(std::vector<int>& out) const {
 }
 
 // [fair share] Priority level (higher first), then the user's fair-share factor (higher
-// first), then the place in the queue. The factor is taken once per pass: the order is a
-// pass's, as Slurm's priorities are recomputed between passes.
-void Lifecycle::serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vector<LifeJob*>& out) const {
+// first), then the place in the queue. The factor is taken at the pass's start, as Slurm's
+// priorities are recomputed between passes; with fair_share_committed a start in the pass
+// commits its user to more at once, so schedule() orders the rest of the pass again then.
+void Lifecycle::serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vector<LifeJob*>& out, bool fresh) const {
   out.clear();
   for (std::size_t i = q.first(); i < q.end(); ++i)
     if (LifeJob* j = q.at(i)) out.push_back(j);
@@ -699,20 +706,59 @@ void Lifecycle::serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vect
                      [](const LifeJob* a, const LifeJob* b) { return a->spec().priority > b->spec().priority; });
     return;
   }
-  const auto factor = share_.factors(now);
-  auto f = [&](const LifeJob* j) {
-    auto it = factor.find(j->spec().owner);
-    return it == factor.end() ? 1.0 : it->second;
+  if (fresh) pass_committed_ = committed_usage(now);
+  sort_by_share(now, out, 0);
+}
+
+void Lifecycle::sort_by_share(Seconds now, std::vector<LifeJob*>& out, std::size_t first) const {
+  if (first >= out.size()) return;
+  const auto factor = share_.factors(now, pass_committed_.empty() ? nullptr : &pass_committed_);
+  // Each job's key looked up once (a user's factor is one map lookup), then sorted stably.
+  struct Keyed {
+    int priority;
+    double factor;
+    LifeJob* job;
   };
-  std::stable_sort(out.begin(), out.end(), [&](const LifeJob* a, const LifeJob* b) {
-    if (a->spec().priority != b->spec().priority) return a->spec().priority > b->spec().priority;
-    return f(a) > f(b);
+  std::vector<Keyed> keyed;
+  keyed.reserve(out.size() - first);
+  for (std::size_t i = first; i < out.size(); ++i) {
+    auto it = factor.find(out[i]->spec().owner);
+    keyed.push_back({out[i]->spec().priority, it == factor.end() ? 1.0 : it->second, out[i]});
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const Keyed& a, const Keyed& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    return a.factor > b.factor;
   });
+  for (std::size_t i = 0; i < keyed.size(); ++i) out[first + i] = keyed[i].job;
+}
+
+// A running attempt is expected to hold its GPUs for the rest of its user's mean run time
+// (FairShare::expected_usage), no longer than its time limit leaves.
+double Lifecycle::committed_of(const LifeJob& j, Seconds now) const {
+  const LifeAttempt& a = *j.current();
+  std::optional<Seconds> left;
+  if (j.spec().time_limit) left = a.launched_at + *j.spec().time_limit - now;
+  return share_.expected_usage(j.spec().owner, a.placement, now - a.launched_at, left);
+}
+
+std::map<std::int64_t, double> Lifecycle::committed_usage(Seconds now) const {
+  std::map<std::int64_t, double> out;
+  if (!share_.counts_committed()) return out;
+  jobs_.for_each([&](const LifeJob& j) {
+    if (j.holds_gpus()) out[j.spec().owner] += committed_of(j, now);
+  });
+  return out;
+}
+
+std::map<std::int64_t, double> Lifecycle::fair_share_factors(Seconds now) const {
+  const auto committed = committed_usage(now);
+  return share_.factors(now, committed.empty() ? nullptr : &committed);
 }
 
 void Lifecycle::charge_stop(const LifeJob& j, Seconds t) {
   if (!share_on_ || !j.current()) return;
   share_.stopped(j.spec().owner, gpu_holds(j.current()->placement), t);
+  share_.ran(j.spec().owner, t - j.current()->launched_at, t);  // (kept only with fair_share_committed)
 }
 
 void Lifecycle::rebuild_usage(std::vector<PastHold> ended) {

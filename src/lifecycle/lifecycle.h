@@ -255,6 +255,9 @@ class Lifecycle {
   std::vector<JobId> queue_order() const;
   // What each user used (charged, decayed, factor) and the caps (lifecycle/fair_share.h).
   const FairShare& fair_share() const { return share_; }
+  // Each user's fair-share factor as a pass at `now` orders by it: with
+  // fair_share_committed, what the running jobs are expected to add counts as used.
+  std::map<std::int64_t, double> fair_share_factors(Seconds now) const;
   // Usage again from the attempts that ended before this lifecycle began (aegisd's store,
   // at a restart) and the running jobs restored: replayed in time order, so each user's
   // usage is what it was (FairShare::rebuild). Nothing when fair share is off.
@@ -289,7 +292,14 @@ class Lifecycle {
   // Fair share's hooks (issue 32 item 2): the order a queue is served in when it is not
   // FIFO, and a job's charge from its start to its end.
   bool reorders() const { return share_.orders() || ranked_ > 0; }
-  void serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vector<LifeJob*>& out) const;
+  // `fresh`: count what running jobs are committed to anew (else the pass's so far).
+  void serving_order(const SeqQueue<LifeJob>& q, Seconds now, std::vector<LifeJob*>& out, bool fresh = true) const;
+  // out[first..] by level, then factor (pass_committed_ counted), then their order there.
+  void sort_by_share(Seconds now, std::vector<LifeJob*>& out, std::size_t first) const;
+  // [fair share] What the running jobs are expected to add per user (fair_share_committed),
+  // and one job's part of it.
+  std::map<std::int64_t, double> committed_usage(Seconds now) const;
+  double committed_of(const LifeJob& j, Seconds now) const;
   // [issue 32 item 1] Levels dominate queues: each level is a round of the pass, its
   // recovery queue then its main queue (none or one level: the queues as published).
   void queued_levels(std::vector<int>& out) const;
@@ -335,6 +345,8 @@ class Lifecycle {
   std::int64_t ranked_ = 0;        // queued jobs with a priority level other than 0
   Seconds last_pass_ = 0;
   std::vector<LifeJob*> served_;   // schedule()'s serving order when not FIFO, kept for its storage
+  // serving_order()'s committed_usage, which each start in the pass adds to (schedule()).
+  mutable std::map<std::int64_t, double> pass_committed_;
   Deadlines deadlines_;  // attempts' time limits (issue 32 item 5)
   std::optional<JobId> preemptor_;  // the head that running jobs are being stopped for
   std::int64_t preemptions_ = 0;

@@ -131,6 +131,10 @@ std::span<const ParamEntry<EngineConfig>> entries() {
     P("fair_share_charge", fair_share_charge, 0, 0, "booked,occupied",
                 "Fair share: a job is charged per GPU its booked memory over the GPU's capacity "
                 "(booked), or the GPU's time split among the jobs on it by their bookings (occupied)"),
+    P("fair_share_committed", fair_share_committed, 0, 0, "mean_run_time,none",
+                "Fair share: a pass's order also counts, per running job, its charge rate times what "
+                "remains of the mean run time of its user's ended attempts (mean_run_time), or only "
+                "usage so far (none, Slurm's classic factor)"),
     P("user_max_gpu_mem_mib", user_max_gpu_mem_mib, 0, kInf, "",
                 "A user's jobs book at most this much GPU memory at once, all GPUs (0 = no cap)"),
     P("user_max_running_jobs", user_max_running_jobs, 0, 1000000, "",

@@ -92,6 +92,9 @@ struct EngineConfig {
   std::string fair_share_groups;         // the same for Unix groups (a trace's group column)
   Seconds fair_share_half_life_s = 604800;  // usage decays by half in this time (Slurm's 7 days)
   std::string fair_share_charge = "occupied";  // occupied | booked (docs/lab-policies.md "Fair share")
+  // What a pass's order counts of running jobs besides their usage so far: mean_run_time,
+  // the rest of the mean run time of their user's ended attempts; none, nothing (Slurm's).
+  std::string fair_share_committed = "mean_run_time";
   MiB user_max_gpu_mem_mib = 0;          // a user's booked GPU memory at once, all GPUs (0 = no cap)
   int user_max_running_jobs = 0;         // a user's running jobs at once (0 = no cap)
 

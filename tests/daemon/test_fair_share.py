@@ -8,7 +8,8 @@ docs/lab-policies.md "Fair share"). Two Unix users; needs root (exit 77 otherwis
    the store's attempts: user 2's factor still says it used the GPU.
 2. Caps (`user_max_running_jobs = 1`): on two GPUs, user 1's second job waits, passed
    over, while user 2's job behind it starts; the queue says why.
-3. A bad weight: aegisd refuses to start, with one line naming the field.
+3. A bad weight, or an unknown `fair_share_committed`: aegisd refuses to start, with one
+   line naming the field; that setting's default (mean_run_time) is printed with the config.
 Usage: test_fair_share.py BUILD_DIR
 """
 import os
@@ -101,21 +102,39 @@ def caps(build, u1, u2):
         d.cleanup()
 
 
-def bad_weight(build):
-    d = Daemon(build, gpus="1x40960", settings={"fair_share_users": "alice:0"})
+def bad_setting(build, settings, field, what):
+    d = Daemon(build, gpus="1x40960", settings=settings)
     try:
         r = subprocess.run([d.aegisd, "--config", d.config, "--print-config"], capture_output=True, text=True)
         lines = [line for line in r.stderr.splitlines() if line.strip()]
-        if r.returncode == 0 or len(lines) != 1 or "fair_share_users" not in lines[0]:
-            fail(f"a zero weight: want one line naming fair_share_users, got rc {r.returncode}: {r.stderr!r}")
-        print("OK: bad weight refused:", lines[0])
+        if r.returncode == 0 or len(lines) != 1 or field not in lines[0]:
+            fail(f"{what}: want one line naming {field}, got rc {r.returncode}: {r.stderr!r}")
+        print(f"OK: {what} refused:", lines[0])
     finally:
         d.cleanup()
 
 
+def committed_setting(build):
+    """fair_share_committed: the default is printed with the config aegisd runs with, and
+    `none` (Slurm's classic factor) is taken."""
+    for value in (None, "none"):
+        d = Daemon(build, gpus="1x40960", settings={} if value is None else {"fair_share_committed": value})
+        try:
+            r = subprocess.run([d.aegisd, "--config", d.config, "--print-config"], capture_output=True, text=True)
+            want = value or "mean_run_time"
+            if r.returncode != 0 or not any("fair_share_committed" in line and want in line for line in r.stdout.splitlines()):
+                fail(f"fair_share_committed = {value}: want rc 0 and the value {want} printed, got rc {r.returncode}:"
+                     f" {r.stdout[-400:]!r} {r.stderr!r}")
+        finally:
+            d.cleanup()
+    print("OK: fair_share_committed printed (mean_run_time by default) and `none` taken")
+
+
 def main(build):
     u1, u2 = (u.pw_name for u in users())
-    bad_weight(build)
+    bad_setting(build, {"fair_share_users": "alice:0"}, "fair_share_users", "a zero weight")
+    bad_setting(build, {"fair_share_committed": "expected"}, "fair_share_committed", "an unknown committed rule")
+    committed_setting(build)
     caps(build, u1, u2)
     weights(build, u1, u2)
 

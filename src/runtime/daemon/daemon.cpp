@@ -203,7 +203,7 @@ void Daemon::recover_jobs(Seconds now, bool restarted) {
       return static_cast<int>(gpus_.size()) + gone.try_emplace(uuid, static_cast<int>(gone.size())).first->second;
     };
     std::vector<PastHold> ended;
-    for (const auto& a : store_.attempts_ended_since(half > 0 ? now - 10 * half : 0)) {
+    for (const auto& a : store_.attempts_ended_since(half > 0 ? now - kUsageHorizonHalfLives * half : 0)) {
       PastHold h{a.uid, a.gid, {}, a.launched_at, a.ended_at};
       for (int k = 0; k < a.gpus; ++k) {
         const int gpu = k < static_cast<int>(a.gpu_uuids.size()) ? index_of(a.gpu_uuids[static_cast<std::size_t>(k)])

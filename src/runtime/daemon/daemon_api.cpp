@@ -248,7 +248,7 @@ Reply Daemon::list(const api::ListRequest& r, const Caller& c) {
     }
   // [fair share] Each user's factor at the last pass, shown beside its queued jobs.
   auto factors = std::make_shared<std::map<std::int64_t, double>>();
-  if (life_.fair_share().orders()) *factors = life_.fair_share().factors(life_.last_pass());
+  if (life_.fair_share().orders()) *factors = life_.fair_share_factors(life_.last_pass());
   std::sort(order.begin(), order.end());
   auto ids = std::make_shared<std::vector<JobId>>();
   for (const auto& o : order) ids->push_back(o.second);

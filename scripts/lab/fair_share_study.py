@@ -17,7 +17,7 @@ Over the whole run the shares are 1:1 by construction (equal work), so only that
 says anything.
 
   scripts/lab/fair_share_study.py BUILD_DIR [--policy aegis] [--charge booked] [--weights alice:2,bob:1]
-                                  [--copies 1] [--seed 1] [--set KEY=VALUE ...]
+                                  [--copies 1] [--seed 1] [--trace data/aegis/trace_philly.csv] [--set KEY=VALUE ...]
 """
 import argparse
 import csv
@@ -108,6 +108,8 @@ def main():
                     help="fair_share_charge for the run and the charged yardstick (default: the engine's)")
     ap.add_argument("--weights", default="alice:2,bob:1")
     ap.add_argument("--copies", type=int, default=1, help="each user submits the 60 jobs this many times")
+    ap.add_argument("--trace", default="data/aegis/trace_philly.csv",
+                    help="the published trace whose jobs both users submit (saturn and venus: held-out job mixes)")
     ap.add_argument("--seed", type=int, default=1, help="the simulator's seed (first-activity delays, telemetry noise)")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="a further engine or sim parameter for both runs (e.g. sim.time_limit_factor=1.5)")
@@ -115,7 +117,7 @@ def main():
     aegis = os.path.join(os.path.abspath(a.build), "apps", "aegis", "aegis")
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "two_users.csv")
-        user_of = build_trace(trace, os.path.join(ROOT, "data/aegis/trace_philly.csv"), a.copies)
+        user_of = build_trace(trace, os.path.join(ROOT, a.trace), a.copies)
         charge = a.charge or default_charge(aegis, a.policy)
         for label, sets in (("FIFO (no weights)", []), (f"fair share {a.weights}", ["--set", f"fair_share_users={a.weights}"])):
             sets = sets + ["--set", f"fair_share_charge={charge}"] + [x for kv in a.set for x in ("--set", kv)]

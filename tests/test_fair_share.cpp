@@ -247,6 +247,7 @@ TEST(FairShare, MeanRunTimeIsTheUsersElseEveryonesWithinTheHorizon) {
   EXPECT_FALSE(fs.mean_run_time(1).has_value());
   fs.ran(1, 100, 100);
   fs.ran(1, 300, 400);
+  fs.ran(1, 0, 400);  // held no time: not counted (a restart's rebuild replays no such attempt)
   EXPECT_DOUBLE_EQ(*fs.mean_run_time(1), 200);
   EXPECT_DOUBLE_EQ(*fs.mean_run_time(2), 200);  // none of its own: everyone's
   fs.ran(2, 1000, 1100);

@@ -237,7 +237,8 @@ std::map<std::int64_t, double> FairShare::factors(Seconds t, const std::map<std:
 }
 
 void FairShare::ran(std::int64_t user, Seconds seconds, Seconds t) {
-  if (!counts_committed() || !(seconds >= 0) || !std::isfinite(seconds)) return;
+  // An attempt that held no time is not counted (FairShare::rebuild skips it too).
+  if (!counts_committed() || !(seconds > 0) || !std::isfinite(seconds)) return;
   runs_.push_back({t, seconds, user});
   run_sums_[user].seconds += seconds;
   run_sums_[user].n += 1;

@@ -104,7 +104,8 @@ class FairShare {
   // Whether the order counts it: weights set and fair_share_committed = mean_run_time.
   bool counts_committed() const { return orders_ && committed_; }
   // An attempt of `user` that held GPUs for `seconds` ended at `t` (any outcome: what is
-  // estimated is how long an attempt holds its GPUs). Kept while counts_committed().
+  // estimated is how long an attempt holds its GPUs; none that held no time, as rebuild()
+  // replays none). Kept while counts_committed().
   void ran(std::int64_t user, Seconds seconds, Seconds t);
   // The mean run time of the user's ended attempts remembered (kUsageHorizonHalfLives),
   // else of everyone's; none before any attempt ended.

@@ -2,7 +2,9 @@
 // the GPUs, decayed with a half-life, and Slurm's classic fair-share factor from it; and
 // per-user caps. Pure: every call takes the time. The lifecycle charges a job from its start
 // to its end (`fair_share_charge`: by the share of GPU memory it booked, or by its booking's
-// share of each GPU it occupies) and orders its queues by level, then this factor, then FIFO.
+// share of each GPU it occupies) and orders its queues by level, then this factor, then FIFO;
+// with `fair_share_committed` the factor also counts what running jobs are expected to add
+// (the rest of their user's mean run time, learnt from ended attempts).
 #pragma once
 #include <cstdint>
 #include <deque>

@@ -235,10 +235,10 @@ TEST(FairShare, RebuildFromAttemptsGivesTheLiveUsage) {
   }
 }
 
-// fair_share_committed: the mean run time is of the user's own ended attempts, else of
-// everyone's; attempts older than 10 half-lives before the latest are forgotten; with
-// `none` nothing is kept.
-TEST(FairShare, MeanRunTimeIsTheUsersElseEveryonesWithinTheHorizon) {
+// fair_share_committed: the mean run time is of the user's own ended attempts only (users
+// are hostile: one user's long runs must not commit another's jobs); attempts older than
+// 10 half-lives before the latest are forgotten; with `none` nothing is kept.
+TEST(FairShare, MeanRunTimeIsTheUsersOwnWithinTheHorizon) {
   EngineConfig c;
   c.fair_share_users = "*:1";
   c.fair_share_half_life_s = 100;  // horizon: 1000 s
@@ -249,13 +249,12 @@ TEST(FairShare, MeanRunTimeIsTheUsersElseEveryonesWithinTheHorizon) {
   fs.ran(1, 300, 400);
   fs.ran(1, 0, 400);  // held no time: not counted (a restart's rebuild replays no such attempt)
   EXPECT_DOUBLE_EQ(*fs.mean_run_time(1), 200);
-  EXPECT_DOUBLE_EQ(*fs.mean_run_time(2), 200);  // none of its own: everyone's
+  EXPECT_FALSE(fs.mean_run_time(2).has_value());  // none of its own: nothing, not user 1's
   fs.ran(2, 1000, 1100);
   EXPECT_DOUBLE_EQ(*fs.mean_run_time(2), 1000);
   EXPECT_DOUBLE_EQ(*fs.mean_run_time(1), 200);
-  EXPECT_DOUBLE_EQ(*fs.mean_run_time(3), 1400.0 / 3);
   fs.ran(2, 50, 1450);  // 1000 s after it the attempts that ended at 100 and 400 are gone
-  EXPECT_DOUBLE_EQ(*fs.mean_run_time(1), 525);  // everyone's again: (1000 + 50) / 2
+  EXPECT_FALSE(fs.mean_run_time(1).has_value());
   EXPECT_DOUBLE_EQ(*fs.mean_run_time(2), 525);
 
   c.fair_share_committed = "none";
@@ -263,6 +262,25 @@ TEST(FairShare, MeanRunTimeIsTheUsersElseEveryonesWithinTheHorizon) {
   EXPECT_FALSE(classic.counts_committed());
   classic.ran(1, 100, 100);
   EXPECT_FALSE(classic.mean_run_time(1).has_value());
+}
+
+// A hostile user's runs commit nobody else: user 1 runs a week-long job to its end; user
+// 2's first running job, with no ended attempt of its own, adds nothing to user 2's usage.
+TEST(FairShare, OneUsersLongRunsDoNotCommitAnotherUsersJobs) {
+  EngineConfig c;
+  c.fair_share_users = "*:1";
+  c.fair_share_half_life_s = 0;
+  c.fair_share_charge = "booked";  // (a rate for either user's job, wherever it runs)
+  FairShare fs(c, {});
+  fs.ran(1, 7 * 86400.0, 7 * 86400.0);
+  Launch l;
+  l.gpus = {0};
+  l.admitted_mib = 40960;
+  Placement whole;
+  whole.parts.push_back({0, l, 40960});
+  fs.started(2, 0, gpu_holds(whole), 7 * 86400.0);
+  EXPECT_EQ(fs.expected_usage(2, whole, 0, std::nullopt), 0);
+  EXPECT_GT(fs.expected_usage(1, whole, 0, std::nullopt), 0);  // its own long run commits it
 }
 
 Placement one_gpu(MiB admitted, int gpu = 0) {

@@ -148,7 +148,6 @@ void FairShare::rebuild(std::vector<PastHold> attempts) {
   gpus_.clear();
   runs_.clear();
   run_sums_.clear();
-  all_runs_ = {};
   // Starts and ends in time order; at one instant ends first (what ended left room for
   // what started; no time passes between them, so nothing is charged by the order).
   struct Event {
@@ -242,8 +241,6 @@ void FairShare::ran(std::int64_t user, Seconds seconds, Seconds t) {
   runs_.push_back({t, seconds, user});
   run_sums_[user].seconds += seconds;
   run_sums_[user].n += 1;
-  all_runs_.seconds += seconds;
-  all_runs_.n += 1;
   if (!(half_life_s_ > 0)) return;  // usage never decays: every attempt counts
   const Seconds horizon = t - kUsageHorizonHalfLives * half_life_s_;
   while (!runs_.empty() && runs_.front().end < horizon) {
@@ -251,16 +248,15 @@ void FairShare::ran(std::int64_t user, Seconds seconds, Seconds t) {
     RunSum& mine = run_sums_[old.user];
     mine.seconds -= old.seconds;
     if (--mine.n <= 0) run_sums_.erase(old.user);  // (no rounding left over)
-    all_runs_.seconds -= old.seconds;
-    if (--all_runs_.n <= 0) all_runs_ = {};
     runs_.pop_front();
   }
 }
 
+// The user's own attempts only: another user's run times never commit this one (a user
+// running long jobs cannot make a newcomer's jobs count as long).
 std::optional<Seconds> FairShare::mean_run_time(std::int64_t user) const {
   if (auto it = run_sums_.find(user); it != run_sums_.end() && it->second.n > 0)
     return it->second.seconds / static_cast<double>(it->second.n);
-  if (all_runs_.n > 0) return all_runs_.seconds / static_cast<double>(all_runs_.n);
   return std::nullopt;
 }
 

@@ -109,13 +109,13 @@ class FairShare {
   // estimated is how long an attempt holds its GPUs; none that held no time, as rebuild()
   // replays none). Kept while counts_committed().
   void ran(std::int64_t user, Seconds seconds, Seconds t);
-  // The mean run time of the user's ended attempts remembered (kUsageHorizonHalfLives),
-  // else of everyone's; none before any attempt ended.
+  // The mean run time of the user's own ended attempts remembered (kUsageHorizonHalfLives);
+  // none before one ended (never another user's: no user's runs commit another).
   std::optional<Seconds> mean_run_time(std::int64_t user) const;
   // The usage a running job of `user` placed on `gpus`, `age` seconds after its launch, is
   // expected to add until it ends: its charge rate now (as started() set it) for what
   // remains of mean_run_time (nothing once it is older), no longer than its time limit
-  // leaves (`limit_left`), decayed as usage is. 0 before any attempt ended.
+  // leaves (`limit_left`), decayed as usage is. 0 before an attempt of the user ended.
   double expected_usage(std::int64_t user, const Placement& gpus, Seconds age, std::optional<Seconds> limit_left) const;
   // Why a job of `user` booking `admitted_mib` must wait for its own jobs (a cap), or nothing.
   std::optional<std::string> capped(std::int64_t user, std::optional<MiB> admitted_mib) const;
@@ -153,7 +153,7 @@ class FairShare {
   bool orders_ = false, caps_ = false;
   bool occupied_ = false;  // fair_share_charge = occupied
   bool committed_ = false;  // fair_share_committed = mean_run_time
-  // Ended attempts' run times (ran()), oldest end first, and their sums per user and over all.
+  // Ended attempts' run times (ran()), oldest end first, and their sums per user.
   struct Ran {
     Seconds end = 0, seconds = 0;
     std::int64_t user = 0;
@@ -164,7 +164,6 @@ class FairShare {
   };
   std::deque<Ran> runs_;
   std::map<std::int64_t, RunSum> run_sums_;
-  RunSum all_runs_;
   // Groups count only when group weights are set: on a system with a group per user (the
   // Debian default) each user would otherwise be alone in a group of weight 1, and the
   // user weights would have no effect.

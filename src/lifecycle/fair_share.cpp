@@ -74,14 +74,17 @@ void FairShare::advance(Account& a, Seconds t, Seconds half_life) {
   const double dt = t - a.at;
   if (!(dt > 0)) return;
   a.charged += a.rate * dt;
-  if (half_life > 0) {
-    const double lambda = std::log(2.0) / half_life;
-    const double keep = std::exp(-lambda * dt);
-    a.usage = a.usage * keep + a.rate * (1 - keep) / lambda;
-  } else {
-    a.usage += a.rate * dt;
-  }
+  const double keep = half_life > 0 ? std::exp(-std::log(2.0) / half_life * dt) : 1.0;
+  a.usage = a.usage * keep + gained(a.rate, dt, half_life);
   a.at = t;
+}
+
+// What `rate` held for `span` adds to usage by its end, decayed meanwhile.
+double FairShare::gained(double rate, Seconds span, Seconds half_life) {
+  if (!(span > 0) || !(rate > 0)) return 0;
+  if (!(half_life > 0)) return rate * span;
+  const double lambda = std::log(2.0) / half_life;
+  return rate * (1 - std::exp(-lambda * span)) / lambda;
 }
 
 void FairShare::seen(std::int64_t user, std::int64_t group) { account(user).group = group; }
@@ -280,13 +283,6 @@ double FairShare::job_rate(std::int64_t user, const Placement& p) const {
   return r;
 }
 
-double FairShare::usage_over(double rate, Seconds span) const {
-  if (!(span > 0) || !(rate > 0)) return 0;
-  if (!(half_life_s_ > 0)) return rate * span;
-  const double lambda = std::log(2.0) / half_life_s_;
-  return rate * (1 - std::exp(-lambda * span)) / lambda;
-}
-
 double FairShare::expected_usage(std::int64_t user, const Placement& gpus, Seconds age,
                                  std::optional<Seconds> limit_left) const {
   const auto mean = mean_run_time(user);
@@ -294,7 +290,7 @@ double FairShare::expected_usage(std::int64_t user, const Placement& gpus, Secon
   Seconds rest = std::max(0.0, *mean - age);
   if (limit_left) rest = std::min(rest, std::max(0.0, *limit_left));
   if (!(rest > 0)) return 0;
-  return usage_over(job_rate(user, gpus), rest);
+  return gained(job_rate(user, gpus), rest, half_life_s_);
 }
 
 double FairShare::factor(std::int64_t user, Seconds t) const {

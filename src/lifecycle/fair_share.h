@@ -146,9 +146,10 @@ class FairShare {
   static double share_of(const GpuLoad& g, std::int64_t user);
   void occupy(std::int64_t user, const GpuHold& h, int sign, Seconds t);
 
-  // The charge rate of one job of `user` on `gpus` now; usage `rate` adds over `span`.
+  // The charge rate of one job of `user` on `gpus` now; usage `rate` adds over `span`
+  // (advance()'s decay, and expected_usage()'s).
   double job_rate(std::int64_t user, const Placement& p) const;
-  double usage_over(double rate, Seconds span) const;
+  static double gained(double rate, Seconds span, Seconds half_life);
 
   bool orders_ = false, caps_ = false;
   bool occupied_ = false;  // fair_share_charge = occupied

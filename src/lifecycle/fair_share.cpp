@@ -241,10 +241,10 @@ std::map<std::int64_t, double> FairShare::factors(Seconds t, const std::map<std:
 void FairShare::ran(std::int64_t user, Seconds seconds, Seconds t) {
   // An attempt that held no time is not counted (FairShare::rebuild skips it too).
   if (!counts_committed() || !(seconds > 0) || !std::isfinite(seconds)) return;
-  runs_.push_back({t, seconds, user});
   run_sums_[user].seconds += seconds;
   run_sums_[user].n += 1;
-  if (!(half_life_s_ > 0)) return;  // usage never decays: every attempt counts
+  if (!(half_life_s_ > 0)) return;  // usage never decays: every attempt counts, none is kept
+  runs_.push_back({t, seconds, user});  // kept only to be forgotten past the horizon
   const Seconds horizon = t - kUsageHorizonHalfLives * half_life_s_;
   while (!runs_.empty() && runs_.front().end < horizon) {
     const Ran& old = runs_.front();

@@ -163,7 +163,7 @@ class FairShare {
     double seconds = 0;
     std::int64_t n = 0;
   };
-  std::deque<Ran> runs_;
+  std::deque<Ran> runs_;  // with decay only: at most the attempts of kUsageHorizonHalfLives
   std::map<std::int64_t, RunSum> run_sums_;
   // Groups count only when group weights are set: on a system with a group per user (the
   // Debian default) each user would otherwise be alone in a group of weight 1, and the

@@ -178,6 +178,7 @@ TEST(Backfill, AJobEndingBeforeTheHeadsReservationStartsAheadOfIt) {
   Scene s(true);
   ASSERT_EQ(s.fx.starts.size(), 1u);
   EXPECT_EQ(s.fx.starts[0].job, 5);                  // C, and not D (too long) or E (no limit)
+  EXPECT_TRUE(s.fx.starts[0].backfilled);            // marked so (the simulator's --jobs-csv)
   EXPECT_EQ(s.fx.reserved_start, 3600);
   ASSERT_TRUE(s.fx.blocked);
   EXPECT_EQ(s.fx.blocked->reason, "no GPUs free");  // the head's reason stands
@@ -231,6 +232,11 @@ TEST(Backfill, NeverDelaysTheHeadsReservation) {
       }
       const auto order = life.queue_order();
       auto fx = life.schedule(t, gpus);
+      // A start is marked backfilled exactly when it comes after the waiting head in the
+      // queue (the jobs ahead of the head started in order, before it was reserved).
+      const auto pos = [&](JobId id) { return std::find(order.begin(), order.end(), id) - order.begin(); };
+      const auto head_pos = fx.reserved_start ? pos(life.queue_order().front()) : static_cast<std::ptrdiff_t>(order.size());
+      for (const auto& st : fx.starts) EXPECT_EQ(st.backfilled, pos(st.job) > head_pos) << "seed " << seed << " t " << t;
       for (const auto& st : fx.starts) {
         const JobSpec& sp = life.find(st.job)->spec();
         // Ends somewhere in its limit's second half.
@@ -249,7 +255,6 @@ TEST(Backfill, NeverDelaysTheHeadsReservation) {
           r->second = std::min(r->second, *fx.reserved_start);
         }
       }
-      (void)order;
     }
   }
   EXPECT_GT(out_of_order, 0);

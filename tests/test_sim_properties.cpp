@@ -191,12 +191,31 @@ TEST(Backfill, NeverDelaysTheHeadsReservationOnThePublishedTraces) {
       o.cluster = ClusterSpec::uniform(1, 3, 40960);
       o.seed = 1;
       const SimResult r = simulate(published().catalog, published().traces.at(trace), o);
+      // --jobs-csv's `backfilled` and `head_reserved_s`: an attempt is marked backfilled
+      // exactly when it started while a job ahead of it in the queue still waited (the
+      // queue is in submit order; nothing else passes the head under `exclusive`), and a
+      // job's head_reserved is its first reservation as the head.
+      std::size_t backfilled = 0;
+      for (const JobRecord& j : r.jobs) {
+        ASSERT_EQ(j.attempts.size(), 1u) << trace;  // no OOM under exclusive; a timeout is not retried
+        const Seconds at = j.attempts[0].launch;
+        bool passed = false;
+        for (const JobRecord& k : r.jobs)
+          passed = passed || ((k.submit < j.submit || (k.submit == j.submit && k.trace_index < j.trace_index)) &&
+                              k.first_launch > at + 1e-9);
+        EXPECT_EQ(j.attempts[0].backfilled, passed) << trace << " job " << j.trace_index << (on ? " on" : " off");
+        backfilled += j.attempts[0].backfilled ? 1 : 0;
+      }
       if (!on) {
         EXPECT_TRUE(r.reservations.empty()) << trace;
+        EXPECT_EQ(backfilled, 0u) << trace;
+        for (const JobRecord& j : r.jobs) EXPECT_EQ(j.head_reserved, -1) << trace;
         continue;
       }
-      std::map<std::int64_t, Seconds> held;
+      EXPECT_GT(backfilled, 0u) << trace;
+      std::map<std::int64_t, Seconds> held, first;
       for (const auto& [job, at] : r.reservations) {
+        first.try_emplace(job, at);
         auto [it, fresh] = held.try_emplace(job, at);
         if (!fresh) {
           EXPECT_LE(at, it->second + 1e-6) << trace << " job " << job;
@@ -205,6 +224,10 @@ TEST(Backfill, NeverDelaysTheHeadsReservationOnThePublishedTraces) {
       }
       for (const auto& [job, at] : held)
         EXPECT_LE(r.jobs[static_cast<std::size_t>(job)].first_launch, at + 1e-6) << trace << " job " << job;
+      for (const JobRecord& j : r.jobs) {
+        const auto f = first.find(j.trace_index);
+        EXPECT_EQ(j.head_reserved, f == first.end() ? -1 : f->second) << trace << " job " << j.trace_index;
+      }
       reservations += held.size();
     }
   }

@@ -114,7 +114,8 @@ void write_jobs_csv(const std::string& path, const std::vector<SimResult>& runs,
   auto f = open_out(path);
   if (!seed_of_run.empty()) f << "seed,";
   f << "trace,policy,job_index,workload,num_gpus,submit_s,first_launch_s,end_s,completed,attempt,launch_s,"
-       "first_activity_s,attempt_end_s,gpus,exclusive,floor_mib,admitted_mib,outcome,solo_runtime_s\n";
+       "first_activity_s,attempt_end_s,gpus,exclusive,floor_mib,admitted_mib,outcome,solo_runtime_s,backfilled,"
+       "head_reserved_s\n";
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const auto& r = runs[k];
     for (const auto& j : r.jobs)
@@ -123,10 +124,11 @@ void write_jobs_csv(const std::string& path, const std::vector<SimResult>& runs,
         if (!seed_of_run.empty()) f << seed_of_run[k] << ",";
         std::string gpus;
         for (int g : at.gpus) gpus += (gpus.empty() ? "" : ";") + std::to_string(g);
-        f << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", field(r.trace), r.policy,
+        f << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", field(r.trace), r.policy,
                          j.trace_index, field(j.workload), j.num_gpus, j.submit, j.first_launch, j.end,
                          j.completed ? 1 : 0, a + 1, at.launch, at.first_activity, at.end, gpus, at.exclusive ? 1 : 0,
-                         at.floor_mib, at.admitted_mib, outcome_name(at.outcome), j.solo_runtime);
+                         at.floor_mib, at.admitted_mib, outcome_name(at.outcome), j.solo_runtime,
+                         at.backfilled ? 1 : 0, j.head_reserved >= 0 ? fmt::format("{}", j.head_reserved) : "");
       }
   }
 }

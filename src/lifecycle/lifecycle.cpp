@@ -629,6 +629,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         continue;
       }
       start(j, std::move(*p), now, placer, fx);
+      if (reserved) fx.starts.back().backfilled = true;
       // [fair share] Its user is now committed to more: the rest of the pass in the new order.
       if (sorted && share_.counts_committed() && j.holds_gpus()) {
         pass_committed_[j.spec().owner] += committed_of(j, now);

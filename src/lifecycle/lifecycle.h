@@ -107,6 +107,7 @@ struct Effects {
     int attempt = 0;
     std::optional<MiB> mps_limit_mib;  // the MPS client memory limit, when MPS limits apply
     bool resume = false;  // an earlier attempt ran: it should resume from its checkpoint (AEGIS_RESUME)
+    bool backfilled = false;  // started ahead of a waiting head, within its reservation (item 5)
   };
   // A running job warned that it is about to be preempted (its checkpoint signal).
   struct Warn {

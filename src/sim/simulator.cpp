@@ -407,6 +407,7 @@ class Run {
       }
       for (const auto& s : fx.starts) {
         st_.jobs[s.job].live->mps_limit = s.mps_limit_mib;
+        if (s.backfilled) rec_.of(st_.jobs[s.job]).attempts.back().backfilled = true;
         // Issue 32 item 5: its time limit, as an event of this attempt.
         if (const auto& lim = life_.find(s.job)->spec().time_limit)
           st_.events.push(t + *lim, EvKind::Timeout, static_cast<int>(s.job), st_.jobs[s.job].attempt);
@@ -477,14 +478,17 @@ class Run {
   std::vector<std::pair<std::int64_t, Seconds>> reservations_;  // SimOptions::record_reservations
   std::unordered_map<std::int64_t, Seconds> first_reserved_;     // backfill: each head's first reservation
 
-  // SimResult's late heads: started more than a second (a pass) after their first reservation.
+  // SimResult's late heads: started more than a second (a pass) after their first
+  // reservation; and each head's first reservation in its record.
   void count_late_heads(SimResult& res) const {
     LabCounts& r = res.lab;
     double sum = 0;
     for (const auto& [job, at] : first_reserved_) {
       ++r.reserved_heads;
       // (Records are in trace-index order, ids in submit order: the job's slot says where.)
-      const Seconds started = res.jobs[st_.jobs[static_cast<std::size_t>(job)].slot].first_launch;
+      JobRecord& rec = res.jobs[st_.jobs[static_cast<std::size_t>(job)].slot];
+      rec.head_reserved = at;
+      const Seconds started = rec.first_launch;
       if (started < 0 || started <= at + 1) continue;
       ++r.late_heads;
       sum += started - at;

@@ -73,6 +73,7 @@ struct AttemptRecord {
   // down by someone else's growth (the blast radius of sharing without memory isolation).
   bool neighbour_oom = false;
   bool mps_limit = false;  // died at its own MPS memory limit
+  bool backfilled = false;  // started ahead of a waiting head, within its reservation (issue 32 item 5)
 };
 
 struct JobRecord {
@@ -85,6 +86,7 @@ struct JobRecord {
   Seconds end = -1;
   RareText stop_reason;           // why the engine stopped it (empty unless stopped)
   Seconds solo_runtime = 0;       // its own runtime alone (trace duration or workload's)
+  Seconds head_reserved = -1;     // backfill: its first reserved start as the waiting head (-1: never)
   // In launch order. Most jobs run once: that attempt lies in the record itself.
   SmallList<AttemptRecord, 1> attempts;
 };

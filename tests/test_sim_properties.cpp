@@ -209,7 +209,7 @@ TEST(Backfill, NeverDelaysTheHeadsReservationOnThePublishedTraces) {
       if (!on) {
         EXPECT_TRUE(r.reservations.empty()) << trace;
         EXPECT_EQ(backfilled, 0u) << trace;
-        for (const JobRecord& j : r.jobs) EXPECT_EQ(j.head_reserved, -1) << trace;
+        EXPECT_TRUE(r.head_reserved.empty()) << trace;
         continue;
       }
       EXPECT_GT(backfilled, 0u) << trace;
@@ -224,9 +224,10 @@ TEST(Backfill, NeverDelaysTheHeadsReservationOnThePublishedTraces) {
       }
       for (const auto& [job, at] : held)
         EXPECT_LE(r.jobs[static_cast<std::size_t>(job)].first_launch, at + 1e-6) << trace << " job " << job;
-      for (const JobRecord& j : r.jobs) {
-        const auto f = first.find(j.trace_index);
-        EXPECT_EQ(j.head_reserved, f == first.end() ? -1 : f->second) << trace << " job " << j.trace_index;
+      ASSERT_EQ(r.head_reserved.size(), r.jobs.size()) << trace;
+      for (std::size_t k = 0; k < r.jobs.size(); ++k) {
+        const auto f = first.find(r.jobs[k].trace_index);
+        EXPECT_EQ(r.head_reserved[k], f == first.end() ? -1 : f->second) << trace << " job " << r.jobs[k].trace_index;
       }
       reservations += held.size();
     }

@@ -118,7 +118,9 @@ void write_jobs_csv(const std::string& path, const std::vector<SimResult>& runs,
        "head_reserved_s\n";
   for (std::size_t k = 0; k < runs.size(); ++k) {
     const auto& r = runs[k];
-    for (const auto& j : r.jobs)
+    for (std::size_t slot = 0; slot < r.jobs.size(); ++slot) {
+      const auto& j = r.jobs[slot];
+      const Seconds reserved = slot < r.head_reserved.size() ? r.head_reserved[slot] : -1;
       for (std::size_t a = 0; a < j.attempts.size(); ++a) {
         const auto& at = j.attempts[a];
         if (!seed_of_run.empty()) f << seed_of_run[k] << ",";
@@ -128,8 +130,9 @@ void write_jobs_csv(const std::string& path, const std::vector<SimResult>& runs,
                          j.trace_index, field(j.workload), j.num_gpus, j.submit, j.first_launch, j.end,
                          j.completed ? 1 : 0, a + 1, at.launch, at.first_activity, at.end, gpus, at.exclusive ? 1 : 0,
                          at.floor_mib, at.admitted_mib, outcome_name(at.outcome), j.solo_runtime,
-                         at.backfilled ? 1 : 0, j.head_reserved >= 0 ? fmt::format("{}", j.head_reserved) : "");
+                         at.backfilled ? 1 : 0, reserved >= 0 ? fmt::format("{}", reserved) : "");
       }
+    }
   }
 }
 

@@ -483,12 +483,13 @@ class Run {
   void count_late_heads(SimResult& res) const {
     LabCounts& r = res.lab;
     double sum = 0;
+    res.head_reserved.assign(res.jobs.size(), -1);
     for (const auto& [job, at] : first_reserved_) {
       ++r.reserved_heads;
       // (Records are in trace-index order, ids in submit order: the job's slot says where.)
-      JobRecord& rec = res.jobs[st_.jobs[static_cast<std::size_t>(job)].slot];
-      rec.head_reserved = at;
-      const Seconds started = rec.first_launch;
+      const std::size_t slot = st_.jobs[static_cast<std::size_t>(job)].slot;
+      res.head_reserved[slot] = at;
+      const Seconds started = res.jobs[slot].first_launch;
       if (started < 0 || started <= at + 1) continue;
       ++r.late_heads;
       sum += started - at;

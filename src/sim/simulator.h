@@ -86,7 +86,6 @@ struct JobRecord {
   Seconds end = -1;
   RareText stop_reason;           // why the engine stopped it (empty unless stopped)
   Seconds solo_runtime = 0;       // its own runtime alone (trace duration or workload's)
-  Seconds head_reserved = -1;     // backfill: its first reserved start as the waiting head (-1: never)
   // In launch order. Most jobs run once: that attempt lies in the record itself.
   SmallList<AttemptRecord, 1> attempts;
 };
@@ -140,6 +139,9 @@ struct SimResult {
   // Backfill (issue 32 item 5), when recorded: (job, its reserved start) at each pass where
   // the head of the queue waited with a reservation; the job is the trace position.
   std::vector<std::pair<std::int64_t, Seconds>> reservations;
+  // Backfill: each job's first reserved start as the waiting head, by record (-1: never);
+  // empty with backfill off (kept out of JobRecord, which a 1M-job run holds a million of).
+  std::vector<Seconds> head_reserved;
   // Work counts (deterministic, for tests that guard speed without a clock): events
   // handled, engine asks, and visits: servers the dispatcher considered, GPUs each engine
   // ask was shown, GPUs whose activity was recomputed.

@@ -179,6 +179,10 @@ TEST(Backfill, AJobEndingBeforeTheHeadsReservationStartsAheadOfIt) {
   ASSERT_EQ(s.fx.starts.size(), 1u);
   EXPECT_EQ(s.fx.starts[0].job, 5);                  // C, and not D (too long) or E (no limit)
   EXPECT_TRUE(s.fx.starts[0].backfilled);            // marked so (the simulator's --jobs-csv)
+  const auto launch = std::find_if(s.fx.changes.begin(), s.fx.changes.end(),
+                                   [](const Effects::Change& c) { return c.job == 5 && c.event == "launch"; });
+  ASSERT_NE(launch, s.fx.changes.end());
+  EXPECT_EQ(launch->detail, kBackfilledLaunch);      // and in its launch event (aegisd's history)
   EXPECT_EQ(s.fx.reserved_start, 3600);
   ASSERT_TRUE(s.fx.blocked);
   EXPECT_EQ(s.fx.blocked->reason, "no GPUs free");  // the head's reason stands

@@ -629,7 +629,11 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         continue;
       }
       start(j, std::move(*p), now, placer, fx);
-      if (reserved) fx.starts.back().backfilled = true;
+      if (reserved) {  // backfill hook (item 5): said so (the simulator's --jobs-csv, aegisd's launch event)
+        fx.starts.back().backfilled = true;
+        if (!fx.changes.empty() && fx.changes.back().job == j.id() && fx.changes.back().event == "launch")
+          fx.changes.back().detail = kBackfilledLaunch;
+      }
       // [fair share] Its user is now committed to more: the rest of the pass in the new order.
       if (sorted && share_.counts_committed() && j.holds_gpus()) {
         pass_committed_[j.spec().owner] += committed_of(j, now);

@@ -100,6 +100,9 @@ struct Ended {
 
 // What the driver must do, in this order: persist each change (with its event), start
 // each launch, signal each job to stop.
+// The detail of a launch started ahead of a waiting head, within its reserved start (item 5).
+inline constexpr std::string_view kBackfilledLaunch = "backfilled: ahead of the waiting head, within its reserved start";
+
 struct Effects {
   struct Start {
     JobId job = 0;

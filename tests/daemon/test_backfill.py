@@ -2,8 +2,8 @@
 the queue waits for both GPUs while one runs a job stopped at its limit; a short job with
 --time, and one without a limit whose command has three successful runs (its predicted
 duration, from history), start ahead of it on the free GPU; a long one and one with neither
-a limit nor history do not. `aegis queue --eta` gives the head its reserved start, and the
-head starts no later. (Before predicted durations a job without a limit never backfilled.)
+a limit nor history do not, and each launch event says whether it was a backfill. `aegis
+queue --eta` gives the head its reserved start, and the head starts no later. (Before predicted durations a job without a limit never backfilled.)
 Usage: test_backfill.py BUILD_DIR
 """
 import sys
@@ -42,6 +42,11 @@ def main(build):
         for j, name in ((long_, "the long job"), (plain, "the job without a limit or history")):
             if started[j] < started[h]:
                 fail(f"{name} went ahead of the head: {started}")
+        # Each job's history says which launches were backfills (the lifecycle's launch detail).
+        for j, want in ((short, True), (known, True), (h, False), (long_, False), (plain, False)):
+            launches = [e["detail"] for e in d.show(j)["events"] if e["kind"] == "launch"]
+            if len(launches) != 1 or ("backfilled" in launches[0]) != want or not launches[0].startswith("attempt 1 on "):
+                fail(f"job {j}'s launch events {launches}, backfilled expected {want}")
         if started[h] > reserved + 5:  # a few event-loop ticks
             fail(f"the head started {started[h] - reserved:.1f} s after its reserved start")
         print(f"OK: short and predicted jobs backfilled; head started {started[h] - reserved:+.1f} s from its "

@@ -963,7 +963,8 @@ void Daemon::persist(const Effects& fx, Seconds now) {
     store_.update(rec);
     std::string detail = c.detail;
     if (c.event == "launch" && rec.current())
-      detail = fmt::format("attempt {} on {}", rec.current()->number, fmt::join(rec.current()->gpu_uuids, ","));
+      detail = fmt::format("attempt {} on {}{}", rec.current()->number, fmt::join(rec.current()->gpu_uuids, ","),
+                           c.detail.empty() ? "" : "; " + c.detail);  // e.g. backfilled (lifecycle.h)
     store_.event(c.job, now, c.event, detail);
     if (notifier_->enabled())
       if (auto n = notice_for(rec, c.event, detail, now)) notices.push_back(std::move(*n));

@@ -468,7 +468,7 @@ Effects Lifecycle::schedule(Seconds now, Placer& placer) {
   return fx;
 }
 
-void Lifecycle::start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx) {
+void Lifecycle::start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx, bool backfilled) {
   const QueuedJob& qj = j.queued;
   // The placer's view of its GPUs includes the job before anything else is placed.
   placer.started(qj, p, now);
@@ -484,6 +484,7 @@ void Lifecycle::start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Ef
   s.job = j.id();
   if (opt_.start_placements) s.placement = p;
   s.attempt = static_cast<int>(j.attempts.size()) + 1;
+  s.backfilled = backfilled;
   // Under MPS every job that others may join gets a limit from what is known of it
   // (lifecycle/mps_limit.h), also one placed alone for now: unlimited, it could grow
   // and push a later neighbour out of memory. A job placed exclusive has no neighbour.
@@ -497,7 +498,7 @@ void Lifecycle::start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Ef
   a.placement = std::move(p);
   a.launched_at = now;
   fx.starts.push_back(std::move(s));
-  change(fx, j.id(), "launch", "");
+  change(fx, j.id(), "launch", backfilled ? kBackfilledLaunch : std::string_view{});
   if (j.spec().time_limit) deadlines_.add(j.id(), a.number, now + *j.spec().time_limit);  // item 5
 }
 
@@ -628,12 +629,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
         placer.declined(qj, *p);
         continue;
       }
-      start(j, std::move(*p), now, placer, fx);
-      if (reserved) {  // backfill hook (item 5): said so (the simulator's --jobs-csv, aegisd's launch event)
-        fx.starts.back().backfilled = true;
-        if (!fx.changes.empty() && fx.changes.back().job == j.id() && fx.changes.back().event == "launch")
-          fx.changes.back().detail = kBackfilledLaunch;
-      }
+      start(j, std::move(*p), now, placer, fx, reserved.has_value());  // backfilled, when a head waits (item 5)
       // [fair share] Its user is now committed to more: the rest of the pass in the new order.
       if (sorted && share_.counts_committed() && j.holds_gpus()) {
         pass_committed_[j.spec().owner] += committed_of(j, now);

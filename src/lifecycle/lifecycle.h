@@ -98,11 +98,11 @@ struct Ended {
   std::string detail;                                  // the log line, the errno, ...
 };
 
-// What the driver must do, in this order: persist each change (with its event), start
-// each launch, signal each job to stop.
 // The detail of a launch started ahead of a waiting head, within its reserved start (item 5).
 inline constexpr std::string_view kBackfilledLaunch = "backfilled: ahead of the waiting head, within its reserved start";
 
+// What the driver must do, in this order: persist each change (with its event), start
+// each launch, signal each job to stop.
 struct Effects {
   struct Start {
     JobId job = 0;
@@ -319,7 +319,8 @@ class Lifecycle {
   ReservationBook bf_book_;           // reserved_start of bf_held_, asked again per candidate
   BusyGpus bf_busy_;                  // GPUs running jobs hold, until when (backfill_joins)
   bool joins_running(const Placement& p, Seconds until, Seconds reserved) const;
-  void start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx);
+  // `backfilled`: ahead of a waiting head, within its reservation (the start and its launch event say so).
+  void start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx, bool backfilled = false);
   // Preemption (preemption.cpp). Each returns true when the pass must stop here: the
   // preemptor waits for its victims, which nothing else may take the place of.
   bool preempt_for(LifeJob& head, Seconds now, Placer& placer, Effects& fx);

@@ -126,25 +126,38 @@ std::map<std::string, DriverRow> driver_listing(const std::string& dir) {
   return rows;
 }
 
-TEST(MigModels, H200TableIsTheDriversListing) {
-  const auto driver = driver_listing("h200-580.159.04");
+// aegis's table of `model` against the driver's listing in tests/data/mig/<dir>/: every
+// profile, its memory, SMs, most instances and placements. The driver prints memory in GiB
+// to two decimals (19.625 GiB as 19.62), so memory agrees to half a hundredth of a GiB.
+void expect_table_is_the_drivers_listing(const std::string& model, const std::string& dir) {
+  const auto driver = driver_listing(dir);
   ASSERT_EQ(driver.size(), 7u) << "the recorded listing did not parse";
-  const mig::Model* m = mig::model_named("H200-141GB");
+  const mig::Model* m = mig::model_named(model);
   ASSERT_NE(m, nullptr);
   EXPECT_EQ(m->profiles.size(), driver.size());  // no profile the driver does not list
   for (const auto& [name, row] : driver) {
     SCOPED_TRACE(name);
     const mig::Profile* p = mig::find_profile(*m, name);
     if (!p) {
-      ADD_FAILURE() << "the driver lists " << name << "; aegis's H200 table lacks it";
+      ADD_FAILURE() << "the driver lists " << name << "; aegis's " << model << " table lacks it";
       continue;
     }
-    EXPECT_EQ(p->memory_mib, static_cast<MiB>(row.gib * 1024)) << "driver: " << row.gib << " GiB";
+    EXPECT_NEAR(static_cast<double>(p->memory_mib), row.gib * 1024, 0.005 * 1024 + 1e-9) << "driver: " << row.gib << " GiB";
     EXPECT_EQ(p->sms, row.sms);
     EXPECT_EQ(p->instances, row.instances);
     EXPECT_EQ(p->slots, row.slots);
     EXPECT_EQ(std::vector<int>(p->starts.begin(), p->starts.end()), row.starts);
   }
+}
+
+TEST(MigModels, H200TableIsTheDriversListing) {
+  expect_table_is_the_drivers_listing("H200-141GB", "h200-580.159.04");
+}
+
+// The H100's table came from a public capture; the validation run of 2026-12-06 on an H100
+// recorded the driver's own listing, which it matches row for row.
+TEST(MigModels, H100TableIsTheDriversListing) {
+  expect_table_is_the_drivers_listing("H100-80GB", "h100-580.159.04");
 }
 
 TEST(MigModels, OneMediaExtensionsInstancePerGpu) {

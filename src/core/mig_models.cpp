@@ -36,7 +36,8 @@ constexpr std::array kFirst{0};
 //   A100-80GB: a public -lgip capture on driver 515.86.01 (9.50/19.50/39.25/39.25/79.00
 //     GiB); 1g.20gb, absent from that driver, takes its 2-slot memory as every listing does;
 //   H100-80GB: the -lgip capture at jbarrow.ai/field_notes/nvidia-mig (9.75/19.62/19.62/
-//     39.50/39.50/79.25 GiB, 16/26/32/60/64/132 SMs);
+//     39.50/39.50/79.25 GiB, 16/26/32/60/64/132 SMs), since confirmed by our own capture,
+//     driver 580.159.04 (tests/data/mig/h100-580.159.04/, checked row by row as the H200's);
 //   H200-141GB: our own capture, driver 580.159.04 (tests/data/mig/h200-580.159.04/, which
 //     tests/test_mig_models.cpp checks this table against row by row).
 // A +me profile is its 1-slice profile plus the GPU's media engines: same memory, SMs and

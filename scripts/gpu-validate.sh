@@ -12,8 +12,8 @@
 #       ON THE GPU MACHINE: 1. NVML self-check and the cost of a sample against nvidia-smi,
 #       the telemetry source aegisd chooses (GPM, DCGM where libdcgm is installed, coarse)
 #       with what each source reads under load, and gpt.py's --memory-target-gib on the GPU;
-#       2. the solo phase: one job of each kind of the mix (scripts/gpu-validate/mix.csv)
-#       under policy exclusive, one after the other: each kind's solo profile, from which
+#       then a warm-up (each kind for 30 steps at once, outside aegisd); 2. the solo
+#       phase: one job of each kind of the mix (scripts/gpu-validate/mix.csv) under policy exclusive, one after the other: each kind's solo profile, from which
 #       the exclusive makespan of the whole mix is derived; 3. the whole mix under policy
 #       aegis, repeated while the budget allows another repeat (at most 3): its makespan
 #       and spread; 4. everything packed into OUT_DIR/gpu-validation.tar.gz (rewritten
@@ -248,7 +248,7 @@ nvml_phase() {
   local load
   if [ "$MODE" = real ]; then
     # Also the check of --memory-target-gib on the GPU (summarize.py: its peak against 40 GiB).
-    "$PY" "$REPO/workloads/gpt.py" --memory-target-gib 40 --seconds 12 > "$d/load.log" 2>&1 &
+    PYTHONUNBUFFERED=1 "$PY" "$REPO/workloads/gpt.py" --memory-target-gib 40 --seconds 30 > "$d/load.log" 2>&1 &
   else
     "$BUNDLE/bin/aegis-fakejob" --mem 20000 --smact 0.7 --seconds "$(scaled 25)" --startup 0 > "$d/load.log" 2>&1 &
   fi
@@ -259,7 +259,18 @@ nvml_phase() {
     sleep 0.5; waited=$((waited + 1))
     if [ $waited -ge 60 ] || ! kill -0 "$load" 2>/dev/null; then log "the load job shows no GPU process (see nvml/load.log)"; break; fi
   done
-  sleep "$(scaled 5)"  # past the first iterations: steady activity
+  # Past the first iterations: steady activity. gpt.py first searches its batch size for
+  # the memory target (16 s on the H100); until it prints the result, what the sources read
+  # is that search, not training (run 3: --source auto read SMACT 0.10 at 20.8 GB, then
+  # --source gpm 0.91 at 39.0 GB).
+  if [ "$MODE" = real ]; then
+    waited=0
+    until grep -q '^memory probe:' "$d/load.log" 2>/dev/null; do
+      sleep 0.5; waited=$((waited + 1))
+      if [ $waited -ge 60 ] || ! kill -0 "$load" 2>/dev/null; then log "the load job printed no memory probe (see nvml/load.log)"; break; fi
+    done
+  fi
+  sleep "$(scaled 5)"
   telemetry_sources "$d" "${gpm_ms%.*}"
   if [ "$MODE" = real ]; then
     nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv > "$d/apps-before.csv" 2>&1 || true
@@ -357,6 +368,16 @@ PYEOF
 }
 
 nvml_phase
+pack
+# The warm-up (run 3, docs/gpu-validation.md): one job of each kind at once, outside aegisd,
+# for a few steps, so that the solo phase does not pay alone for reading PyTorch's and
+# cuDNN's libraries from disk, which the aegis runs after it then find in the page cache.
+log "warm-up: one job of each kind at once, 30 steps, outside aegisd"
+mkdir -p "$RES/warmup"
+"$PY" "$HERE/run_trace.py" --warm-up 30 --trace "$RES/mix.csv" --repo "$REPO" --mode "$MODE" --python "$PY" \
+  --fakejob "$BUNDLE/bin/aegis-fakejob" --scale "$SCALE" --deadline-s "$(scaled 60)" --out "$RES/warmup" ||
+  log "warm-up failed; going on (see results/warmup/)"
+if [ "$MODE" = emulated ]; then rm -f "$AEGIS_EMULATED_STATE"; fi
 pack
 # The solo phase gets what its jobs should take one after the other, and half as much again
 # (never more than half of what is left): the exclusive policy runs them in turn.

@@ -206,8 +206,16 @@ def dry_run(build):
                   "results/nvml/probe-load.json", "results/solo/jobs.json", "results/solo/telemetry.jsonl",
                   "results/aegis-1/jobs.json", "results/aegis-1/aegisd.log", "results/aegis-1/metrics.txt",
                   "results/aegis-2/jobs.json", "results/nvml/telemetry-auto.csv", "results/nvml/telemetry-dcgm.txt",
-                  "results/aegis-1/gpus-start.json", "results/summary.json"):
+                  "results/aegis-1/gpus-start.json", "results/summary.json", "results/warmup/warmup.json"):
             check(f in names, f"the archive lacks {f}")
+        # The warm-up ran each of the four kinds once, outside aegisd, before the solo phase.
+        with tarfile.open(os.path.join(out, "gpu-validation.tar.gz")) as tf:
+            warm = json.load(tf.extractfile("results/warmup/warmup.json"))
+            solo_jobs = json.load(tf.extractfile("results/solo/jobs.json"))
+        check(sorted(warm["kinds"]) == ["bert512", "cifar_input", "dlrm_input", "resnet50"]
+              and all(k["exit"] == 0 for k in warm["kinds"].values()), f"the warm-up: {warm}")
+        check(max(k["seconds"] for k in warm["kinds"].values()) < 30
+              and min(j["show"]["submitted_at"] for j in solo_jobs["jobs"]) > 0, "the warm-up's figures")
         check(summary["nvml"]["load"]["gpm_metrics_present"], "the NVML self-check saw no GPM metrics")
         # The telemetry sources: aegisd's choice on the emulated H200 is GPM; DCGM, asked to
         # read the same GPU, reads it too (the emulated libdcgm shares the GPU's state; how
@@ -244,6 +252,12 @@ def dry_run(build):
         for pol, bound in (("exclusive", 0.25), ("aegis-1", 0.5)):
             err = rep["policies"][pol]["makespan_error"]
             check(err is not None and abs(err) < bound, f"{pol}: simulated makespan off by {err} (bound {bound})")
+            # The spread over seeds (20 by default) brackets the one-seed replay.
+            sp = rep["policies"][pol]["simulated_over_seeds"]
+            sim1 = rep["policies"][pol]["simulated"]["makespan_s"]
+            check(sp and sp["seeds"] == 20 and sp["min_s"] <= sp["median_s"] <= sp["max_s"]
+                  and sp["min_s"] <= sim1 <= sp["max_s"] and isinstance(sp["measured_within"], bool),
+                  f"{pol}: the spread over seeds: {sp}")
             jct = rep["policies"][pol]["jct_mean_abs_error"]
             print(f"ok: compare {pol}: makespan error {100 * err:+.1f}%"
                   + ("" if jct is None else f", JCT |error| mean {100 * jct:.1f}%"))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Replays a validation run in `aegis sim` and compares it with what happened.
 
-  compare.py RESULTS [--aegis BIN] [--out DIR] [--seed N]
+  compare.py RESULTS [--aegis BIN] [--out DIR] [--seed N] [--seeds K]
 
 RESULTS is what scripts/gpu-validate.sh wrote: its OUT_DIR (holding gpu-validation.tar.gz),
 the tarball itself, or an unpacked results/ folder. From the runs where jobs ran alone (the
@@ -291,6 +291,24 @@ def simulate(aegis, out, label, policy, workloads, trace, names, gpu_mib, engine
             "collocated_attempts": result.get("collocated_attempts"), "jobs": per, "command": cmd}
 
 
+def makespan_over_seeds(cmd, out, label, seeds):
+    """The same replay under `seeds` seeds (from the command's --seed on): median, min, max."""
+    js = os.path.join(out, f"sim_{label}_seeds.json")
+    c = list(cmd)
+    del c[c.index("--jobs-csv"):c.index("--jobs-csv") + 2]
+    c[c.index("--json") + 1] = js
+    c += ["--seeds", str(seeds)]
+    r = subprocess.run(c, capture_output=True, text=True)
+    if r.returncode != 0:
+        die(f"aegis sim --seeds {seeds} failed: {r.stderr.strip() or r.stdout.strip()}\n  command: {' '.join(c)}")
+    doc = load_json(js)
+    ms = sorted(s["results"][0]["makespan_s"] for s in doc.get("seeds", [{"results": doc["results"]}])
+                if s["results"] and s["results"][0].get("makespan_s") is not None)
+    if not ms:
+        return None
+    return {"seeds": len(ms), "median_s": statistics.median(ms), "min_s": ms[0], "max_s": ms[-1], "command": c}
+
+
 def rel(a, b):
     return (a - b) / b if a is not None and b else None
 
@@ -312,8 +330,12 @@ def main():
     p.add_argument("results", help="OUT_DIR of gpu-validate.sh, its gpu-validation.tar.gz, or results/")
     p.add_argument("--aegis", help="the aegis command (default: build/apps/aegis/aegis, else aegis on PATH)")
     p.add_argument("--out", help="where to write (default RESULTS/compare)")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="the seed of the per-job replay (default 1)")
+    p.add_argument("--seeds", type=int, default=20,
+                   help="the makespan's spread over this many seeds from --seed on (default 20; 1: none)")
     a = p.parse_args()
+    if not 1 <= a.seeds <= 1000:
+        die(f"--seeds: {a.seeds} is not in 1..1000")
     aegis = a.aegis or next((c for c in (os.path.join(REPO, "build/apps/aegis/aegis"), shutil.which("aegis"))
                              if c and os.access(c, os.X_OK)), None)
     if not aegis:
@@ -327,7 +349,7 @@ def main():
             os.makedirs(out, exist_ok=True)
         except OSError as e:  # the device tool hands results back read-only
             die(f"{out}: cannot write there ({e.strerror}); give --out DIR")
-        report = run(aegis, res, out, a.seed)
+        report = run(aegis, res, out, a.seed, a.seeds)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     with open(os.path.join(out, "compare.json"), "w") as f:
@@ -335,7 +357,7 @@ def main():
     print(f"\nwritten: {out}/compare.json, compare_jobs.csv, workloads.csv, trace_*.csv, sim_*.json")
 
 
-def run(aegis, res, out, seed):
+def run(aegis, res, out, seed, seeds):
     cfg = load_json(os.path.join(res, "config.json"))
     mix = os.path.isdir(os.path.join(res, "solo"))
     # The runs: (label, policy, folder); the one whose jobs ran alone gives the profiles.
@@ -410,6 +432,10 @@ def run(aegis, res, out, seed):
             meas = {"makespan_s": der.get("makespan_s"), "derived": der, "jobs": {}, "oom_attempts": 0,
                     "collocated_jobs": 0}
         sim = simulate(aegis, out, label, pol, wl, tr, names, gpu_mib, cfg.get("engine", []), sim_sets, seed)
+        spread = makespan_over_seeds(sim["command"], out, label, seeds) if seeds > 1 else None
+        if spread and meas["makespan_s"] is not None:
+            spread["measured_within"] = spread["min_s"] <= meas["makespan_s"] <= spread["max_s"]
+            spread["median_error"] = rel(spread["median_s"], meas["makespan_s"])
         errs = []
         for name, m in meas["jobs"].items():
             s = sim["jobs"].get(name, {})
@@ -423,6 +449,7 @@ def run(aegis, res, out, seed):
         report["policies"][label] = {
             "measured": meas, "simulated": sim,
             "makespan_error": rel(sim["makespan_s"], meas["makespan_s"]),
+            "simulated_over_seeds": spread,
             "jct_mean_abs_error": (sum(errs) / len(errs)) if errs else None,
             "jct_max_abs_error": max(errs) if errs else None,
         }
@@ -466,6 +493,11 @@ def print_report(r, rows):
               f"({pct(x['makespan_error'])}); JCT |error| mean {apct(x['jct_mean_abs_error'])}, "
               f"max {apct(x['jct_max_abs_error'])}; "
               f"OOM attempts {m['oom_attempts']} / {s['oom_attempts']}")
+        sp = x.get("simulated_over_seeds")
+        if sp and sp["min_s"] != sp["max_s"]:
+            print(f"  {'':<10} over {sp['seeds']} seeds: simulated median {sp['median_s']:.1f} s "
+                  f"({pct(sp.get('median_error'))}), range {sp['min_s']:.1f}-{sp['max_s']:.1f} s: measured "
+                  f"{'within' if sp.get('measured_within') else 'OUTSIDE'}")
     rng = r.get("measured_aegis_over_exclusive_range")
     print(f"  aegis / exclusive: measured {num(r['measured_aegis_over_exclusive'], '{:.3f}')}"
           + (f" (range {rng[0]:.3f}-{rng[1]:.3f})" if rng and rng[0] != rng[1] else "")

@@ -13,6 +13,11 @@ Never stalls on one job: an attempt running longer than --cap-factor times its r
 expect_s (at least --cap-min-s) is cancelled, and so is a queue head that waits while no job
 runs for --stuck-s (a job that can never start here); each such cancel is recorded in
 jobs.json ("guard") and the run goes on with the others.
+With --warm-up STEPS it talks to no aegisd: it runs one job of each kind at once, directly,
+for STEPS training steps (emulated: one scaled second), and writes OUT_DIR/warmup.json. That
+reads the workloads' libraries (PyTorch, cuDNN's kernels) into the page cache before the solo
+phase, so that the solo phase starts as warm as the aegis runs after it (docs/gpu-validation.md,
+run 3).
 Standard library only (it runs under whatever python3 the GPU machine has).
 """
 import argparse
@@ -78,6 +83,36 @@ def solo_rows(rows, kinds=None, stagger=0.0):
     return out
 
 
+def warm_up(rows, a):
+    """One job of each kind at once, outside aegisd, STEPS steps each; every exit recorded."""
+    procs = []
+    for row in solo_rows(rows):
+        r = dict(row, steps=str(a.warm_up))
+        if a.mode == "emulated":
+            r.update(fake_seconds="1", fake_startup_s="0", fake_load_s="0")
+        log = open(os.path.join(a.out, f"warmup-{r.get('kind') or r['name']}.log"), "w")
+        cmd = job_command(r, a)
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        procs.append((r.get("kind") or r["name"], cmd, subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                                                        env=env, start_new_session=True), log, time.time()))
+    deadline = time.time() + a.deadline_s
+    done = {}
+    for kind, cmd, proc, log, t in procs:
+        try:
+            rc = proc.wait(timeout=max(0.0, deadline - time.time()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            rc = proc.wait()
+            rc = f"killed at the deadline ({a.deadline_s:g} s)"
+        log.close()
+        done[kind] = {"command": cmd, "exit": rc, "seconds": round(time.time() - t, 2)}
+    with open(os.path.join(a.out, "warmup.json"), "w") as f:
+        json.dump({"steps": a.warm_up, "mode": a.mode, "kinds": done}, f, indent=1)
+    ok = sum(d["exit"] == 0 for d in done.values())
+    print(f"run_trace: warm-up: {ok}/{len(done)} kinds ran {a.warm_up} steps "
+          "(" + ", ".join(f"{k} {d['seconds']:.0f} s" for k, d in done.items()) + ")", flush=True)
+
+
 def cgroup_of(pid):
     """The process's cgroup v2 path (the "0::" line of /proc/PID/cgroup), None if unknown."""
     try:
@@ -131,8 +166,8 @@ def last_json_line(text):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--aegis", required=True, help="the aegis command")
-    p.add_argument("--socket", required=True)
+    p.add_argument("--aegis", help="the aegis command (not with --warm-up)")
+    p.add_argument("--socket", help="aegisd's socket (not with --warm-up)")
     p.add_argument("--trace", required=True, help="scripts/gpu-validate/minitrace.csv")
     p.add_argument("--repo", required=True, help="repository root (workloads/, scripts/)")
     p.add_argument("--mode", choices=["real", "emulated"], required=True)
@@ -141,7 +176,9 @@ def main():
     p.add_argument("--scale", type=float, default=1.0, help="multiplies durations and submit offsets")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between telemetry samples")
     p.add_argument("--deadline-s", type=float, required=True, help="cancel what is not final after this long")
-    p.add_argument("--policy", required=True, help="recorded with the results")
+    p.add_argument("--policy", help="recorded with the results (not with --warm-up)")
+    p.add_argument("--warm-up", type=int, metavar="STEPS",
+                   help="no aegisd: run one job of each kind at once for STEPS steps, then exit")
     p.add_argument("--solo", action="store_true", help="one job of each kind, all submitted at once")
     p.add_argument("--kinds", help="with --solo: only these kinds (comma-separated)")
     p.add_argument("--stagger", type=float, default=0.0, help="with --solo: seconds between submissions")
@@ -157,6 +194,15 @@ def main():
         rows = list(csv.DictReader(f))
     if not rows:
         die(f"{a.trace}: no jobs")
+    if a.warm_up is not None:
+        if a.warm_up < 1:
+            die(f"--warm-up: {a.warm_up} is not a number of steps (1 or more)")
+        os.makedirs(a.out, exist_ok=True)
+        warm_up(rows, a)
+        return
+    for need in ("aegis", "socket", "policy"):
+        if not getattr(a, need):
+            die(f"--{need} is needed (all but --warm-up talk to aegisd)")
     if a.solo:
         kinds = set(a.kinds.split(",")) if a.kinds else None
         rows = solo_rows(rows, kinds, a.stagger)

@@ -14,6 +14,7 @@ Exits 1 on failure.
 
     test_compare_gpu_runs.py BUILD_DIR [REPO]
 """
+import csv
 import json
 import os
 import subprocess
@@ -52,6 +53,14 @@ with tempfile.TemporaryDirectory() as tmp:
             ("H100 run 3", "data/gpu-validation/h100-run3/gpu-validation.tar.gz", 0.05, 0.25),
             ("H100 run 4", "data/gpu-validation/h100-run4/gpu-validation.tar.gz", 0.05, 0.25)):
         cmp = replay(os.path.join(REPO, archive), os.path.join(tmp, run.replace(" ", "")))
+        if run == "H100 run 4":  # the warm pair (docs/gpu-validation.md): ResNet-50 beside DLRM
+            with open(os.path.join(tmp, "H100run4", "compare_jobs.csv"), newline="") as f:
+                r50 = next(r for r in csv.DictReader(f) if r["job"] == "m5_resnet50")
+            ms, ss = float(r50["measured_speed"]), float(r50["simulated_speed"])
+            ok = abs(ms - 2116.784 / 2757.695) < 1e-3 and 0 < ss <= 1.0
+            failed |= not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {run} m5_resnet50 speed beside DLRM: measured {ms:.3f} "
+                  f"(its samples/s over the solo phase's), simulated {ss:.3f}")
         for name, e in sorted(errors(cmp).items()):
             bound = ex_bound if name == "exclusive" else ae_bound
             ok = abs(e) <= bound

@@ -259,6 +259,7 @@ def measured(run, names):
             "jct_s": (sh["ended_at"] - sh["submitted_at"]) if sh.get("ended_at") and sh["state"] == "completed" else None,
             "attempts": len(mine), "oom_attempts": sum(a.get("outcome") == "oom" for a in mine),
             "collocated": any(overlaps(a, b) for a in mine for n, b in atts if n != j["name"]),
+            "kind": j.get("kind"), "samples_per_s": (j.get("result") or {}).get("samples_per_s"),
         }
     ends = [j["show"]["ended_at"] for j in jobs if j["show"].get("ended_at")]
     return {"makespan_s": (max(ends) - t0) if ends else None, "jobs": per,
@@ -286,6 +287,9 @@ def simulate(aegis, out, label, policy, workloads, trace, names, gpu_mib, engine
             p["attempts"] += 1
             p["oom_attempts"] += row["outcome"] == "oom"
             p["completed"] = row["completed"] == "1"
+            # The last attempt's speed relative to alone: its solo runtime over its run time.
+            run_s = float(row["attempt_end_s"] or 0) - float(row["launch_s"])
+            p["speed"] = float(row["solo_runtime_s"]) / run_s if run_s > 0 and row["solo_runtime_s"] else None
             p["jct_s"] = float(row["end_s"]) - float(row["submit_s"]) if p["completed"] else None
     return {"makespan_s": result.get("makespan_s"), "oom_attempts": result.get("oom_attempts"),
             "collocated_attempts": result.get("collocated_attempts"), "jobs": per, "command": cmd}
@@ -442,7 +446,13 @@ def run(aegis, res, out, seed, seeds):
             e = rel(s.get("jct_s"), m["jct_s"])
             if e is not None:
                 errs.append(abs(e))
+            # Training speed next to the others, relative to the kind alone: measured by the
+            # workload's own samples per second (start-up excluded), simulated as solo runtime
+            # over run time (docs/gpu-validation.md, runs 3 and 4: the interference evidence).
+            solo_sps = (profs.get(m.get("kind")) or {}).get("samples_per_s")
+            m_speed = m["samples_per_s"] / solo_sps if m.get("samples_per_s") and solo_sps else None
             rows.append({"policy": label, "job": name, "measured_jct_s": m["jct_s"], "simulated_jct_s": s.get("jct_s"),
+                         "measured_speed": m_speed, "simulated_speed": s.get("speed"),
                          "error": e, "measured_attempts": m["attempts"], "simulated_attempts": s.get("attempts"),
                          "measured_oom": m["oom_attempts"], "simulated_oom": s.get("oom_attempts"),
                          "measured_collocated": m["collocated"]})
@@ -502,11 +512,15 @@ def print_report(r, rows):
     print(f"  aegis / exclusive: measured {num(r['measured_aegis_over_exclusive'], '{:.3f}')}"
           + (f" (range {rng[0]:.3f}-{rng[1]:.3f})" if rng and rng[0] != rng[1] else "")
           + f", simulated {num(r['simulated_aegis_over_exclusive'], '{:.3f}')}")
-    print("\nper job (JCT s, measured / simulated):")
+    print("\nper job (JCT s, measured / simulated; speed relative to the kind alone, measured / simulated):")
     for row in rows:
+        speed = ""
+        if row.get("measured_collocated") and (row.get("measured_speed") or row.get("simulated_speed")):
+            speed = (f"  speed {num(row.get('measured_speed'), '{:.2f}')} / "
+                     f"{num(row.get('simulated_speed'), '{:.2f}')}")
         print(f"  {row['policy']:<10} {row['job']:<18} {num(row['measured_jct_s']):>7} / {num(row['simulated_jct_s']):>7} "
               f"{pct(row['error']):>8}  attempts {row['measured_attempts']}/{row['simulated_attempts']}"
-              f"{'  shared' if row['measured_collocated'] else ''}")
+              f"{'  shared' if row['measured_collocated'] else ''}{speed}")
 
 
 if __name__ == "__main__":

@@ -537,16 +537,19 @@ struct JoinScene {
   Effects fx;
   // The head H (job 3) wants every GPU at 30,000 MiB: reserved at 1000. Behind it `behind`:
   // (id, MiB, limit), submitted in that order at 2 and scheduled at 10.
-  JoinScene(const std::string& joins, int n_gpus, std::vector<std::tuple<JobId, MiB, Seconds>> behind)
+  // `a_limit`: A's limit (B's is 1000); `join_slowdown`: backfill_join_slowdown.
+  JoinScene(const std::string& joins, int n_gpus, std::vector<std::tuple<JobId, MiB, Seconds>> behind,
+            Seconds a_limit = 1000, double join_slowdown = 1.0)
       : life([&] {
           EngineConfig c;
           c.backfill = true;
           c.backfill_joins = joins;
+          c.backfill_join_slowdown = join_slowdown;
           return Lifecycle(c, LifecycleOptions{});
         }()),
         gpus(n_gpus) {
     gpus.mib = {{1, 30000}, {2, 30000}, {3, 30000}};
-    life.submitted(job(1, 1, 1000), false, false, 0);
+    life.submitted(job(1, 1, a_limit), false, false, 0);
     life.submitted(job(2, 1, 1000), false, false, 0);
     life.schedule(0, gpus);  // A on GPU 0, B on GPU 1
     life.submitted(job(3, n_gpus, 7200), false, false, 1);
@@ -607,6 +610,26 @@ TEST(Backfill, WithJoinsByReservationAJobStartedOutOfOrderJoinsOnlyJobsEndingByT
   const std::vector<std::tuple<JobId, MiB, Seconds>> short_one{{4, 5000, 300}};
   EXPECT_EQ(JoinScene("by_reservation", 2, short_one).started(), std::vector<JobId>({4}));
   EXPECT_EQ(JoinScene("earlier_ending", 2, short_one).started(), std::vector<JobId>());
+}
+
+// backfill_join_slowdown: a job joined is counted slowed over what it has left. Two GPUs;
+// A (on GPU 0) ends at 500, B (on GPU 1) at 1000: the head's reservation, B's end. C (8,000
+// MiB, ends at 310) fits only beside A, D (5,000, ends at 310) then only beside B. Counted
+// slowed by 1.28 from 10, A ends at 637, by the reservation: C joins it; B would end at
+// 1277, past it: D is declined. At 1 (not slowed) D joins B, whose end is the reservation;
+// at 2.1 A's slowed end (1039) passes it too and neither starts.
+TEST(Backfill, WithJoinsByReservationAJobIsJoinedOnlyIfItsSlowedEndIsByTheReservation) {
+  EXPECT_EQ(EngineConfig{}.backfill_join_slowdown, 1.0);
+  const std::vector<std::tuple<JobId, MiB, Seconds>> behind{{4, 8000, 300}, {5, 5000, 300}};
+  JoinScene slowed("by_reservation", 2, behind, 500, 1.28);
+  EXPECT_EQ(slowed.fx.reserved_start, 1000);
+  EXPECT_EQ(slowed.started(), std::vector<JobId>({4}));
+  EXPECT_EQ(slowed.gpus.declined_count, 1);
+  EXPECT_EQ(slowed.life.queue_order(), std::vector<JobId>({3, 5}));
+  EXPECT_EQ(JoinScene("by_reservation", 2, behind, 500, 1.0).started(), std::vector<JobId>({4, 5}));
+  EXPECT_EQ(JoinScene("by_reservation", 2, behind, 500, 2.1).started(), std::vector<JobId>());
+  // The factor is by_reservation's only: `any` lets both join whatever it is.
+  EXPECT_EQ(JoinScene("any", 2, behind, 500, 1.28).started(), std::vector<JobId>({4, 5}));
 }
 
 // GPUs whose jobs may use more memory than was booked for them (`used`, per job), as a job

@@ -1,6 +1,7 @@
 #include "lifecycle/backfill.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "sched/engine.h"
@@ -194,6 +195,11 @@ std::size_t BusyGpus::at(int server, int gpu) const {
 void BusyGpus::mark(int server, int gpu, Seconds until) {
   const std::size_t i = at(server, gpu);
   if (i < until_.size()) until_[i] = std::max(until_[i], until);
+}
+
+Seconds slowed_end(Seconds end, Seconds now, double slowdown) {
+  if (!std::isfinite(end) || end <= now) return end;
+  return now + (end - now) * slowdown;
 }
 
 bool BusyGpus::busy(int server, int gpu) const {

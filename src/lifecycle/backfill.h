@@ -101,6 +101,11 @@ std::optional<Seconds> expected_end(const JobSpec& job, Seconds launched_at, Sec
 // Whether `job`, started now, is expected to end by `reserved` (then it cannot take from the head).
 bool may_backfill(const JobSpec& job, Seconds now, Seconds reserved);
 
+// When a running job expected to end at `end` ends if a job joins its GPUs now and slows what
+// it has left by `slowdown` (>= 1; backfill_join_slowdown): now + (end - now) x slowdown.
+// Infinity stays infinity, an idle GPU's -infinity stays -infinity, a passed end stays put.
+Seconds slowed_end(Seconds end, Seconds now, double slowdown);
+
 // The GPUs aegis jobs run on during one pass, and until when they are expected to (the
 // latest end there), for `backfill_joins`: running jobs have precedence over a job started
 // out of order, and under sharing one that joined their GPUs would slow them.

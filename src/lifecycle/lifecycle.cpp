@@ -410,7 +410,7 @@ void Lifecycle::hold(const Placement& p, Seconds until) {
 bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved) {
   const auto end = expected_end(j.spec(), now, now);
   const Seconds until = end ? *end : std::numeric_limits<Seconds>::infinity();
-  if (config_.backfill_joins != "any" && joins_running(p, until, reserved)) return false;
+  if (config_.backfill_joins != "any" && joins_running(p, until, now, reserved)) return false;
   bool kept = may_backfill(j.spec(), now, reserved);
   if (!kept) {
     const std::size_t before = bf_held_.size();
@@ -433,13 +433,24 @@ bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds 
 // by_reservation: a job that ends by the reservation leaves before the head starts anyway,
 // so sharing with it costs it only time the queue was waiting for the head; one that runs
 // past it would be slowed beyond the window backfill borrows (a week-long job on Philly).
-bool Lifecycle::joins_running(const Placement& p, Seconds until, Seconds reserved) const {
+// The joined job is slowed by the sharing, so its end is counted slowed
+// (backfill_join_slowdown): the job whose end is the reservation itself, the one the head
+// waits for, is never joined, since slowing it moves the head's real start later.
+bool Lifecycle::joins_running(const Placement& p, Seconds until, Seconds now, Seconds reserved) const {
   const std::string& joins = config_.backfill_joins;
   const bool any_job = joins == "none";
-  const Seconds bound = joins == "by_reservation" ? reserved : until;
+  const bool by_reservation = joins == "by_reservation";
+  const Seconds bound = by_reservation ? reserved : until;
   for (const auto& part : p.parts)
-    for (int g : part.launch.gpus)
-      if (any_job ? bf_busy_.busy(part.server, g) : bf_busy_.until(part.server, g) > bound) return true;
+    for (int g : part.launch.gpus) {
+      if (any_job) {
+        if (bf_busy_.busy(part.server, g)) return true;
+        continue;
+      }
+      Seconds end = bf_busy_.until(part.server, g);
+      if (by_reservation) end = slowed_end(end, now, config_.backfill_join_slowdown);
+      if (end > bound) return true;
+    }
   return false;
 }
 

@@ -318,7 +318,7 @@ class Lifecycle {
   int bf_num_gpus_ = 0;
   ReservationBook bf_book_;           // reserved_start of bf_held_, asked again per candidate
   BusyGpus bf_busy_;                  // GPUs running jobs hold, until when (backfill_joins)
-  bool joins_running(const Placement& p, Seconds until, Seconds reserved) const;
+  bool joins_running(const Placement& p, Seconds until, Seconds now, Seconds reserved) const;
   // `backfilled`: ahead of a waiting head, within its reservation (the start and its launch event say so).
   void start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx, bool backfilled = false);
   // Preemption (preemption.cpp). Each returns true when the pass must stop here: the

@@ -100,6 +100,10 @@ std::span<const ParamEntry<EngineConfig>> entries() {
                 "Backfill: the running jobs a job started out of order may share GPUs with: any, "
                 "only those expected to end no later than it, only those expected to end by the "
                 "head's reserved start, or none (idle GPUs only)"),
+    P("backfill_join_slowdown", backfill_join_slowdown, 1, 100, "",
+                "Backfill, by_reservation: a running job a backfilled job joins is counted slowed by "
+                "this factor over what it has left, and must still end by the head's reserved start "
+                "(1 = counted as not slowed)"),
     P("order", order, 0, 0, order_names(),
                 "GPU order: most free memory, best fit, least SM activity, first fit, round "
                 "robin, least projected utilisation, least predicted activity"),

@@ -69,6 +69,10 @@ struct EngineConfig {
   // to end by the head's reserved start (by_reservation), or none (idle GPUs only). Running
   // jobs have precedence, and under sharing a job that joins them slows them.
   std::string backfill_joins = "by_reservation";  // any | earlier_ending | by_reservation | none (docs/lab-policies.md)
+  // With by_reservation, a running job a backfilled job joins is counted slowed by this
+  // factor over what it has left (1 = not slowed): it may be joined only if it still ends
+  // by the head's reserved start. Source: docs/config.md.
+  double backfill_join_slowdown = 1.0;
   std::string order = "magm";            // magm | bf | lug | ff | rr | lpu | lpa
   int max_jobs_per_gpu = 0;              // 0 = no cap
   double util_cap = 0;                   // Horus: sum of profiled utilisation <= cap (0 = off)

@@ -199,7 +199,7 @@ void BusyGpus::mark(int server, int gpu, Seconds until) {
 
 Seconds slowed_end(Seconds end, Seconds now, double slowdown) {
   if (!std::isfinite(end) || end <= now) return end;
-  return now + (end - now) * slowdown;
+  return end + (end - now) * (slowdown - 1);  // this form: at 1, exactly `end` (no rounding)
 }
 
 bool BusyGpus::busy(int server, int gpu) const {

@@ -1,6 +1,7 @@
 #include "sim/dispatch/dispatcher.h"
 
 #include <algorithm>
+#include <numeric>
 #include <cmath>
 #include <limits>
 
@@ -173,6 +174,20 @@ void ClusterDispatcher::declined(const QueuedJob&, const Placement& p) {
     st_.changed.push_back(part.server);
     Server& srv = st_.servers[static_cast<std::size_t>(part.server)];
     srv.declined_version = srv.version;
+    // The engine's choice of GPUs also follows the telemetry windows (the pressure filter,
+    // orders by activity): while they change, another sample may give another choice,
+    // which the join rules may take; so the server is asked again at the next sample, as
+    // without the memo every pass would (found with backfill_join_slowdown > 1, whose
+    // declines are many: 1,000 Philly jobs on 8 servers launched differently with the memo
+    // on and off).
+    if (cache_) {
+      locals_.resize(static_cast<std::size_t>(srv.ngpus));
+      std::iota(locals_.begin(), locals_.end(), 0);
+      if (windows_.changing(srv, locals_, asked_at_)) {
+        const double hz = opt_.engine.telemetry_sample_hz;
+        st_.push_wake(part.server, (std::floor(asked_at_ * hz + 1e-9) + 1) / hz);
+      }
+    }
     if (!gates) continue;
     Seconds opens = kNever;
     for (const RunningJob& r : srv.placer.running)

@@ -129,6 +129,7 @@ class ClusterDispatcher final : public Placer {
   int last_gang_blocked_ = 0;
   std::vector<int> server_gpus_;  // server_gpus()'s answer (issue 32 item 5)
   MiB gpu_total_mib_ = 0;         // each GPU's memory, when server_gpus_ says they are alike
+  std::vector<int> locals_;       // 0..n-1, a declined server's GPUs (declined())
 };
 
 }  // namespace aegis::simrun

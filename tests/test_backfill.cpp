@@ -619,7 +619,7 @@ TEST(Backfill, WithJoinsByReservationAJobStartedOutOfOrderJoinsOnlyJobsEndingByT
 // 1277, past it: D is declined. At 1 (not slowed) D joins B, whose end is the reservation;
 // at 2.1 A's slowed end (1039) passes it too and neither starts.
 TEST(Backfill, WithJoinsByReservationAJobIsJoinedOnlyIfItsSlowedEndIsByTheReservation) {
-  EXPECT_EQ(EngineConfig{}.backfill_join_slowdown, 1.0);
+  EXPECT_EQ(EngineConfig{}.backfill_join_slowdown, 1.28);
   const std::vector<std::tuple<JobId, MiB, Seconds>> behind{{4, 8000, 300}, {5, 5000, 300}};
   JoinScene slowed("by_reservation", 2, behind, 500, 1.28);
   EXPECT_EQ(slowed.fx.reserved_start, 1000);
@@ -630,6 +630,35 @@ TEST(Backfill, WithJoinsByReservationAJobIsJoinedOnlyIfItsSlowedEndIsByTheReserv
   EXPECT_EQ(JoinScene("by_reservation", 2, behind, 500, 2.1).started(), std::vector<JobId>());
   // The factor is by_reservation's only: `any` lets both join whatever it is.
   EXPECT_EQ(JoinScene("any", 2, behind, 500, 1.28).started(), std::vector<JobId>({4, 5}));
+}
+
+// A join the slowdown declines turns with time alone: A (GPU 0) ends at 900, the head is
+// reserved at 1000. Counted slowed by 1.28 from 10, A ends at 1149: C (8,000 MiB, which fits
+// only beside A, a limit of 300) is declined, and the pass says when that turns: from
+// (900 x 1.28 - 1000) / 0.28 = 542.9 on, A's slowed end is by the reservation. Asked again
+// at 542 C still waits; at 543 it starts (ending at 843, by the reservation). A decline that
+// no time turns (B, whose end is the reservation itself) reports nothing.
+TEST(Backfill, AJoinTheSlowdownDeclinesSaysWhenItTurns) {
+  JoinScene scene("by_reservation", 2, {{4, 8000, 300}}, 900, 1.28);
+  EXPECT_EQ(scene.fx.reserved_start, 1000);
+  EXPECT_TRUE(scene.started().empty());
+  ASSERT_EQ(scene.fx.join_turns.size(), 1u);
+  EXPECT_EQ(scene.fx.join_turns[0].first, 0);
+  EXPECT_NEAR(scene.fx.join_turns[0].second, (900 * 1.28 - 1000) / 0.28, 1e-5);
+  Effects early = scene.life.schedule(542, scene.gpus);
+  EXPECT_TRUE(early.starts.empty());
+  Effects turned = scene.life.schedule(543, scene.gpus);
+  ASSERT_EQ(turned.starts.size(), 1u);
+  EXPECT_EQ(turned.starts[0].job, 4);
+  EXPECT_TRUE(turned.starts[0].backfilled);
+  // At 1 (not slowed) nothing turns: C joins A at once.
+  JoinScene unslowed("by_reservation", 2, {{4, 8000, 300}}, 900, 1.0);
+  EXPECT_EQ(unslowed.started(), std::vector<JobId>({4}));
+  EXPECT_TRUE(unslowed.fx.join_turns.empty());
+  // D (5,000 MiB, fits only beside B, whose end is the reservation) never turns.
+  JoinScene never("by_reservation", 2, {{4, 8000, 300}, {5, 5000, 300}}, 500, 1.28);
+  EXPECT_EQ(never.started(), std::vector<JobId>({4}));
+  EXPECT_TRUE(never.fx.join_turns.empty());
 }
 
 // GPUs whose jobs may use more memory than was booked for them (`used`, per job), as a job

@@ -214,7 +214,7 @@ TEST(Backfill, NeverDelaysTheHeadsReservationOnThePublishedTraces) {
       }
       EXPECT_GT(backfilled, 0u) << trace;
       std::map<std::int64_t, Seconds> held, first;
-      for (const auto& [job, at] : r.reservations) {
+      for (const auto& [job, at, pass] : r.reservations) {
         first.try_emplace(job, at);
         auto [it, fresh] = held.try_emplace(job, at);
         if (!fresh) {
@@ -236,27 +236,55 @@ TEST(Backfill, NeverDelaysTheHeadsReservationOnThePublishedTraces) {
 }
 
 // The same under sharing (`aegis`, the default `backfill_joins = by_reservation`, limits 2x as
-// in docs/lab-policies.md's study, every seed of it): each head starts by the first start it
-// was reserved. Its reservation may move later, but only when a retry enters the recovery
-// queue ahead of it (traced on philly, s34-bfspan), so only the start is asserted.
-TEST(Backfill, UnderSharingEveryHeadStartsByItsFirstReservationOnThePublishedTraces) {
-  for (const char* trace : {"philly", "saturn", "venus"}) {
-    for (std::uint64_t seed = 1; seed <= 8; ++seed) {
-      SimOptions o;
-      o.policy_name = "aegis";
-      o.engine = policy_config("aegis");
-      o.engine.backfill = true;
-      o.sim.time_limit_factor = 2;
-      o.record_reservations = true;
-      o.cluster = ClusterSpec::uniform(1, 3, 40960);
-      o.seed = seed;
-      const SimResult r = simulate(published().catalog, published().traces.at(trace), o);
-      std::map<std::int64_t, Seconds> first;
-      for (const auto& [job, at] : r.reservations) first.try_emplace(job, at);
-      EXPECT_GT(first.size(), 10u) << trace << " seed " << seed;
-      for (const auto& [job, at] : first)
-        EXPECT_LE(r.jobs[static_cast<std::size_t>(job)].first_launch, at + 1e-6)
-            << trace << " seed " << seed << " job " << job;
+// in docs/lab-policies.md's study, every seed of it). With joins counted unslowed
+// (`backfill_join_slowdown = 1`) each head starts by the first start it was reserved (its
+// reservation may move later, but only when a retry enters the recovery queue ahead of it:
+// traced on philly, s34-bfspan, so only the start is asserted). At the default (1.28) the
+// schedule differs, and in philly's seeds 4 and 8 one head (job 50) waits past its
+// reservation for pressure, which the memory rule run forward cannot see: a head late like
+// that must have had no job backfilled ahead of it while it waited.
+TEST(Backfill, UnderSharingAHeadStartsByItsReservationOrNothingWasBackfilledAheadOfIt) {
+  for (const double slowdown : {1.0, EngineConfig{}.backfill_join_slowdown}) {
+    for (const char* trace : {"philly", "saturn", "venus"}) {
+      for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+        SimOptions o;
+        o.policy_name = "aegis";
+        o.engine = policy_config("aegis");
+        o.engine.backfill = true;
+        o.engine.backfill_join_slowdown = slowdown;
+        o.sim.time_limit_factor = 2;
+        o.record_reservations = true;
+        o.cluster = ClusterSpec::uniform(1, 3, 40960);
+        o.seed = seed;
+        const SimResult r = simulate(published().catalog, published().traces.at(trace), o);
+        std::map<std::int64_t, Seconds> first;
+        std::map<std::int64_t, std::vector<Seconds>> passes;  // when each job waited as the head
+        for (const auto& [job, at, pass] : r.reservations) {
+          first.try_emplace(job, at);
+          passes[job].push_back(pass);
+        }
+        EXPECT_GT(first.size(), 10u) << trace << " seed " << seed;
+        for (const auto& [job, at] : first) {
+          const JobRecord& head = r.jobs[static_cast<std::size_t>(job)];
+          if (slowdown == 1.0) {  // the rule as measured at s34: every head by its first reservation
+            EXPECT_LE(head.first_launch, at + 1e-6) << trace << " seed " << seed << " job " << job;
+            continue;
+          }
+          if (head.first_launch <= at + 1e-6) continue;
+          // Late (the memory rule run forward cannot see pressure: philly seeds 4 and 8, job
+          // 50): then no job was backfilled ahead of it while it waited, so the wait is the
+          // estimate's, not backfill's.
+          for (const JobRecord& k : r.jobs) {
+            for (const auto& a : k.attempts) {
+              if (!a.backfilled) continue;
+              for (Seconds pass : passes[job]) {
+                EXPECT_NE(a.launch, pass) << trace << " seed " << seed << ": job " << k.trace_index
+                                          << " was backfilled at " << a.launch << " ahead of late head " << job;
+              }
+            }
+          }
+        }
+      }
     }
   }
 }

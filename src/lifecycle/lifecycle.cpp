@@ -34,6 +34,7 @@ void Effects::merge(Effects&& o) {
   if (o.blocked) blocked = std::move(o.blocked);
   if (o.wake_at) wake_at = wake_at ? std::min(*wake_at, *o.wake_at) : *o.wake_at;
   if (o.reserved_start) reserved_start = o.reserved_start;
+  join_turns.insert(join_turns.end(), o.join_turns.begin(), o.join_turns.end());
 }
 
 void Effects::reset() {
@@ -45,6 +46,7 @@ void Effects::reset() {
   blocked.reset();
   wake_at.reset();
   reserved_start.reset();
+  join_turns.clear();
 }
 
 Lifecycle::Lifecycle(const EngineConfig& config, LifecycleOptions options)
@@ -410,7 +412,14 @@ void Lifecycle::hold(const Placement& p, Seconds until) {
 bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds now, Seconds reserved) {
   const auto end = expected_end(j.spec(), now, now);
   const Seconds until = end ? *end : std::numeric_limits<Seconds>::infinity();
-  if (config_.backfill_joins != "any" && joins_running(p, until, now, reserved)) return false;
+  if (config_.backfill_joins != "any") {
+    std::optional<Seconds> turns;
+    if (joins_running(p, until, now, reserved, &turns)) {
+      if (turns && *turns < reserved)
+        for (const auto& part : p.parts) bf_turns_.emplace_back(part.server, *turns);
+      return false;
+    }
+  }
   bool kept = may_backfill(j.spec(), now, reserved);
   if (!kept) {
     const std::size_t before = bf_held_.size();
@@ -436,22 +445,35 @@ bool Lifecycle::keeps_reservation(const LifeJob& j, const Placement& p, Seconds 
 // The joined job is slowed by the sharing, so its end is counted slowed
 // (backfill_join_slowdown): the job whose end is the reservation itself, the one the head
 // waits for, is never joined, since slowing it moves the head's real start later.
-bool Lifecycle::joins_running(const Placement& p, Seconds until, Seconds now, Seconds reserved) const {
+bool Lifecycle::joins_running(const Placement& p, Seconds until, Seconds now, Seconds reserved,
+                              std::optional<Seconds>* turns_at) const {
   const std::string& joins = config_.backfill_joins;
   const bool any_job = joins == "none";
   const bool by_reservation = joins == "by_reservation";
+  const double f = config_.backfill_join_slowdown;
   const Seconds bound = by_reservation ? reserved : until;
+  bool declined = false;
+  bool turns = by_reservation && f > 1;  // only the slowdown's refusals turn with time
+  Seconds at = now;
   for (const auto& part : p.parts)
     for (int g : part.launch.gpus) {
       if (any_job) {
         if (bf_busy_.busy(part.server, g)) return true;
         continue;
       }
-      Seconds end = bf_busy_.until(part.server, g);
-      if (by_reservation) end = slowed_end(end, now, config_.backfill_join_slowdown);
-      if (end > bound) return true;
+      const Seconds end = bf_busy_.until(part.server, g);
+      if (end > bound) return true;  // past the reservation even unslowed: no time turns it
+      if (by_reservation && slowed_end(end, now, f) > bound) {
+        declined = true;
+        // now' + (end - now') f <= reserved from now' = (end f - reserved) / (f - 1) on,
+        // which comes before the job's end only if it ends before the reservation.
+        // (A microsecond later: at the computed instant rounding may still decline it.)
+        if (end < bound) at = std::max(at, (end * f - reserved) / (f - 1) + 1e-6);
+        else turns = false;
+      }
     }
-  return false;
+  if (declined && turns && turns_at) *turns_at = at;
+  return declined;
 }
 
 RunningJob Lifecycle::running_view(const LifeJob& j, const Placement::Part& part) const {
@@ -566,6 +588,7 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
   // start, only jobs whose time limit ends them by then are tried; the head's reason stays.
   std::optional<Seconds> reserved;
   std::optional<Blocked> head_blocked;
+  bf_turns_.clear();  // (a pass that returns early reports none)
   // [issue 32 item 1] Level by level, highest first, when queued jobs differ in level: a
   // level's recovery queue, then its main queue. One level: one round, as published.
   queued_levels(levels_);
@@ -651,6 +674,13 @@ void Lifecycle::schedule(Seconds now, Placer& placer, Effects& fx) {
   if (reserved) {  // backfill hook (item 5): the head still waits
     fx.blocked = std::move(head_blocked);
     fx.reserved_start = reserved;
+    if (!bf_turns_.empty()) {  // each server once, at its earliest turn
+      std::sort(bf_turns_.begin(), bf_turns_.end());
+      bf_turns_.erase(std::unique(bf_turns_.begin(), bf_turns_.end(),
+                                  [](const auto& a, const auto& b) { return a.first == b.first; }),
+                      bf_turns_.end());
+      fx.join_turns.insert(fx.join_turns.end(), bf_turns_.begin(), bf_turns_.end());
+    }
   } else if (!fx.blocked) {
     fx.blocked = std::move(outside);  // none waits but the one passed over
   }

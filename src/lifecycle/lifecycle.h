@@ -131,6 +131,10 @@ struct Effects {
   std::optional<Blocked> blocked;   // why the head of the queue waits (after schedule)
   std::optional<Seconds> wake_at;   // ask again then, even if nothing happens
   std::optional<Seconds> reserved_start;  // backfill (item 5): the waiting head's reservation
+  // Backfill (item 5, backfill_join_slowdown): a server where a join declined now becomes
+  // allowed at a later time with nothing happening (the joined job's slowed end comes by the
+  // reservation as now advances): ask again there then. Each server once, at its earliest.
+  std::vector<std::pair<int, Seconds>> join_turns;
 
   void merge(Effects&& o);
   // As a fresh one, keeping the lists' storage (the calls that fill an Effects the driver
@@ -318,7 +322,11 @@ class Lifecycle {
   int bf_num_gpus_ = 0;
   ReservationBook bf_book_;           // reserved_start of bf_held_, asked again per candidate
   BusyGpus bf_busy_;                  // GPUs running jobs hold, until when (backfill_joins)
-  bool joins_running(const Placement& p, Seconds until, Seconds now, Seconds reserved) const;
+  // `turns_at`: where it joins only jobs whose slowed end is past the reservation, when that
+  // stops being so (the latest over its GPUs); left alone otherwise.
+  bool joins_running(const Placement& p, Seconds until, Seconds now, Seconds reserved,
+                     std::optional<Seconds>* turns_at = nullptr) const;
+  std::vector<std::pair<int, Seconds>> bf_turns_;  // this pass's join_turns, before the reduction
   // `backfilled`: ahead of a waiting head, within its reservation (the start and its launch event say so).
   void start(LifeJob& j, Placement&& p, Seconds now, Placer& placer, Effects& fx, bool backfilled = false);
   // Preemption (preemption.cpp). Each returns true when the pass must stop here: the

@@ -103,7 +103,8 @@ std::span<const ParamEntry<EngineConfig>> entries() {
     P("backfill_join_slowdown", backfill_join_slowdown, 1, 100, "",
                 "Backfill, by_reservation: a running job a backfilled job joins is counted slowed by "
                 "this factor over what it has left, and must still end by the head's reserved start "
-                "(1 = counted as not slowed)"),
+                "(1 = counted as not slowed; 1.28, the default, is the 90th percentile of a job's "
+                "slowdown beside another over Lucid's measured pairs)"),
     P("order", order, 0, 0, order_names(),
                 "GPU order: most free memory, best fit, least SM activity, first fit, round "
                 "robin, least projected utilisation, least predicted activity"),

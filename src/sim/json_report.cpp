@@ -21,7 +21,7 @@ bool omitted_at_default(const ParamInfo& p) {
       {"backfill", ParamValue(false)}, {"time_limit_factor", ParamValue(0.0)},  // item 5
       {"backfill_history_runs", ParamValue(std::int64_t{0})}, {"backfill_history_quantile", ParamValue(0.9)},
       {"backfill_joins", ParamValue(std::string("by_reservation"))},  // item 5
-      {"backfill_join_slowdown", ParamValue(1.0)},  // item 5
+      {"backfill_join_slowdown", ParamValue(1.28)},  // item 5
       {"fair_share_charge", ParamValue(std::string("occupied"))},  // item 2
       {"fair_share_committed", ParamValue(std::string("mean_run_time"))},  // item 2
       {"preemption", ParamValue(false)}, {"checkpoint_lead_s", ParamValue(120.0)},  // item 1

@@ -402,7 +402,7 @@ class Run {
       dispatcher_->pass_over();
       if (fx.reserved_start) {  // issue 32 item 5
         const auto head = static_cast<std::int64_t>(life_.queue_order().front());
-        if (opt_.record_reservations) reservations_.push_back({head, *fx.reserved_start});
+        if (opt_.record_reservations) reservations_.push_back({head, *fx.reserved_start, t});
         first_reserved_.try_emplace(head, *fx.reserved_start);
       }
       for (const auto& s : fx.starts) {
@@ -426,6 +426,9 @@ class Run {
       // A probe's peak or a dependency: ask again then (issue 32; the placer's own gates
       // wake their servers).
       if (links_ && fx.wake_at) st_.push_wake(0, *fx.wake_at);
+      // Backfill (item 5): a join the slowdown declined becomes allowed then, with no event.
+      for (const auto& [server, at] : fx.join_turns)
+        if (at > t) st_.push_wake(server, at);
       // Issue 32 item 1: a preemption's warnings (each warned job saves its checkpoint
       // sim.checkpoint_save_s later, if its lead allows), the end of their lead times
       // (fx.wake_at), and the jobs to stop now.
@@ -475,7 +478,7 @@ class Run {
   double work_lost_gpu_s_ = 0;
   SimEstimates estimates_{opt_.engine};  // the estimate chain, fed as aegisd feeds it
   std::size_t n_finished_ = 0;
-  std::vector<std::pair<std::int64_t, Seconds>> reservations_;  // SimOptions::record_reservations
+  std::vector<SimResult::Reservation> reservations_;  // SimOptions::record_reservations
   std::unordered_map<std::int64_t, Seconds> first_reserved_;     // backfill: each head's first reservation
 
   // SimResult's late heads: started more than a second (a pass) after their first

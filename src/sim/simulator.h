@@ -136,9 +136,15 @@ struct SimResult {
   std::vector<int> gpu_server;      // server of each GPU id
   std::vector<std::vector<GpuPoint>> gpu_timeline;         // per GPU, when recorded
   std::vector<std::pair<Seconds, int>> queue_timeline;     // jobs waiting, when recorded
-  // Backfill (issue 32 item 5), when recorded: (job, its reserved start) at each pass where
-  // the head of the queue waited with a reservation; the job is the trace position.
-  std::vector<std::pair<std::int64_t, Seconds>> reservations;
+  // Backfill (issue 32 item 5), when recorded: (job, its reserved start, the pass's time) at
+  // each pass where the head of the queue waited with a reservation; the job is the trace
+  // position.
+  struct Reservation {
+    std::int64_t job = 0;
+    Seconds reserved_start = 0;
+    Seconds pass = 0;
+  };
+  std::vector<Reservation> reservations;
   // Backfill: each job's first reserved start as the waiting head, by record (-1: never);
   // empty with backfill off (kept out of JobRecord, which a 1M-job run holds a million of).
   std::vector<Seconds> head_reserved;
